@@ -1,0 +1,1 @@
+"""agentic_ray.algorithms.aaac."""

@@ -1,0 +1,56 @@
+"""Batch, episode and metric key constants shared by envs, rollout, rewards and algorithms.
+
+Algorithm code uses these names instead of string literals (house style rule 3).
+"""
+
+# Episode side channels (SingleAgentEpisode.custom_data / last info).
+EPISODE_RECORD = "episode_record"  # info key of the last step: EpisodeRecord.to_dict()
+RISK_REWARDS = "risk_rewards"  # custom_data: per-step risk stream, np.ndarray (T,)
+REWARD_VECTOR = "reward_vector"  # custom_data: {layer: np.ndarray (T,)} settled, normalised layer values
+ROOT_CAUSE = "root_cause"  # custom_data: int root-cause label of a failed episode (-1 if none)
+POLICY_VERSION = "policy_version"  # custom_data: learner update count when the episode was sampled
+
+# Step info keys.
+STEP_TRACE = "trace"
+MASK_REASONS = "mask_reasons"
+
+# AAAC train-batch columns written by the two-critic advantage connector (besides Columns.ADVANTAGES and
+# Columns.VALUE_TARGETS, which hold the combined advantage and the reward critic's TD(λ) targets).
+RISK_VALUE_TARGETS = "risk_value_targets"  # (N,) TD(λ) targets of the risk critic
+REWARD_ADVANTAGES = "reward_advantages"  # (N,) unstandardised TD(λ) advantages of the reward stream
+RISK_ADVANTAGES = "risk_advantages"  # (N,) unstandardised TD(λ) advantages of the risk stream
+TD_LAMBDA = "td_lambda"  # (N,) λ chosen for the episode each row belongs to
+
+# AAAC learner state and metrics.
+AAAC_NUM_UPDATES = "aaac_num_updates"  # learner state: Learner.update() calls so far (β schedule's t)
+AAAC_POLICY_LOSS = "policy_loss"
+AAAC_VF_LOSS_REWARD = "vf_loss_reward"
+AAAC_VF_LOSS_RISK = "vf_loss_risk"
+AAAC_BETA = "beta"
+AAAC_KL = "mean_kl"
+AAAC_ENTROPY = "entropy"
+AAAC_LAMBDA_MEAN = "lambda_mean"
+AAAC_IS_WEIGHT_MEAN = "is_weight_mean"
+AAAC_RATIO_MAX = "ratio_max"
+AAAC_ADV_REWARD_MEAN = "adv_reward_mean"
+AAAC_ADV_RISK_MEAN = "adv_risk_mean"
+AAAC_GRAD_NORM_PREFIX = "grad_norm_"  # + optimizer name: global grad norm before clipping
+
+# Reward pipeline (agentic_ray/rewards, agentic_ray/rollout).
+REWARD_VECTOR_RAW = "reward_vector_raw"  # custom_data: {layer: np.ndarray (T,)} settled raw layer values
+REWARD_PROVENANCE = "reward_provenance"  # custom_data: {layer: {scorer, version, latency_s, attempts}}
+REWARD_RESULTS = (
+    "reward_results"  # info key of the last step in blocking mode: per-layer results scored in step()
+)
+
+# Reward-pool metrics logged by the RewardAwareEnvRunner (under env_runners/ in results).
+METRIC_REWARD_PENDING = "reward_pool_pending"
+METRIC_REWARD_SETTLED = "reward_pool_settled"
+METRIC_REWARD_MISSING = "reward_pool_missing"
+METRIC_REWARD_DROPPED = "reward_pool_dropped"
+METRIC_REWARD_HELD = "reward_pool_held"
+METRIC_REWARD_WAIT_S = "reward_pool_wait_s"
+METRIC_REWARD_STALENESS = "reward_pool_staleness"
+METRIC_REWARD_STALENESS_MAX = "reward_pool_staleness_max"
+METRIC_REWARD_DUPLICATES = "reward_pool_duplicates"
+METRIC_REWARD_RESUBMITS = "reward_pool_resubmits"

@@ -1,0 +1,68 @@
+"""What a finished episode hands to the reward layers: a plain, picklable summary with no env objects.
+
+The env writes ``EpisodeRecord.to_dict()`` into the last step's ``info["episode_record"]``; reward layers are
+pure functions of it and return one value per env step (episode-level layers put their value on the last step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class StepRecord:
+    """One executed step, as the gateway and the env saw it."""
+
+    skill: str
+    args: dict[str, Any]
+    result_code: str  # "OK" or a ToolExecutor error code such as "TOOL_TIMEOUT"
+    ok: bool
+    latency_ms: float
+    attempts: int = 1
+    fallback_used: str | None = None
+    masked: bool = False  # the policy sent an action the mask forbade
+    high_risk: bool = False  # a high-risk action (e.g. refund before the inventory check)
+    risk_weight: float = 0.0
+    goals_satisfied: list[str] = field(default_factory=list)  # subgoals this step completed
+    redundant: bool = False  # a successful call that advanced no goal
+    trace_id: str = ""
+
+
+@dataclass
+class EpisodeRecord:
+    """A finished episode. ``steps`` has one entry per env step."""
+
+    episode_id: str
+    domain: str
+    task_family: str
+    task_seed: int
+    steps: list[StepRecord]
+    completed: bool  # every goal satisfied
+    failed: bool  # explicit, unrecoverable failure
+    truncated: bool  # step budget exhausted
+    optimal_steps: int
+    goals: list[str]  # subgoal ids of the DAG
+    goal_deps: list[tuple[str, str]]  # (prerequisite, dependent) edges
+    goals_done_order: list[str]  # subgoals in the order they were satisfied
+    dag_valid: bool  # no dependency violation and no missing prerequisite
+    dependency_violations: int = 0
+    entities_mentioned: list[str] = field(default_factory=list)  # for memory recall (L4)
+    entities_recalled: list[str] = field(default_factory=list)
+    user: dict[str, float] = field(default_factory=dict)  # level, complaint_rate, verified, ...
+    policy_version: int = 0
+    intent_id: str = ""
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EpisodeRecord:
+        d = dict(d)
+        d["steps"] = [s if isinstance(s, StepRecord) else StepRecord(**s) for s in d["steps"]]
+        d["goal_deps"] = [tuple(e) for e in d["goal_deps"]]
+        return cls(**d)

@@ -1,0 +1,133 @@
+"""Append-only SQLite audit log of every gateway call.
+
+Rows are buffered and written in batches (one transaction per ``flush_every`` rows) so that auditing stays off
+the hot path; :meth:`AuditLog.rows` and :meth:`AuditLog.close` flush first. Triggers reject UPDATE and DELETE,
+so the table is append-only at the database level, not just by convention.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    intent_id TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    skill TEXT NOT NULL,
+    params TEXT NOT NULL,
+    result_code TEXT NOT NULL,
+    latency_ms REAL NOT NULL,
+    attempts INTEGER NOT NULL,
+    fallback_used TEXT,
+    warnings TEXT
+);
+CREATE INDEX IF NOT EXISTS audit_trace ON audit(trace_id);
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+"""
+
+COLUMNS = (
+    "ts",
+    "intent_id",
+    "trace_id",
+    "skill",
+    "params",
+    "result_code",
+    "latency_ms",
+    "attempts",
+    "fallback_used",
+    "warnings",
+)
+
+
+class AuditLog:
+    """Args:
+    path: SQLite file, or ``":memory:"``.
+    flush_every: rows buffered before one batched insert.
+    """
+
+    def __init__(self, path: str | Path = ":memory:", flush_every: int = 256) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute(
+            "PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA journal_mode=MEMORY"
+        )
+        self._db.executescript(_SCHEMA)
+        self._buf: list[tuple[Any, ...]] = []
+        self._flush_every = flush_every
+        self._lock = threading.Lock()
+
+    def append(
+        self,
+        intent_id: str,
+        trace_id: str,
+        skill: str,
+        params: dict[str, Any],
+        result_code: str,
+        latency_ms: float,
+        attempts: int,
+        fallback_used: str | None,
+        warnings: list[str],
+    ) -> None:
+        row = (
+            time.time(),
+            intent_id,
+            trace_id,
+            skill,
+            json.dumps(params, default=str),
+            result_code,
+            latency_ms,
+            attempts,
+            fallback_used,
+            json.dumps(warnings) if warnings else None,
+        )
+        with self._lock:
+            self._buf.append(row)
+            if len(self._buf) >= self._flush_every:
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if not self._buf:
+            return
+        self._db.execute("BEGIN")
+        self._db.executemany(
+            f"INSERT INTO audit ({','.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))})", self._buf
+        )
+        self._db.execute("COMMIT")
+        self._buf.clear()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    def rows(self, where: str = "", args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        """All rows (flushed first) as dicts, oldest first. ``where`` is an SQL condition with ``?`` args."""
+        with self._lock:
+            self._flush_locked()
+            cur = self._db.execute(
+                f"SELECT id,{','.join(COLUMNS)} FROM audit {'WHERE ' + where if where else ''} ORDER BY id",
+                args,
+            )
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def count(self) -> int:
+        with self._lock:
+            self._flush_locked()
+            return int(self._db.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._flush_locked()
+            self._db.close()

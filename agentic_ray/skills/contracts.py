@@ -1,0 +1,337 @@
+"""Skill contracts: pydantic models loaded from ``configs/skills/<domain>.yaml``.
+
+A contract is the single source of truth for a skill: what it accepts (and how to clip or reject it), what it
+returns, how fast it must be, how it is retried, what to fall back to, how risky it is, what it needs at startup
+and which business rules must hold before it may run. Loading validates everything; a bad file raises
+:class:`ContractError` naming the file, the skill and the field, and nothing starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+ERROR_CODES: tuple[str, ...] = (
+    "TOOL_TIMEOUT",
+    "INVALID_INPUT",
+    "INVALID_OUTPUT",
+    "CIRCUIT_OPEN",
+    "RATE_LIMITED",
+    "UPSTREAM_ERROR",
+    "NOT_WHITELISTED",
+    "DEPENDENCY_MISSING",
+    "PRECONDITION_FAILED",
+    "NOT_FOUND",
+    "CONFLICT",
+)
+"""Error codes every skill may return. Skills may declare extra, domain-specific codes."""
+
+DEFAULT_RETRYABLE: dict[str, bool] = {
+    "TOOL_TIMEOUT": True,
+    "INVALID_INPUT": False,
+    "INVALID_OUTPUT": True,
+    "CIRCUIT_OPEN": False,
+    "RATE_LIMITED": True,
+    "UPSTREAM_ERROR": True,
+    "NOT_WHITELISTED": False,
+    "DEPENDENCY_MISSING": False,
+    "PRECONDITION_FAILED": False,
+    "NOT_FOUND": False,
+    "CONFLICT": False,
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FloatParam(_Strict):
+    type: Literal["float"] = "float"
+    min: float = Field(description="Lower bound; smaller values are clipped with a warning.")
+    max: float = Field(description="Upper bound; larger values are clipped with a warning.")
+    max_from: str | None = Field(
+        default=None,
+        description="Name of a numeric field of the referenced entity that tightens the upper bound at call "
+        "time (e.g. an order's total). Resolved by the env when it maps actions; the gateway clips to `max`.",
+    )
+    required: bool = Field(default=True, description="Whether the caller must pass it.")
+    default: float | None = Field(default=None, description="Used when the parameter is omitted.")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> FloatParam:
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max}")
+        if self.default is not None and not self.min <= self.default <= self.max:
+            raise ValueError(f"default {self.default} outside [{self.min}, {self.max}]")
+        return self
+
+
+class IntParam(_Strict):
+    type: Literal["int"] = "int"
+    min: int = Field(description="Lower bound; smaller values are clipped with a warning.")
+    max: int = Field(description="Upper bound; larger values are clipped with a warning.")
+    required: bool = Field(default=True, description="Whether the caller must pass it.")
+    default: int | None = Field(default=None, description="Used when the parameter is omitted.")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> IntParam:
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max}")
+        if self.default is not None and not self.min <= self.default <= self.max:
+            raise ValueError(f"default {self.default} outside [{self.min}, {self.max}]")
+        return self
+
+
+class EnumParam(_Strict):
+    type: Literal["enum"] = "enum"
+    choices: list[str] = Field(min_length=1, description="Allowed values; anything else is INVALID_INPUT.")
+    required: bool = Field(default=True, description="Whether the caller must pass it.")
+    default: str | None = Field(default=None, description="Used when the parameter is omitted.")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _default_in_choices(self) -> EnumParam:
+        if self.default is not None and self.default not in self.choices:
+            raise ValueError(f"default {self.default!r} not in choices {self.choices}")
+        if len(set(self.choices)) != len(self.choices):
+            raise ValueError("choices must be unique")
+        return self
+
+
+class BoolParam(_Strict):
+    type: Literal["bool"] = "bool"
+    required: bool = Field(default=True, description="Whether the caller must pass it.")
+    default: bool | None = Field(default=None, description="Used when the parameter is omitted.")
+    description: str = ""
+
+
+class StringParam(_Strict):
+    type: Literal["string"] = "string"
+    max_length: int = Field(default=1024, ge=1, description="Longer strings are INVALID_INPUT.")
+    required: bool = Field(default=True, description="Whether the caller must pass it.")
+    default: str | None = Field(default=None, description="Used when the parameter is omitted.")
+    description: str = ""
+
+
+class EntityParam(_Strict):
+    type: Literal["entity"] = "entity"
+    node_type: str = Field(description="Graph node type the id refers to (user, product, order, ...).")
+    required: bool = Field(default=True, description="Whether the caller must pass it.")
+    default: str | None = Field(default=None, description="Used when the parameter is omitted.")
+    description: str = ""
+
+
+ParamSpec = Annotated[
+    FloatParam | IntParam | EnumParam | BoolParam | StringParam | EntityParam, Field(discriminator="type")
+]
+
+
+class ErrorSpec(_Strict):
+    code: str = Field(description="Error code the backend may return.")
+    retryable: bool = Field(description="Whether the gateway retries on it.")
+    description: str = ""
+
+
+class OutputSpec(_Strict):
+    fields: dict[str, Literal["float", "int", "bool", "string", "list", "dict"]] = Field(
+        default_factory=dict,
+        description="Success payload fields and their types; a payload that lacks one or has the wrong type "
+        "is INVALID_OUTPUT (a garbled payload in a valid JSON shell).",
+    )
+    errors: list[ErrorSpec] = Field(default_factory=list, description="Declared error codes.")
+
+
+class SLASpec(_Strict):
+    timeout_ms: float = Field(default=1000.0, gt=0, description="Hard per-attempt timeout.")
+    p95_ms: float = Field(default=500.0, gt=0, description="Latency target (p95) for monitoring.")
+    max_concurrency: int = Field(default=16, ge=1, description="Concurrent calls; beyond it RATE_LIMITED.")
+    error_budget: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="Error rate over the breaker window above which the circuit opens.",
+    )
+    window: int = Field(default=50, ge=5, description="Calls in the rolling SLA window.")
+    breaker_min_calls: int = Field(
+        default=10, ge=1, description="Calls in the window before the breaker may trip."
+    )
+    breaker_reset_s: float = Field(default=5.0, gt=0, description="Open time before a half-open probe.")
+
+    @model_validator(mode="after")
+    def _p95_within_timeout(self) -> SLASpec:
+        if self.p95_ms > self.timeout_ms:
+            raise ValueError(f"p95_ms {self.p95_ms} exceeds timeout_ms {self.timeout_ms}")
+        return self
+
+
+class RetrySpec(_Strict):
+    max_retries: int = Field(default=2, ge=0, le=10, description="Retries after the first attempt.")
+    backoff_initial_ms: float = Field(default=20.0, ge=0, description="First backoff.")
+    backoff_multiplier: float = Field(default=2.0, ge=1, description="Exponential growth of the backoff.")
+    backoff_max_ms: float = Field(default=500.0, ge=0, description="Backoff cap.")
+
+
+class FallbackSpec(_Strict):
+    skill: str | None = Field(default=None, description="Another skill to call with the same params.")
+    rule: str | None = Field(default=None, description="A named rule-based degrade (see skills/rules.py).")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> FallbackSpec:
+        if (self.skill is None) == (self.rule is None):
+            raise ValueError("a fallback names exactly one of `skill` or `rule`")
+        return self
+
+
+class RiskSpec(_Strict):
+    high_risk: bool = Field(default=False, description="Whether the skill is high-risk.")
+    weight: float = Field(default=0.0, ge=0, description="Weight wᵢ in the L3 risk layer.")
+
+
+class RequirementSpec(_Strict):
+    kind: Literal["file", "env", "module"] = Field(description="What kind of resource.")
+    target: str = Field(description="File path (relative to the contract file), env var, or module name.")
+
+
+class PreconditionSpec(_Strict):
+    after: str = Field(description="A skill that must have succeeded earlier for the same intent.")
+    where: dict[str, Any] = Field(
+        default_factory=dict, description="Payload fields the earlier success must have had."
+    )
+    same: list[str] = Field(
+        default_factory=list,
+        description="Parameters whose values must be equal in both calls (e.g. order_id).",
+    )
+    description: str = ""
+
+
+class SkillContract(_Strict):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", description="e.g. refund.trigger")
+    version: str = Field(default="1.0", description="Contract version.")
+    description: str = Field(min_length=1, description="What the skill does.")
+    handler: str | None = Field(
+        default=None, description="`module:function` of the in-process backend (also hosted over HTTP)."
+    )
+    input: dict[str, ParamSpec] = Field(default_factory=dict, description="Parameters.")
+    output: OutputSpec = Field(default_factory=OutputSpec, description="Payload and errors.")
+    sla: SLASpec = Field(default_factory=SLASpec, description="Service-level agreement.")
+    retry: RetrySpec = Field(default_factory=RetrySpec, description="Retry policy.")
+    fallback: list[FallbackSpec] = Field(default_factory=list, description="Tried in order after retries.")
+    risk: RiskSpec = Field(default_factory=RiskSpec, description="Risk of the action.")
+    requires: list[RequirementSpec] = Field(default_factory=list, description="Checked at startup.")
+    preconditions: list[PreconditionSpec] = Field(default_factory=list, description="Business rules.")
+    allowed: bool = Field(default=True, description="Whether the skill is on the whitelist.")
+
+    def retryable(self, code: str) -> bool:
+        """Whether an error code is retryable for this skill (declared errors win over defaults)."""
+        for e in self.output.errors:
+            if e.code == code:
+                return e.retryable
+        return DEFAULT_RETRYABLE.get(code, False)
+
+
+class DomainContracts(_Strict):
+    domain: str = Field(description="Domain name, e.g. ecommerce.")
+    version: str = Field(default="1", description="Version of this skill set.")
+    skills: list[SkillContract] = Field(min_length=1, description="The skills.")
+    source: str = Field(default="", description="File it was loaded from (set by the loader).")
+
+    @model_validator(mode="after")
+    def _cross_refs(self) -> DomainContracts:
+        names = [s.name for s in self.skills]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"duplicate skill names: {sorted(dup)}")
+        known = set(names)
+        from agentic_ray.skills.rules import RULES
+
+        for i, s in enumerate(self.skills):
+            for j, fb in enumerate(s.fallback):
+                if fb.skill is not None and fb.skill not in known:
+                    raise ValueError(f"skills.{i} ({s.name}).fallback.{j}.skill: unknown skill {fb.skill!r}")
+                if fb.skill == s.name:
+                    raise ValueError(
+                        f"skills.{i} ({s.name}).fallback.{j}.skill: a skill cannot fall back to itself"
+                    )
+                if fb.rule is not None and fb.rule not in RULES:
+                    raise ValueError(
+                        f"skills.{i} ({s.name}).fallback.{j}.rule: unknown rule {fb.rule!r} (known: {sorted(RULES)})"
+                    )
+            for j, pc in enumerate(s.preconditions):
+                if pc.after not in known:
+                    raise ValueError(
+                        f"skills.{i} ({s.name}).preconditions.{j}.after: unknown skill {pc.after!r}"
+                    )
+                for p in pc.same:
+                    if p not in s.input:
+                        raise ValueError(
+                            f"skills.{i} ({s.name}).preconditions.{j}.same: {p!r} is not an input"
+                        )
+        return self
+
+    def by_name(self) -> dict[str, SkillContract]:
+        return {s.name: s for s in self.skills}
+
+
+class ContractError(ValueError):
+    """A skill file failed validation. The message names the file, the skill and the field."""
+
+
+def _skill_name(raw: Any, loc: tuple[Any, ...]) -> str:
+    if len(loc) >= 2 and loc[0] == "skills" and isinstance(loc[1], int):
+        try:
+            return str(raw["skills"][loc[1]].get("name", f"#{loc[1]}"))
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return f"#{loc[1]}"
+    return "-"
+
+
+def load_contracts(path: str | Path) -> DomainContracts:
+    """Load and validate one skill file.
+
+    Args:
+        path: a YAML file with ``domain``, ``version`` and ``skills``.
+
+    Returns:
+        The validated contracts.
+
+    Raises:
+        ContractError: with ``file``, ``skill`` and ``field`` in the message.
+    """
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ContractError(f"{path}: cannot read YAML: {e}") from e
+    if not isinstance(raw, dict):
+        raise ContractError(f"{path}: top level must be a mapping with `domain` and `skills`")
+    try:
+        dc = DomainContracts.model_validate({**raw, "source": str(path)})
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            loc = tuple(err["loc"])
+            field = ".".join(str(p) for p in loc)
+            lines.append(f"{path}: skill {_skill_name(raw, loc)}: field {field}: {err['msg']}")
+        raise ContractError("\n".join(lines)) from e
+    return dc
+
+
+def domain_file(domain: str, root: str | Path | None = None) -> Path:
+    """Path of ``configs/skills/<domain>.yaml`` (repo checkout or installed package data)."""
+    base = Path(root) if root is not None else config_root() / "skills"
+    return base / f"{domain}.yaml"
+
+
+def config_root() -> Path:
+    """The ``configs/`` folder: ``$AGENTIC_RAY_CONFIGS`` or the one next to the package."""
+    import os
+
+    env = os.environ.get("AGENTIC_RAY_CONFIGS")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "configs"

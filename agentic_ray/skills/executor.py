@@ -1,0 +1,505 @@
+"""ToolExecutor: the only gateway between a policy and its tools.
+
+Every call goes through the same pipeline::
+
+    whitelist → dependency check → parameter check (clip / INVALID_INPUT) → business preconditions
+      → [circuit breaker → concurrency cap → backend attempt → timeout + output check] × (1 + retries)
+      → fallback chain (other skills, then named rule-based degrades) → human handoff → audit
+
+No exception escapes :meth:`ToolExecutor.call`; it always returns a typed :class:`ToolResult`.
+
+Which failures go where:
+
+* *Caller errors* (``INVALID_INPUT``, ``PRECONDITION_FAILED``, ``NOT_FOUND``, ``CONFLICT``, ``NOT_WHITELISTED``,
+  ``DEPENDENCY_MISSING``) are returned at once. They are the agent's mistakes and the training signal; retrying
+  or falling back would hide them. They do not count against the skill's error budget.
+* *Availability errors* (timeouts, upstream errors, garbled output, rate limits, an open breaker) are retried
+  when the contract says they are retryable, then handed to the fallback chain, and when all of that fails the
+  result is a **human handoff** carrying the trace_id.
+
+The circuit breaker and the ``error_rate`` in :meth:`sla_stats` count *calls* after retries (what the caller
+sees); ``attempt_error_rate`` counts raw backend attempts (the tool's own health).
+
+Time comes from a :class:`Clock`. :class:`RealClock` sleeps for real (HTTP backends, production);
+:class:`SimClock` advances a virtual clock, so simulated training does not sleep through backoffs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tenacity
+
+from agentic_ray.skills.audit_log import AuditLog
+from agentic_ray.skills.backends import Backend, RawOutcome
+from agentic_ray.skills.circuit_breaker import CircuitBreaker
+from agentic_ray.skills.contracts import DomainContracts, SkillContract
+from agentic_ray.skills.param_validation import InvalidParams, output_problem, validate_params
+from agentic_ray.skills.rules import RULES
+
+CALLER_ERRORS = frozenset(
+    {"INVALID_INPUT", "PRECONDITION_FAILED", "NOT_FOUND", "CONFLICT", "NOT_WHITELISTED", "DEPENDENCY_MISSING"}
+)
+
+
+class Clock:
+    """Time source of the executor."""
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def sleep(self, seconds: float) -> None:
+        raise NotImplementedError
+
+
+class RealClock(Clock):
+    def now(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class SimClock(Clock):
+    """Virtual time: ``sleep`` advances it instantly. ``advance`` lets the env add simulated tool latency."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._t = start
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        return self._t
+
+    def sleep(self, seconds: float) -> None:
+        self.advance(seconds)
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._t += max(0.0, seconds)
+
+
+@dataclass
+class ToolResult:
+    """What the gateway returns for one agent-level call."""
+
+    skill: str
+    ok: bool
+    payload: dict[str, Any] = field(default_factory=dict)
+    error_code: str | None = None
+    retryable: bool = False
+    latency_ms: float = 0.0
+    attempts: int = 0
+    fallback_used: str | None = None
+    trace_id: str = ""
+    intent_id: str = ""
+    warnings: list[str] = field(default_factory=list)
+    handoff: bool = False
+    params: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+    @property
+    def code(self) -> str:
+        return "OK" if self.ok else (self.error_code or "UPSTREAM_ERROR")
+
+
+@dataclass
+class SLAStats:
+    calls: int
+    p50_ms: float
+    p95_ms: float
+    error_rate: float
+    attempt_error_rate: float
+    breaker_state: str
+    p95_target_ms: float
+    error_budget: float
+
+
+class _SkillState:
+    """Per-skill live state: breaker, concurrency, rolling latency/error windows, the retry controller."""
+
+    def __init__(self, contract: SkillContract, clock: Clock) -> None:
+        sla = contract.sla
+        self.breaker = CircuitBreaker(
+            sla.error_budget, sla.window, sla.breaker_min_calls, sla.breaker_reset_s, clock.now
+        )
+        self.active = 0
+        self.lock = threading.Lock()
+        self.latencies: deque[float] = deque(maxlen=sla.window)
+        self.call_errors: deque[bool] = deque(maxlen=sla.window)
+        self.attempt_errors: deque[bool] = deque(maxlen=sla.window)
+        self.calls = 0
+        r = contract.retry
+        self.retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(r.max_retries + 1),
+            wait=tenacity.wait_exponential(
+                multiplier=r.backoff_initial_ms / 1000.0,
+                exp_base=r.backoff_multiplier,
+                max=r.backoff_max_ms / 1000.0,
+            ),
+            retry=tenacity.retry_if_result(lambda o: (not o.ok) and bool(o.retryable)),
+            sleep=clock.sleep,
+            retry_error_callback=lambda rs: rs.outcome.result(),
+        )
+
+
+class ToolExecutor:
+    """The gateway.
+
+    Args:
+        contracts: the domain's validated contracts.
+        backend: where skills run (:class:`~agentic_ray.skills.backends.PythonBackend` or ``HttpBackend``).
+        audit_path: SQLite file of the append-only audit log (default: in memory).
+        clock: time source (default: real time).
+        whitelist: names allowed to run (default: every contract with ``allowed: true``).
+        max_intents: how many intents' call histories to keep for precondition checks (LRU).
+    """
+
+    def __init__(
+        self,
+        contracts: DomainContracts,
+        backend: Backend,
+        *,
+        audit_path: str | Path = ":memory:",
+        clock: Clock | None = None,
+        whitelist: set[str] | None = None,
+        max_intents: int = 10_000,
+    ) -> None:
+        self.contracts = contracts.by_name()
+        self.backend = backend
+        self.clock = clock or RealClock()
+        self.audit = AuditLog(audit_path)
+        allowed = {n for n, c in self.contracts.items() if c.allowed}
+        self.whitelist = allowed if whitelist is None else allowed & set(whitelist)
+        self._state = {n: _SkillState(c, self.clock) for n, c in self.contracts.items()}
+        self._history: OrderedDict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = OrderedDict()
+        self._max_intents = max_intents
+        self._hist_lock = threading.Lock()
+        base = Path(contracts.source).parent if contracts.source else Path.cwd()
+        self.missing_deps = {n: r for n, c in self.contracts.items() if (r := _check_requires(c, base))}
+
+    # ------------------------------------------------------------------ public API
+    @staticmethod
+    def intent_hash(text: str) -> str:
+        """A stable intent id: the first 16 hex digits of SHA-256 of the normalised user request."""
+        return hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()[:16]
+
+    @staticmethod
+    def new_trace_id() -> str:
+        return os.urandom(8).hex()
+
+    def call(
+        self,
+        skill: str,
+        params: Any,
+        *,
+        intent_id: str,
+        trace_id: str | None = None,
+        world_id: str = "default",
+    ) -> ToolResult:
+        """Run one agent-level call through the whole pipeline. Never raises."""
+        trace_id = trace_id or self.new_trace_id()
+        try:
+            res = self._call(skill, params, intent_id, trace_id, world_id)
+        except Exception as e:  # last line of defence: the gateway never raises
+            res = ToolResult(
+                skill,
+                False,
+                error_code="UPSTREAM_ERROR",
+                trace_id=trace_id,
+                intent_id=intent_id,
+                message=f"gateway error {type(e).__name__}: {e}",
+            )
+        try:
+            self.audit.append(
+                intent_id,
+                trace_id,
+                skill,
+                res.params or _jsonable(params),
+                res.code,
+                res.latency_ms,
+                res.attempts,
+                res.fallback_used,
+                res.warnings,
+            )
+        except Exception as e:  # auditing must not break the call either
+            res.warnings.append(f"audit failed: {e}")
+        return res
+
+    def sla_stats(self) -> dict[str, SLAStats]:
+        """Live SLA statistics per skill over the rolling window."""
+        out = {}
+        for n, st in self._state.items():
+            c = self.contracts[n]
+            with st.lock:
+                lat = sorted(st.latencies)
+                ce = list(st.call_errors)
+                ae = list(st.attempt_errors)
+            out[n] = SLAStats(
+                calls=st.calls,
+                p50_ms=_pct(lat, 0.5),
+                p95_ms=_pct(lat, 0.95),
+                error_rate=sum(ce) / len(ce) if ce else 0.0,
+                attempt_error_rate=sum(ae) / len(ae) if ae else 0.0,
+                breaker_state=st.breaker.state,
+                p95_target_ms=c.sla.p95_ms,
+                error_budget=c.sla.error_budget,
+            )
+        return out
+
+    def breaker_state(self, skill: str) -> str:
+        return self._state[skill].breaker.state
+
+    def precondition_status(self, skill: str, params: dict[str, Any], intent_id: str) -> tuple[bool, str]:
+        """Whether the contract's business preconditions hold for this intent. Returns (ok, reason)."""
+        c = self.contracts.get(skill)
+        if c is None or not c.preconditions:
+            return True, ""
+        with self._hist_lock:
+            hist = list(self._history.get(intent_id, ()))
+        for pc in c.preconditions:
+            if not any(
+                s == pc.after
+                and all(pay.get(k) == v for k, v in pc.where.items())
+                and all(p.get(k) == params.get(k) for k in pc.same)
+                for s, p, pay in hist
+            ):
+                cond = f" with {pc.where}" if pc.where else ""
+                same = f" for the same {', '.join(pc.same)}" if pc.same else ""
+                return False, pc.description or f"{skill} requires a prior successful {pc.after}{cond}{same}"
+        return True, ""
+
+    def forget_intent(self, intent_id: str) -> None:
+        with self._hist_lock:
+            self._history.pop(intent_id, None)
+
+    def close(self) -> None:
+        self.audit.close()
+        self.backend.close()
+
+    # ------------------------------------------------------------------ pipeline
+    def _call(self, skill: str, params: Any, intent_id: str, trace_id: str, world_id: str) -> ToolResult:
+        c = self.contracts.get(skill)
+        if c is None or skill not in self.whitelist:
+            return ToolResult(
+                skill,
+                False,
+                error_code="NOT_WHITELISTED",
+                trace_id=trace_id,
+                intent_id=intent_id,
+                message=f"{skill!r} is not a whitelisted skill",
+            )
+        if skill in self.missing_deps:
+            return ToolResult(
+                skill,
+                False,
+                error_code="DEPENDENCY_MISSING",
+                trace_id=trace_id,
+                intent_id=intent_id,
+                message=self.missing_deps[skill],
+            )
+        try:
+            clean, warnings = validate_params(c, params)
+        except InvalidParams as e:
+            return ToolResult(
+                skill,
+                False,
+                error_code="INVALID_INPUT",
+                trace_id=trace_id,
+                intent_id=intent_id,
+                message=str(e),
+            )
+        ok, why = self.precondition_status(skill, clean, intent_id)
+        if not ok:
+            return ToolResult(
+                skill,
+                False,
+                error_code="PRECONDITION_FAILED",
+                trace_id=trace_id,
+                intent_id=intent_id,
+                params=clean,
+                warnings=warnings,
+                message=why,
+            )
+
+        res = self._with_retries(c, clean, world_id)
+        res.trace_id, res.intent_id, res.params, res.warnings = trace_id, intent_id, clean, warnings
+        if not res.ok and res.error_code not in CALLER_ERRORS:
+            res = self._fallback(c, clean, world_id, res)
+        if res.ok:
+            with self._hist_lock:
+                h = self._history.setdefault(intent_id, [])
+                self._history.move_to_end(intent_id)
+                h.append((skill, clean, res.payload))
+                while len(self._history) > self._max_intents:
+                    self._history.popitem(last=False)
+        res.skill = skill
+        return res
+
+    def _with_retries(self, c: SkillContract, params: dict[str, Any], world_id: str) -> ToolResult:
+        st = self._state[c.name]
+        attempts = 0
+        admitted = False  # did any attempt pass the breaker? (a half-open probe must always be recorded)
+        t0 = self.clock.now()
+        wall0 = time.perf_counter()
+        sim_ms = 0.0
+
+        def attempt() -> RawOutcome:
+            nonlocal attempts, sim_ms, admitted
+            attempts += 1
+            out = self._attempt(c, st, params, world_id)
+            sim_ms += out.latency_ms
+            admitted = admitted or out.error_code != "CIRCUIT_OPEN"
+            return out
+
+        out: RawOutcome = st.retrying(attempt)
+        # Latency = backend-reported latency of every attempt + backoff time on the executor clock.
+        backoff_ms = max(0.0, (self.clock.now() - t0) * 1000.0 - (time.perf_counter() - wall0) * 1000.0)
+        if isinstance(self.clock, SimClock):
+            backoff_ms = (self.clock.now() - t0) * 1000.0
+        latency = sim_ms + backoff_ms
+        error = not out.ok and out.error_code not in CALLER_ERRORS
+        if admitted:
+            st.breaker.record(error)
+        with st.lock:
+            st.calls += 1
+            st.latencies.append(latency)
+            st.call_errors.append(error)
+        return ToolResult(
+            c.name,
+            out.ok,
+            payload=out.payload if out.ok else {},
+            error_code=out.error_code,
+            retryable=bool(out.retryable),
+            latency_ms=latency,
+            attempts=attempts,
+            message=out.message,
+        )
+
+    def _attempt(
+        self, c: SkillContract, st: _SkillState, params: dict[str, Any], world_id: str
+    ) -> RawOutcome:
+        if not st.breaker.allow():
+            return RawOutcome(False, error_code="CIRCUIT_OPEN", message="circuit open", retryable=False)
+        with st.lock:
+            if st.active >= c.sla.max_concurrency:
+                return RawOutcome(
+                    False,
+                    error_code="RATE_LIMITED",
+                    retryable=c.retryable("RATE_LIMITED"),
+                    message=f"max_concurrency {c.sla.max_concurrency} reached",
+                )
+            st.active += 1
+        try:
+            timeout_s = c.sla.timeout_ms / 1000.0
+            out = self.backend.invoke(c, params, world_id, timeout_s)
+        finally:
+            with st.lock:
+                st.active -= 1
+        if out.ok and out.latency_ms > c.sla.timeout_ms:
+            out = RawOutcome(
+                False,
+                error_code="TOOL_TIMEOUT",
+                latency_ms=out.latency_ms,
+                message=f"took {out.latency_ms:.0f} ms > timeout {c.sla.timeout_ms:.0f} ms",
+            )
+        elif out.ok and (why := output_problem(c, out.payload)) is not None:
+            out = RawOutcome(False, error_code="INVALID_OUTPUT", latency_ms=out.latency_ms, message=why)
+        if not out.ok:
+            if out.retryable is None or out.error_code in ("TOOL_TIMEOUT", "INVALID_OUTPUT"):
+                out.retryable = c.retryable(out.error_code or "UPSTREAM_ERROR")
+            if out.error_code in CALLER_ERRORS:
+                out.retryable = False
+        with st.lock:
+            st.attempt_errors.append(not out.ok and out.error_code not in CALLER_ERRORS)
+        return out
+
+    def _fallback(
+        self, c: SkillContract, params: dict[str, Any], world_id: str, primary: ToolResult
+    ) -> ToolResult:
+        latency, attempts = primary.latency_ms, primary.attempts
+        for fb in c.fallback:
+            if fb.skill is not None:
+                fc = self.contracts[fb.skill]
+                if fb.skill not in self.whitelist or fb.skill in self.missing_deps:
+                    continue
+                try:
+                    fparams, _ = validate_params(fc, params)
+                except InvalidParams:
+                    continue
+                r = self._with_retries(fc, fparams, world_id)
+                latency += r.latency_ms
+                attempts += r.attempts
+                if r.ok:
+                    return _replace(
+                        primary,
+                        ok=True,
+                        payload=r.payload,
+                        error_code=None,
+                        retryable=False,
+                        latency_ms=latency,
+                        attempts=attempts,
+                        fallback_used=fb.skill,
+                    )
+            elif fb.rule is not None:
+                try:
+                    payload = RULES[fb.rule](c.name, params)
+                except Exception:
+                    continue
+                return _replace(
+                    primary,
+                    ok=True,
+                    payload=payload,
+                    error_code=None,
+                    retryable=False,
+                    latency_ms=latency,
+                    attempts=attempts,
+                    fallback_used=f"rule:{fb.rule}",
+                )
+        return _replace(
+            primary,
+            latency_ms=latency,
+            attempts=attempts,
+            handoff=True,
+            payload={"handoff": True, "trace_id": primary.trace_id, "reason": primary.error_code},
+        )
+
+
+def _replace(r: ToolResult, **kw: Any) -> ToolResult:
+    d = dict(r.__dict__)
+    d.update(kw)
+    return ToolResult(**d)
+
+
+def _pct(sorted_vals: list[float], q: float) -> float:
+    if not sorted_vals:
+        return 0.0
+    i = min(len(sorted_vals) - 1, max(0, round(q * (len(sorted_vals) - 1))))
+    return float(sorted_vals[i])
+
+
+def _jsonable(x: Any) -> dict[str, Any]:
+    return x if isinstance(x, dict) else {"_raw": repr(x)[:200]}
+
+
+def _check_requires(c: SkillContract, base: Path) -> str:
+    """Why a skill's startup requirements are not met ('' when they are)."""
+    import importlib.util
+
+    for r in c.requires:
+        if r.kind == "file":
+            p = Path(r.target)
+            p = p if p.is_absolute() else base / p
+            if not p.exists():
+                return f"required file {p} is missing"
+        elif r.kind == "env" and not os.environ.get(r.target):
+            return f"required environment variable {r.target} is not set"
+        elif r.kind == "module" and importlib.util.find_spec(r.target) is None:
+            return f"required module {r.target} is not importable"
+    return ""

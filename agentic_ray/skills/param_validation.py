@@ -1,0 +1,111 @@
+"""Check call parameters against a contract: clip numbers into bounds, reject everything else.
+
+Hand-written rather than a per-skill pydantic model because of *clipping*: an out-of-range number is not an
+error here (seed 000: a confidence of 1.2 crashed a detector; the fix was clip + warn at the SDK boundary), and
+because the gateway budget is tens of microseconds per call.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from agentic_ray.skills.contracts import (
+    BoolParam,
+    EntityParam,
+    EnumParam,
+    FloatParam,
+    IntParam,
+    SkillContract,
+    StringParam,
+)
+
+
+class InvalidParams(ValueError):
+    """A wrong type, a missing required field, an unknown field or an unknown enum value."""
+
+
+def validate_params(contract: SkillContract, params: Any) -> tuple[dict[str, Any], list[str]]:
+    """Validate ``params`` against ``contract.input``.
+
+    Returns:
+        (clean params with defaults filled and numbers clipped, warnings about clipping).
+
+    Raises:
+        InvalidParams: the call must be answered with ``INVALID_INPUT``.
+    """
+    if not isinstance(params, dict):
+        raise InvalidParams(f"params must be an object, got {type(params).__name__}")
+    spec = contract.input
+    unknown = [k for k in params if k not in spec]
+    if unknown:
+        raise InvalidParams(f"unknown parameter(s) {sorted(map(str, unknown))}")
+    out: dict[str, Any] = {}
+    warnings: list[str] = []
+    for name, p in spec.items():
+        if name not in params or params[name] is None:
+            if p.default is not None:
+                out[name] = p.default
+                continue
+            if p.required:
+                raise InvalidParams(f"missing required parameter {name!r}")
+            continue
+        v = params[name]
+        if isinstance(p, FloatParam):
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise InvalidParams(f"{name}: expected a finite number, got {v!r}")
+            v = float(v)
+            if v < p.min or v > p.max:
+                c = min(max(v, p.min), p.max)
+                warnings.append(f"{name}={v:g} clipped to {c:g} (bounds [{p.min:g}, {p.max:g}])")
+                v = c
+        elif isinstance(p, IntParam):
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise InvalidParams(f"{name}: expected an integer, got {v!r}")
+            if isinstance(v, float):
+                if not math.isfinite(v) or v != int(v):
+                    raise InvalidParams(f"{name}: expected an integer, got {v!r}")
+                v = int(v)
+            if v < p.min or v > p.max:
+                c = min(max(v, p.min), p.max)
+                warnings.append(f"{name}={v} clipped to {c} (bounds [{p.min}, {p.max}])")
+                v = c
+        elif isinstance(p, EnumParam):
+            if not isinstance(v, str) or v not in p.choices:
+                raise InvalidParams(f"{name}: {v!r} is not one of {p.choices}")
+        elif isinstance(p, BoolParam):
+            if not isinstance(v, bool):
+                raise InvalidParams(f"{name}: expected a boolean, got {v!r}")
+        elif isinstance(p, StringParam):
+            if not isinstance(v, str) or len(v) > p.max_length:
+                raise InvalidParams(f"{name}: expected a string of at most {p.max_length} characters")
+        elif isinstance(p, EntityParam):
+            if not isinstance(v, str) or not v:
+                raise InvalidParams(f"{name}: expected a {p.node_type} id (non-empty string), got {v!r}")
+        out[name] = v
+    return out, warnings
+
+
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "float": (int, float),
+    "int": (int,),
+    "bool": (bool,),
+    "string": (str,),
+    "list": (list,),
+    "dict": (dict,),
+}
+
+
+def output_problem(contract: SkillContract, payload: Any) -> str | None:
+    """Why a success payload breaks the output schema (a garbled payload), or None if it is fine."""
+    if not isinstance(payload, dict):
+        return f"payload is {type(payload).__name__}, not an object"
+    for name, typ in contract.output.fields.items():
+        if name not in payload:
+            return f"missing field {name!r}"
+        v = payload[name]
+        if typ in ("int", "float") and isinstance(v, bool):
+            return f"{name}: bool where {typ} expected"
+        if not isinstance(v, _PY_TYPES[typ]):
+            return f"{name}: {type(v).__name__} where {typ} expected"
+    return None

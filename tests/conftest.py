@@ -1,0 +1,45 @@
+"""Shared fixtures: seeds, and one local Ray cluster per test session with its own temp dir.
+
+Unit tests never touch Ray. Integration tests request ``ray_session``; the first one starts a private local
+cluster (random free ports, private temp dir) and every later one reuses it. We never call ``ray stop``: the
+cluster is shut down with ``ray.shutdown()`` from the process that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    random.seed(0)
+    np.random.seed(0)
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    import ray
+
+    if ray.is_initialized():
+        yield ray
+        return
+    tmp = tempfile.mkdtemp(prefix="agray_", dir="/tmp")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _temp_dir=tmp,
+        configure_logging=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"WANDB_MODE": "offline", "RAY_USAGE_STATS_ENABLED": "0"}},
+    )
+    yield ray
+    ray.shutdown()

@@ -1,0 +1,77 @@
+"""Contract loading: every YAML under configs/ loads; bad files name file, skill and field."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agentic_ray.cli import app
+from agentic_ray.skills.contracts import ContractError, load_contracts
+from tests.unit.skills import fixtures
+
+CONFIGS = Path(__file__).resolve().parents[3] / "configs"
+
+
+def test_every_yaml_under_configs_loads():
+    files = sorted(CONFIGS.rglob("*.yaml"))
+    assert files, "no YAML under configs/"
+    for f in files:
+        data = yaml.safe_load(f.read_text())
+        assert isinstance(data, dict), f
+        if f.parent.name == "skills":
+            assert load_contracts(f).skills
+
+
+def _write(tmp_path: Path, data: dict) -> Path:
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "skill"),
+    [
+        (lambda d: d["skills"][0]["input"]["confidence"].update(min=2.0), "input.confidence", "detect.run"),
+        (lambda d: d["skills"][2].update(sla={"timeout_ms": -1}), "sla.timeout_ms", "stock.check"),
+        (lambda d: d["skills"][3]["input"]["amount"].update(type="decimal"), "input.amount", "refund.pay"),
+        (lambda d: d["skills"][1].update(colour="blue"), "colour", "detect.backup"),
+        (lambda d: d["skills"][0]["fallback"].append({"skill": "ghost.skill"}), "fallback", "detect.run"),
+        (lambda d: d["skills"][2]["fallback"].append({"rule": "pray"}), "fallback", "stock.check"),
+        (
+            lambda d: d["skills"][3]["preconditions"][0].update(after="ghost.skill"),
+            "preconditions",
+            "refund.pay",
+        ),
+        (lambda d: d["skills"][0]["input"]["mode"].update(default="turbo"), "input.mode", "detect.run"),
+    ],
+)
+def test_bad_file_names_file_skill_and_field(tmp_path, mutate, field, skill):
+    data = copy.deepcopy(fixtures.CONTRACTS)
+    mutate(data)
+    p = _write(tmp_path, data)
+    with pytest.raises(ContractError) as ei:
+        load_contracts(p)
+    msg = str(ei.value)
+    assert str(p) in msg and field in msg and skill in msg, msg
+
+
+def test_cli_validate_reports_and_exits_nonzero(tmp_path):
+    good = _write(tmp_path, fixtures.CONTRACTS)
+    r = CliRunner().invoke(app, ["skills", "validate", str(good)])
+    assert r.exit_code == 0 and "6 skills" in r.output
+    data = copy.deepcopy(fixtures.CONTRACTS)
+    data["skills"][0]["retry"] = {"max_retries": -1}
+    bad = tmp_path / "worse.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    r = CliRunner().invoke(app, ["skills", "validate", str(bad)])
+    assert r.exit_code == 1 and "retry.max_retries" in r.output and "detect.run" in r.output
+
+
+def test_default_retry_policy_is_two_retries_exponential():
+    dc = load_contracts(_write(Path(pytest.importorskip("tempfile").mkdtemp()), fixtures.CONTRACTS))
+    r = dc.by_name()["stock.check"].retry
+    assert r.max_retries == 2 and r.backoff_multiplier == 2.0
