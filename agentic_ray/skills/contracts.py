@@ -151,15 +151,14 @@ class SLASpec(_Strict):
     p95_ms: float = Field(default=500.0, gt=0, description="Latency target (p95) for monitoring.")
     max_concurrency: int = Field(default=16, ge=1, description="Concurrent calls; beyond it RATE_LIMITED.")
     error_budget: float = Field(
-        default=0.05,
+        default=0.25,
         ge=0,
         le=1,
-        description="Error rate over the breaker window above which the circuit opens.",
+        description="Share of failed calls (after retries) over the window above which the circuit opens. "
+        "The default is loose, as in common breaker libraries; tighten it per skill (seed 000: OCR ≤0.3%).",
     )
     window: int = Field(default=50, ge=5, description="Calls in the rolling SLA window.")
-    breaker_min_calls: int = Field(
-        default=10, ge=1, description="Calls in the window before the breaker may trip."
-    )
+    breaker_min_calls: int = Field(default=20, ge=1, description="Calls in the window before the breaker may trip.")
     breaker_reset_s: float = Field(default=5.0, gt=0, description="Open time before a half-open probe.")
 
     @model_validator(mode="after")
