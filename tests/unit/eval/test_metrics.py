@@ -1,0 +1,135 @@
+"""Metric functions on hand-built episodes."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_ray.eval.metrics import (
+    AutoPause,
+    attribute_failures,
+    correction_uplift,
+    evaluate,
+    first_action_after_failure,
+    plan_violations,
+    root_cause,
+)
+from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
+
+
+def step(skill: str, code: str = "OK", high_risk: bool = False) -> StepRecord:
+    return StepRecord(
+        skill=skill, args={}, result_code=code, ok=code == "OK", latency_ms=1.0, high_risk=high_risk
+    )
+
+
+def episode(
+    steps, completed=True, done_order=("a", "b"), deps=(("a", "b"),), optimal=2, **kw
+) -> EpisodeRecord:
+    from agentic_ray.eval.metrics import plan_violations as pv
+
+    e = EpisodeRecord(
+        episode_id=kw.pop("eid", "e"),
+        domain="ecommerce",
+        task_family="refund",
+        task_seed=0,
+        steps=list(steps),
+        completed=completed,
+        failed=not completed,
+        truncated=False,
+        optimal_steps=optimal,
+        goals=["a", "b"],
+        goal_deps=list(deps),
+        goals_done_order=list(done_order),
+        dag_valid=True,
+        **kw,
+    )
+    p = pv(e)
+    e.dag_valid = not (p["violations"] or p["missing"])
+    return e
+
+
+def test_five_metrics_on_hand_built_episodes():
+    good = episode([step("inventory.check"), step("refund.trigger")])
+    slow = episode([step("inventory.check", "TOOL_TIMEOUT"), step("inventory.check"), step("refund.trigger")])
+    bad = episode(
+        [step("refund.trigger", high_risk=True), step("inventory.check")],
+        completed=False,
+        done_order=("b", "a"),
+    )
+    m = evaluate([good, slow, bad])
+    assert m.episodes == 3
+    assert m.tcsr == pytest.approx(6 / 7)
+    assert m.dvr == pytest.approx(2 / 3)
+    assert m.entity_recall_at_5 is None and m.cu is None
+    assert m.spt == pytest.approx(7 / 3)
+    assert m.spt_over_optimal == pytest.approx((1 + 1.5 + 1) / 3)
+    assert m.completion == pytest.approx(2 / 3)
+    assert m.high_risk_share == pytest.approx(1 / 7)
+
+
+def test_plan_violations_and_missing_prerequisites():
+    e = episode([step("x")], done_order=("b", "a"))
+    assert plan_violations(e)["violations"] == [("a", "b")]
+    e = episode([step("x")], done_order=("b",))
+    assert plan_violations(e)["missing"] == [("a", "b")]
+    e = episode([step("x")], deps=(("a", "b"), ("b", "a")))
+    assert sorted(plan_violations(e)["cycles"]) == [("a", "b"), ("b", "a")]
+
+
+def test_root_causes():
+    assert root_cause(episode([step("x")])) is None
+    assert root_cause(episode([step("refund.trigger", high_risk=True)], completed=False)) == "risk_violation"
+    assert root_cause(episode([step("x")], completed=False, done_order=("b", "a"))) == "dependency_violation"
+    assert root_cause(episode([step("x", "PRECONDITION_FAILED")], completed=False, done_order=())) == (
+        "missing_prerequisite"
+    )
+    assert (
+        root_cause(
+            episode(
+                [step("x", "TOOL_TIMEOUT")] * 2 + [step("y", "INVALID_INPUT")], completed=False, done_order=()
+            )
+        )
+        == "tool_timeout"
+    )
+    assert (
+        root_cause(episode([step("y", "INVALID_INPUT")], completed=False, done_order=())) == "bad_parameters"
+    )
+    forgot = episode(
+        [step("x")], completed=False, done_order=(), entities_mentioned=["o1"], entities_recalled=[]
+    )
+    assert root_cause(forgot) == "forgotten_entity"
+
+
+def test_attribution_separates_timeouts_from_bad_parameters():
+    eps = [
+        episode(
+            [step("a", "TOOL_TIMEOUT"), step("b", "INVALID_INPUT"), step("b", "INVALID_INPUT")],
+            completed=False,
+            done_order=("b", "a"),
+        )
+    ]
+    a = attribute_failures(eps)
+    assert a["tcsr"]["timeouts"] == 1 and a["tcsr"]["bad_parameters"] == 2
+    assert a["tcsr"]["by_skill"] == {"b:INVALID_INPUT": 2, "a:TOOL_TIMEOUT": 1}
+    assert a["dvr"]["dependency_violations"] == {"a->b": 1}
+    assert a["root_causes"] == {"dependency_violation": 1}
+
+
+def test_correction_uplift_and_first_action_after_failure():
+    e = episode(
+        [step("a", "TOOL_TIMEOUT"), step("a"), step("b", "INVALID_INPUT"), step("b", "INVALID_INPUT")]
+    )
+    assert first_action_after_failure([e]) == [True, False]
+    assert correction_uplift([True, True, False, True], [True, False, False, False]) == pytest.approx(0.5)
+    assert correction_uplift([], [True]) is None
+
+
+def test_auto_pause_fires_on_three_declines_in_a_row():
+    ap = AutoPause(3)
+    assert [ap.update(x) for x in [0.9, 0.92, 0.91, 0.90]] == [False, False, False, False]
+    assert ap.update(0.85) is True  # 0.92 > 0.91 > 0.90 > 0.85
+    ap2 = AutoPause(3)
+    assert not any(ap2.update(x) for x in [0.9, 0.8, 0.85, 0.7, 0.6])  # a rise breaks the run
+    ap3 = AutoPause(3)
+    ap3.set_state(ap.get_state())
+    assert ap3.history == ap.history
