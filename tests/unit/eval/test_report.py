@@ -34,7 +34,7 @@ def test_report_has_plots_gates_and_causes(tmp_path):
     assert read_metrics(tmp_path / "metrics.jsonl") == rows
     html = write_report(tmp_path).read_text()
     assert html.count("data:image/png;base64,") == 3  # metrics, reward layers, causes
-    assert "il_tcsr&gt;=0.8" in html and "Final evaluation" in html and '"completion": 0.8' in html
+    assert "il_tcsr&gt;=0.8" in html and "Final evaluation" in html and "&quot;completion&quot;: 0.8" in html
 
 
 def test_report_without_metrics(tmp_path):
