@@ -1,0 +1,96 @@
+"""Start a private ``ray start --head`` for job-submission tests: own ports, own temp dir, killed by PID.
+
+Never uses ``ray stop`` (it would kill every Ray cluster on the machine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from agentic_ray.skills.server import free_port
+
+
+@contextlib.contextmanager
+def private_ray_head(num_cpus: int = 2, startup_timeout_s: float = 120.0) -> Iterator[dict[str, str]]:
+    """Yields ``{"dashboard": url, "gcs": host:port, "temp_dir": path, "env": env for the ray CLI}``."""
+    temp_dir = tempfile.mkdtemp(prefix="agray_head_", dir="/tmp")
+    ports = {
+        name: free_port()
+        for name in (
+            "port",
+            "dashboard-port",
+            "ray-client-server-port",
+            "dashboard-agent-listen-port",
+            "dashboard-agent-grpc-port",
+            "runtime-env-agent-port",
+            "node-manager-port",
+            "object-manager-port",
+            "metrics-export-port",
+        )
+    }
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    cmd = [
+        ray_bin,
+        "start",
+        "--head",
+        "--block",
+        f"--num-cpus={num_cpus}",
+        "--dashboard-host=127.0.0.1",
+        "--include-dashboard=true",
+        f"--temp-dir={temp_dir}",
+        "--disable-usage-stats",
+        "--min-worker-port=0",
+        "--max-worker-port=0",
+    ]
+    cmd += [f"--{k}={v}" for k, v in ports.items()]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ADDRESS", None)
+    log = open(Path(temp_dir) / "head.log", "w")  # noqa: SIM115 - closed in finally
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    dash = f"http://127.0.0.1:{ports['dashboard-port']}"
+    try:
+        deadline = time.monotonic() + startup_timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"ray head exited: {(Path(temp_dir) / 'head.log').read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{dash}/api/version", timeout=2).status_code in (200, 401, 403):
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("ray head did not come up")
+            time.sleep(1.0)
+        cli_env = {**env, "RAY_AUTH_MODE": "token", "RAY_ADDRESS": dash}
+        yield {"dashboard": dash, "gcs": f"127.0.0.1:{ports['port']}", "temp_dir": temp_dir, "env": cli_env}
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+        _kill_leftovers(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _kill_leftovers(temp_dir: str) -> None:
+    """Kill processes of this cluster that outlived the head's process group (matched by our temp dir)."""
+    out = subprocess.run(["pgrep", "-f", temp_dir], capture_output=True, text=True).stdout.split()
+    for pid in out:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
