@@ -82,7 +82,6 @@ from agentic_ray.envs.ecommerce_tasks import (
 from agentic_ray.envs.goal_dag import goal_edges, plan_validity
 from agentic_ray.envs.graph_spec import NUMERIC_BOUND, ROOT_CAUSES, observation_space
 from agentic_ray.envs.prototypes import ExpertStep, Prototype, load_prototypes
-from agentic_ray.envs.sim_backend import SimulatedLatencyBackend
 from agentic_ray.keys import EPISODE_RECORD, MASK_REASONS, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
@@ -309,7 +308,7 @@ class AgentTaskEnv(gym.Env):
             self.backend: Any = HttpBackend(self.config.http_url, world_from_dict=ShopWorld.from_dict)
             self.clock: Any = RealClock()
         else:
-            self.backend = SimulatedLatencyBackend()
+            self.backend = PythonBackend(measure_wall=False)
             self.clock = SimClock()
         self.executor = ToolExecutor(
             self.contracts, self.backend, audit_path=self.config.audit_path, clock=self.clock

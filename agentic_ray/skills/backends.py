@@ -20,6 +20,7 @@ import importlib
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -145,9 +146,14 @@ class Backend(Protocol):
     kind: str
 
     def invoke(
-        self, contract: SkillContract, params: dict[str, Any], world_id: str, timeout_s: float
+        self,
+        contract: SkillContract,
+        params: dict[str, Any],
+        world_id: str,
+        timeout_s: float,
+        idempotency_key: str | None = None,
     ) -> RawOutcome:
-        """Run one attempt. Never raises."""
+        """Run one attempt. Never raises. Attempts sharing an ``idempotency_key`` run the handler at most once."""
         ...
 
     def put_world(self, world_id: str, world: Any) -> None: ...
@@ -159,6 +165,35 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+class IdempotencyCache:
+    """Successful payloads by ``(world_id, idempotency_key)``, bounded (LRU).
+
+    The executor sends one key per agent-level call. When a handler succeeded but its reply was lost or garbled,
+    the retry gets the remembered payload instead of running the handler again, as a real service with
+    idempotency keys does; otherwise a retried refund would be paid twice (or fail with CONFLICT).
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._d: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def run(self, world_id: str, key: str | None, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        if key is None:
+            return fn()
+        k = (world_id, key)
+        with self._lock:
+            hit = self._d.get(k)
+        if hit is not None:
+            return dict(hit)
+        payload = fn()
+        with self._lock:
+            self._d[k] = dict(payload) if isinstance(payload, dict) else payload
+            if len(self._d) > self.size:
+                self._d.popitem(last=False)
+        return payload
+
+
 class PythonBackend:
     """In-process handlers operating on worlds held in a dict.
 
@@ -166,6 +201,9 @@ class PythonBackend:
         handlers: skill name → handler. Skills whose contract names a ``handler`` are resolved lazily.
         faults: fault injection.
         realtime: sleep the injected latency for real (default: simulate it).
+        measure_wall: add the handler's measured wall time to the reported latency. Simulated envs turn it off:
+            microseconds of Python (or a millisecond GC pause) would leak into SLA statistics, hence into
+            observations, and break seeded reproducibility.
     """
 
     kind = "python"
@@ -175,11 +213,14 @@ class PythonBackend:
         handlers: dict[str, Handler] | None = None,
         faults: FaultConfig | None = None,
         realtime: bool = False,
+        measure_wall: bool = True,
     ) -> None:
         self.handlers: dict[str, Handler] = dict(handlers or {})
         self.faults = FaultInjector(faults)
         self.realtime = realtime
+        self.measure_wall = measure_wall
         self.worlds: dict[str, Any] = {}
+        self.idempotency = IdempotencyCache()
 
     def set_faults(self, faults: FaultConfig) -> None:
         self.faults = FaultInjector(faults)
@@ -193,35 +234,41 @@ class PythonBackend:
         return h
 
     def invoke(
-        self, contract: SkillContract, params: dict[str, Any], world_id: str, timeout_s: float
+        self,
+        contract: SkillContract,
+        params: dict[str, Any],
+        world_id: str,
+        timeout_s: float,
+        idempotency_key: str | None = None,
     ) -> RawOutcome:
         t0 = time.perf_counter()
         fault, extra_ms = self.faults.draw(contract.name)
+
+        def latency() -> float:
+            wall = _ms_since(t0) if self.measure_wall else 0.0
+            return wall + (0.0 if self.realtime else extra_ms)
+
         try:
             if fault == "timeout":
                 extra_ms = max(extra_ms, timeout_s * 1000.0 * 1.5)
                 if self.realtime:
                     time.sleep(timeout_s)
                 return RawOutcome(
-                    False, error_code="TOOL_TIMEOUT", message="injected timeout", latency_ms=extra_ms
+                    False, error_code="TOOL_TIMEOUT", message="injected timeout", latency_ms=latency()
                 )
             if self.realtime and extra_ms:
                 time.sleep(extra_ms / 1000.0)
             if fault == "failure":
                 raise ToolError("UPSTREAM_ERROR", "injected transient failure", retryable=True)
-            payload = self._handler(contract)(self.worlds.get(world_id), params)
+            handler = self._handler(contract)
+            world = self.worlds.get(world_id)
+            payload = self.idempotency.run(world_id, idempotency_key, lambda: handler(world, params))
             if fault == "garbage":
                 payload = garble(payload)
-            return RawOutcome(
-                True, payload=payload, latency_ms=_ms_since(t0) + (0 if self.realtime else extra_ms)
-            )
+            return RawOutcome(True, payload=payload, latency_ms=latency())
         except ToolError as e:
             return RawOutcome(
-                False,
-                error_code=e.code,
-                message=e.message,
-                retryable=e.retryable,
-                latency_ms=_ms_since(t0) + (0 if self.realtime else extra_ms),
+                False, error_code=e.code, message=e.message, retryable=e.retryable, latency_ms=latency()
             )
         except Exception as e:  # a handler bug must not escape the gateway
             return RawOutcome(
@@ -229,7 +276,7 @@ class PythonBackend:
                 error_code="UPSTREAM_ERROR",
                 message=f"{type(e).__name__}: {e}",
                 retryable=False,
-                latency_ms=_ms_since(t0),
+                latency_ms=latency(),
             )
 
     def put_world(self, world_id: str, world: Any) -> None:
@@ -248,8 +295,8 @@ class PythonBackend:
 class HttpBackend:
     """Skills hosted by ``agentic-ray skills serve`` (or any service speaking the same routes).
 
-    Routes: ``POST /skills/{name}`` with ``{"world_id", "params"}`` → ``{"ok", "payload", "error_code",
-    "message", "retryable"}``; ``PUT/GET/DELETE /worlds/{world_id}``.
+    Routes: ``POST /skills/{name}`` with ``{"world_id", "params", "idempotency_key"}`` → ``{"ok", "payload",
+    "error_code", "message", "retryable"}``; ``PUT/GET/DELETE /worlds/{world_id}``.
 
     Args:
         base_url: e.g. ``http://127.0.0.1:8321``.
@@ -264,13 +311,17 @@ class HttpBackend:
         self._client = httpx.Client(base_url=self.base_url, timeout=10.0)
 
     def invoke(
-        self, contract: SkillContract, params: dict[str, Any], world_id: str, timeout_s: float
+        self,
+        contract: SkillContract,
+        params: dict[str, Any],
+        world_id: str,
+        timeout_s: float,
+        idempotency_key: str | None = None,
     ) -> RawOutcome:
         t0 = time.perf_counter()
+        body = {"world_id": world_id, "params": params, "idempotency_key": idempotency_key}
         try:
-            r = self._client.post(
-                f"/skills/{contract.name}", json={"world_id": world_id, "params": params}, timeout=timeout_s
-            )
+            r = self._client.post(f"/skills/{contract.name}", json=body, timeout=timeout_s)
         except httpx.TimeoutException:
             return RawOutcome(
                 False, error_code="TOOL_TIMEOUT", message="http timeout", latency_ms=_ms_since(t0)

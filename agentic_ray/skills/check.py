@@ -105,9 +105,16 @@ def run_skill_check(domain: str, url: str | None = None, seed: int = 0) -> list[
             if last.ok:
                 break
         assert last is not None
-        rows.append({
-            "skill": c.name, "code": last.code, "ok": last.ok, "latency_ms": last.latency_ms,
-            "attempts": last.attempts, "fallback": last.fallback_used, "warnings": last.warnings,
-            "params": last.params,
-        })
+        rows.append(
+            {
+                "skill": c.name,
+                "code": last.code,
+                "ok": last.ok,
+                "latency_ms": last.latency_ms,
+                "attempts": last.attempts,
+                "fallback": last.fallback_used,
+                "warnings": last.warnings,
+                "params": last.params,
+            }
+        )
     return rows

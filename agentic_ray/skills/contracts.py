@@ -158,7 +158,9 @@ class SLASpec(_Strict):
         "The default is loose, as in common breaker libraries; tighten it per skill (seed 000: OCR ≤0.3%).",
     )
     window: int = Field(default=50, ge=5, description="Calls in the rolling SLA window.")
-    breaker_min_calls: int = Field(default=20, ge=1, description="Calls in the window before the breaker may trip.")
+    breaker_min_calls: int = Field(
+        default=20, ge=1, description="Calls in the window before the breaker may trip."
+    )
     breaker_reset_s: float = Field(default=5.0, gt=0, description="Open time before a half-open probe.")
 
     @model_validator(mode="after")

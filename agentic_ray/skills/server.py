@@ -4,7 +4,7 @@
 backend calls run here; :class:`~agentic_ray.skills.backends.HttpBackend` speaks to it.
 
 Routes:
-    POST   /skills/{name}       {"world_id", "params"} → {"ok", "payload", "error_code", "message", "retryable"}
+    POST   /skills/{name}       {"world_id", "params", "idempotency_key"} → {"ok", "payload", "error_code", "message", "retryable"}
     PUT    /worlds/{world_id}   body: a world as JSON (the domain's ``to_dict``)
     GET    /worlds/{world_id}   the world as JSON
     DELETE /worlds/{world_id}
@@ -32,13 +32,21 @@ import httpx
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel
 
-from agentic_ray.skills.backends import FaultConfig, FaultInjector, ToolError, garble, resolve_handler
+from agentic_ray.skills.backends import (
+    FaultConfig,
+    FaultInjector,
+    IdempotencyCache,
+    ToolError,
+    garble,
+    resolve_handler,
+)
 from agentic_ray.skills.contracts import DomainContracts
 
 
 class SkillCall(BaseModel):
     world_id: str = "default"
     params: dict[str, Any] = {}
+    idempotency_key: str | None = None
 
 
 def create_app(
@@ -53,6 +61,7 @@ def create_app(
     handlers = {n: resolve_handler(c.handler) for n, c in by_name.items() if c.handler}
     worlds: dict[str, Any] = {} if default_world is None else {"default": default_world}
     state = {"faults": FaultInjector(faults)}
+    idempotency = IdempotencyCache()
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -112,7 +121,10 @@ def create_app(
                 "retryable": True,
             }
         try:
-            payload = handlers[name](worlds.get(call.world_id), call.params)
+            handler, world = handlers[name], worlds.get(call.world_id)
+            payload = idempotency.run(
+                call.world_id, call.idempotency_key, lambda: handler(world, call.params)
+            )
         except ToolError as e:
             return {"ok": False, "error_code": e.code, "message": e.message, "retryable": e.retryable}
         except Exception as e:

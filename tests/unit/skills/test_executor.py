@@ -281,3 +281,28 @@ def test_property_params_validate_in_bounds_or_invalid_input(params):
 
 
 _PROP_EX = make()
+
+
+def test_retries_share_an_idempotency_key_so_effects_happen_once():
+    calls = []
+
+    def refund(world, params):
+        calls.append(params)
+        world["balance"] = world.get("balance", 0.0) + params["amount"]
+        return {"refunded": params["amount"]}
+
+    handlers = {"refund.pay": refund, "stock.check": fixtures.stock}
+    # Every reply of refund.pay arrives garbled: the handler ran, the caller cannot tell.
+    ex = ToolExecutor(
+        fixtures.contracts(),
+        PythonBackend(handlers=handlers, faults=only("refund.pay", garbage_rate=1.0)),
+        clock=SimClock(),
+    )
+    ex.backend.put_world("default", {"stock": {"A": 3}, "balance": 0.0})
+    assert ex.call("stock.check", {"sku": "A"}, intent_id="i").ok
+    r = ex.call("refund.pay", {"sku": "A", "amount": 5.0}, intent_id="i")
+    assert r.attempts == 3 and r.error_code == "INVALID_OUTPUT"
+    assert len(calls) == 1 and ex.backend.get_world("default")["balance"] == 5.0
+    ex.backend.set_faults(FaultConfig())
+    assert ex.call("refund.pay", {"sku": "A", "amount": 5.0}, intent_id="i").ok  # a new call is a new key
+    assert len(calls) == 2
