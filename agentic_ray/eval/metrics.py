@@ -90,13 +90,20 @@ def high_risk_share(episodes: Sequence[EpisodeRecord]) -> float:
     return sum(steps) / len(steps) if steps else 0.0
 
 
-def first_action_after_failure(episodes: Sequence[EpisodeRecord]) -> list[bool]:
-    """For every failed step that is not the last one, whether the next step succeeded."""
+def first_action_after_failure(episodes: Sequence[EpisodeRecord], first_only: bool = False) -> list[bool]:
+    """For every failed step that is not the last one, whether the next step succeeded.
+
+    With ``first_only`` only each episode's first failure counts. That is what the CU ablation compares: before
+    the first failure the reflection input is empty, so with the same task seeds a run with reflection on and a
+    run with it off reach the very same first failure, and only the next action can differ.
+    """
     out = []
     for e in episodes:
-        for a, b in zip(e.steps, e.steps[1:], strict=False):
+        for a, b in itertools.pairwise(e.steps):
             if not a.ok:
                 out.append(b.ok)
+                if first_only:
+                    break
     return out
 
 
@@ -107,14 +114,20 @@ def correction_uplift(with_reflection: Sequence[bool], without_reflection: Seque
     return sum(with_reflection) / len(with_reflection) - sum(without_reflection) / len(without_reflection)
 
 
-def evaluate(episodes: Iterable[EpisodeRecord | dict[str, Any]], cu: float | None = None) -> EvalMetrics:
-    """All metrics at once. ``cu`` comes from the reflection ablation (it needs two rollouts)."""
+def evaluate(
+    episodes: Iterable[EpisodeRecord | dict[str, Any]], cu: float | None = None, memory: bool = False
+) -> EvalMetrics:
+    """All metrics at once. ``cu`` comes from the reflection ablation (it needs two rollouts).
+
+    Entity Recall@5 is reported only with ``memory=True``: until long-term memory lands, the env's entity
+    bookkeeping measures whether a call used the request's entities, which is not recall from memory.
+    """
     eps = as_records(episodes)
     return EvalMetrics(
         episodes=len(eps),
         tcsr=tcsr(eps),
         dvr=dvr(eps),
-        entity_recall_at_5=entity_recall_at_5(eps),
+        entity_recall_at_5=entity_recall_at_5(eps) if memory else None,
         cu=cu,
         spt=spt(eps),
         spt_over_optimal=spt_over_optimal(eps),

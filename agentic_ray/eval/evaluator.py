@@ -1,0 +1,299 @@
+"""Deterministic evaluation on the fixed validation tasks: metrics, failure attribution, traces, CU ablation.
+
+No training code: the evaluator takes any :class:`Policy` (an RLModule through :class:`ModulePolicy`, the scripted
+expert, the random masked policy) and an env config, rolls every validation task of every family once with a
+seed derived from the task, and returns metrics computed by :mod:`agentic_ray.eval.metrics`.
+
+Episodes run in lockstep over a small set of envs so that the module sees batches (one forward per step for all
+envs), which is what makes evaluation cheap on CPU.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
+from agentic_ray.envs.ecommerce_tasks import validation_seeds
+from agentic_ray.envs.expert import RandomMaskedPolicy, ScriptedExpert
+from agentic_ray.envs.graph_spec import ROOT_CAUSES
+from agentic_ray.eval.metrics import (
+    EvalMetrics,
+    attribute_failures,
+    correction_uplift,
+    evaluate,
+    first_action_after_failure,
+)
+from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
+from agentic_ray.rewards.episode_record import EpisodeRecord
+
+HYPOTHESES = {
+    "tool_timeout": (
+        "the tool is slow or down right now",
+        "retry once; if it fails again, use its fallback or hand off",
+    ),
+    "bad_parameters": (
+        "an argument is out of contract or points at the wrong entity",
+        "re-read the order and call again with the referenced entity's own values",
+    ),
+    "dependency_violation": ("a step ran before its prerequisite", "run the prerequisite goal's skill first"),
+    "missing_prerequisite": (
+        "a business precondition is not met yet",
+        "call the skill the precondition names",
+    ),
+    "forgotten_entity": (
+        "the entity the user gave was not used",
+        "point the call at the entity from the request",
+    ),
+    "risk_violation": (
+        "a high-risk action ran without its safety check",
+        "run the check (e.g. inventory.check) before the risky call",
+    ),
+}
+"""Reflection triples: root cause → (verifiable hypothesis, minimal experiment)."""
+
+
+class Policy(Protocol):
+    """Chooses one action per env."""
+
+    def act_batch(
+        self, obs: list[dict[str, np.ndarray]], envs: list[AgentTaskEnv]
+    ) -> tuple[list[Any], list[dict]]:
+        """Returns (actions, per-env debug dicts)."""
+        ...
+
+
+class ExpertPolicy:
+    def __init__(self) -> None:
+        self.expert = ScriptedExpert()
+
+    def act_batch(
+        self, obs: list[dict[str, np.ndarray]], envs: list[AgentTaskEnv]
+    ) -> tuple[list[Any], list[dict]]:
+        return [self.expert.act(e) for e in envs], [{} for _ in envs]
+
+
+class RandomPolicy:
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self._policy: RandomMaskedPolicy | None = None
+
+    def act_batch(
+        self, obs: list[dict[str, np.ndarray]], envs: list[AgentTaskEnv]
+    ) -> tuple[list[Any], list[dict]]:
+        if self._policy is None:
+            self._policy = RandomMaskedPolicy(envs[0].layout, self.seed)
+        return [self._policy.act(o) for o in obs], [{} for _ in envs]
+
+
+def stack_obs(
+    obs: Sequence[dict[str, np.ndarray]], device: torch.device | str = "cpu"
+) -> dict[str, torch.Tensor]:
+    """A list of observations → a dict of batched tensors."""
+    return {k: torch.from_numpy(np.stack([o[k] for o in obs])).to(device) for k in obs[0]}
+
+
+def unbatch_actions(actions: Any, n: int) -> list[Any]:
+    """Batched module actions (tensor or dict of tensors) → one env action per row."""
+    if isinstance(actions, dict):
+        a = {k: v.detach().cpu().numpy() for k, v in actions.items()}
+        out = []
+        for i in range(n):
+            row = {k: v[i] for k, v in a.items()}
+            row["skill"] = int(row["skill"])
+            row["numeric"] = row["numeric"].astype(np.float32)
+            out.append(row)
+        return out
+    return [int(x) for x in actions.detach().cpu().numpy().reshape(n)]
+
+
+class ModulePolicy:
+    """Greedy (or sampled) actions from an RLModule, with optional debug outputs for traces.
+
+    Args:
+        module: an RLModule with ``forward_inference`` (e.g. :class:`~agentic_ray.models.aaac_rl_module.AAACRLModule`).
+        deterministic: greedy actions (evaluation) instead of samples.
+        reflection: feed the reflection input (``obs["reflection"]``); False zeroes it (the CU ablation).
+        debug: ask the module for debug outputs (probabilities, attention, gates).
+    """
+
+    def __init__(
+        self, module: Any, deterministic: bool = True, reflection: bool = True, debug: bool = False
+    ) -> None:
+        self.module = module
+        self.deterministic = deterministic
+        self.reflection = reflection
+        self.debug = debug
+        self.dist_cls = module.get_inference_action_dist_cls()
+
+    @torch.no_grad()
+    def act_batch(
+        self, obs: list[dict[str, np.ndarray]], envs: list[AgentTaskEnv]
+    ) -> tuple[list[Any], list[dict]]:
+        from ray.rllib.core.columns import Columns
+
+        batch = stack_obs(obs)
+        if not self.reflection and "reflection" in batch:
+            batch["reflection"] = torch.zeros_like(batch["reflection"])
+        kw = {"debug_outputs": True} if self.debug else {}
+        out = self.module.forward_inference({Columns.OBS: batch}, **kw)
+        dist = self.dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
+        if self.deterministic:
+            dist = dist.to_deterministic()
+        acts = unbatch_actions(dist.sample(), len(obs))
+        dbg = out.get("debug_outputs") if self.debug else None
+        debugs = [_row_debug(dbg, i, envs[i]) if dbg else {} for i in range(len(obs))]
+        if self.debug and hasattr(self.module, "model") and hasattr(self.module.model, "reflection_logits"):
+            probs = torch.softmax(
+                self.module.model.reflection_logits(self.module._obs({Columns.OBS: batch})), -1
+            )
+            for i, d in enumerate(debugs):
+                d["reflection_probs"] = probs[i].cpu().numpy().tolist()
+        return acts, debugs
+
+
+def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv) -> dict[str, Any]:
+    """One env's slice of the module's debug outputs, with names instead of indices."""
+    out: dict[str, Any] = {}
+    if "top_skills" in dbg:
+        idx = dbg["top_skills"][i].tolist()
+        pr = dbg["top_skill_probs"][i].tolist()
+        out["top_skills"] = [[env.skills[j], float(p)] for j, p in zip(idx, pr, strict=True)]
+    att = dbg.get("attention") or {}
+    out["attention"] = {}
+    for rel, w in att.items():
+        w = w[i]
+        w = w.mean(-1) if w.dim() > 1 else w
+        top = torch.topk(w, min(3, w.numel())) if w.numel() else None
+        out["attention"][rel] = (
+            [[int(j), int(j), float(v)] for v, j in zip(top.values, top.indices, strict=True)] if top else []
+        )
+    out["gates"] = {k: float(v[i].float().mean()) for k, v in (dbg.get("gates") or {}).items()}
+    return out
+
+
+@dataclass
+class EvalResult:
+    metrics: EvalMetrics
+    records: list[EpisodeRecord]
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    attribution: dict[str, Any] = field(default_factory=dict)
+    after_failure: list[bool] = field(default_factory=list)
+
+
+def validation_tasks(env_config: AgentTaskEnvConfig, tasks_per_family: int) -> list[tuple[str, int]]:
+    return [(f, s) for f in env_config.families for s in validation_seeds(f, tasks_per_family)]
+
+
+def rollout(
+    policy: Policy,
+    env_config: AgentTaskEnvConfig | dict[str, Any],
+    tasks: list[tuple[str, int]],
+    *,
+    num_envs: int = 16,
+    max_traces: int = 0,
+    trace_meta: dict[str, Any] | None = None,
+) -> tuple[list[EpisodeRecord], list[dict[str, Any]]]:
+    """Run each ``(family, task_seed)`` once; returns episode records (task order) and up to ``max_traces`` traces."""
+    cfg = (
+        env_config
+        if isinstance(env_config, AgentTaskEnvConfig)
+        else AgentTaskEnvConfig.model_validate(env_config)
+    )
+    envs = [AgentTaskEnv(cfg) for _ in range(min(num_envs, len(tasks)))]
+    records: list[EpisodeRecord | None] = [None] * len(tasks)
+    traces: dict[int, dict[str, Any]] = {}
+    queue = list(range(len(tasks)))
+    slot: list[int | None] = [None] * len(envs)
+    obs: list[dict[str, np.ndarray] | None] = [None] * len(envs)
+
+    def start(j: int) -> None:
+        if not queue:
+            slot[j] = None
+            return
+        t = queue.pop(0)
+        fam, seed = tasks[t]
+        o, _ = envs[j].reset(
+            seed=zlib.crc32(f"{fam}:{seed}".encode()), options={"family": fam, "task_seed": seed}
+        )
+        slot[j], obs[j] = t, o
+        if t < max_traces:
+            traces[t] = {
+                **(trace_meta or {}),
+                "episode_id": envs[j].episode_id,
+                "task_family": fam,
+                "trace_id": envs[j].intent_id or envs[j].episode_id,
+                "steps": [],
+            }
+
+    for j in range(len(envs)):
+        start(j)
+    while any(s is not None for s in slot):
+        live = [j for j, s in enumerate(slot) if s is not None]
+        acts, dbg = policy.act_batch([obs[j] for j in live], [envs[j] for j in live])  # type: ignore[misc]
+        for j, a, d in zip(live, acts, dbg, strict=True):
+            t = slot[j]
+            assert t is not None
+            o, _r, term, trunc, info = envs[j].step(a)
+            obs[j] = o
+            if t in traces:
+                st = info[STEP_TRACE]
+                step = {
+                    "t": len(traces[t]["steps"]),
+                    "skill": st["skill"],
+                    "args": st["args"],
+                    "result_code": st["result_code"],
+                    "latency_ms": st["latency_ms"],
+                    "step_trace_id": st["trace_id"],
+                    "mask_reasons": st.get("mask_reasons") or {},
+                    **d,
+                }
+                if st["result_code"] != "OK" and "reflection_probs" in d:
+                    cause = ROOT_CAUSES[int(np.argmax(d.pop("reflection_probs")))]
+                    hyp, exp = HYPOTHESES[cause]
+                    step["reflection"] = {"root_cause": cause, "hypothesis": hyp, "minimal_experiment": exp}
+                step.pop("reflection_probs", None)
+                traces[t]["steps"].append(step)
+            if term or trunc:
+                rec = EpisodeRecord.from_dict(info[EPISODE_RECORD])
+                records[t] = rec
+                if t in traces:
+                    traces[t]["completed"] = rec.completed
+                start(j)
+    for e in envs:
+        e.close()
+    return [r for r in records if r is not None], [traces[k] for k in sorted(traces)]
+
+
+def evaluate_policy(
+    policy: Policy,
+    env_config: AgentTaskEnvConfig | dict[str, Any],
+    tasks_per_family: int = 5,
+    *,
+    cu_ablation: bool = False,
+    max_traces: int = 0,
+    trace_meta: dict[str, Any] | None = None,
+    num_envs: int = 16,
+) -> EvalResult:
+    """Metrics on the validation split; with ``cu_ablation`` a second pass with the reflection input off."""
+    cfg = (
+        env_config
+        if isinstance(env_config, AgentTaskEnvConfig)
+        else AgentTaskEnvConfig.model_validate(env_config)
+    )
+    tasks = validation_tasks(cfg, tasks_per_family)
+    recs, traces = rollout(
+        policy, cfg, tasks, num_envs=num_envs, max_traces=max_traces, trace_meta=trace_meta
+    )
+    after = first_action_after_failure(recs, first_only=True)
+    cu = None
+    if cu_ablation and isinstance(policy, ModulePolicy):
+        off = ModulePolicy(policy.module, policy.deterministic, reflection=False)
+        recs_off, _ = rollout(off, cfg, tasks, num_envs=num_envs)
+        cu = correction_uplift(after, first_action_after_failure(recs_off, first_only=True))
+    return EvalResult(evaluate(recs, cu=cu), recs, traces, attribute_failures(recs), after)
