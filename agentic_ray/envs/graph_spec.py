@@ -30,9 +30,12 @@ log-probabilities, entropy or KL.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import gymnasium as gym
 import numpy as np
+
+if TYPE_CHECKING:  # gymnasium is imported where spaces are built, so the spec dataclasses load without it
+    import gymnasium as gym
 
 NUMERIC_BOUND = 5.0
 """Raw numeric actions live in [-5, 5]; tanh(5) = 0.99991, so contract bounds are reachable to 1e-4."""
@@ -135,6 +138,8 @@ class ActionLayout:
 
     def action_space(self) -> gym.spaces.Dict:
         """The structured action space (see module docstring)."""
+        import gymnasium as gym
+
         return gym.spaces.Dict(
             {
                 "skill": gym.spaces.Discrete(self.num_skills),
@@ -147,11 +152,15 @@ class ActionLayout:
         )
 
     def prototype_action_space(self) -> gym.spaces.Discrete:
+        import gymnasium as gym
+
         return gym.spaces.Discrete(max(self.num_prototypes, 1))
 
 
 def observation_space(spec: GraphSpec, layout: ActionLayout) -> gym.spaces.Dict:
     """The padded-array observation space (see module docstring)."""
+    import gymnasium as gym
+
     s: dict[str, gym.spaces.Space] = {}
     for nt, n in spec.max_nodes.items():
         s[f"{nt}_x"] = gym.spaces.Box(0.0, 1.0, (n, spec.feat_dims[nt]), dtype=np.float32)

@@ -1,0 +1,231 @@
+"""The AAAC actor-critic network in plain torch: state encoder, policy heads, two critics and a reflection head."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from torch import nn
+
+from agentic_ray.envs.graph_spec import ROOT_CAUSES, ActionLayout, GraphSpec
+from agentic_ray.models.flat_mlp_encoder import FlatMLPEncoder
+from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
+from agentic_ray.models.skill_argument_functional import masked_fill_value
+from agentic_ray.models.skill_argument_heads import SkillArgumentHeads, SkillArgumentLogits, mlp
+from agentic_ray.models.state_encoder_output import StateEncoderOutput
+
+__all__ = ["AAACModel", "AAACModelConfig", "build_state_encoder", "default_device"]
+
+
+def default_device() -> torch.device:
+    """``cuda`` when a GPU is visible, else ``cpu``."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class AAACModelConfig(BaseModel):
+    """Sizes and switches of :class:`AAACModel` (the spec and layout are passed separately)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    encoder: Literal["gnn", "flat"] = Field(
+        default="gnn", description="State encoder: heterogeneous GNN or flat MLP."
+    )
+    hidden_dim: int = Field(default=96, gt=0, description="Width H of node and state embeddings.")
+    num_layers: int = Field(default=3, ge=1, description="GNN message-passing layers.")
+    num_heads: int = Field(
+        default=4, ge=1, description="Attention heads per relation; must divide hidden_dim."
+    )
+    ffn_mult: int = Field(
+        default=1, ge=0, description="Feed-forward width multiplier inside each GNN layer; 0 = none."
+    )
+    add_reverse_relations: bool = Field(
+        default=True, description="Add dst→src relations so every node type is updated."
+    )
+    flat_hidden_dim: int = Field(
+        default=768, gt=0, description="Hidden width of the flat-MLP encoder's trunk."
+    )
+    flat_layers: int = Field(default=3, ge=1, description="Hidden layers of the flat-MLP encoder's trunk.")
+    head_hidden_dim: int | None = Field(
+        default=None, description="Hidden width of heads and critics (None: hidden_dim)."
+    )
+    separate_critic_encoders: bool = Field(
+        default=False, description="Give each critic its own encoder (trunk) instead of reading the policy's."
+    )
+    debug_outputs: bool = Field(
+        default=False, description="Inference also returns probabilities, attention and gates."
+    )
+    debug_top_k: int = Field(default=3, ge=1, description="How many top skills the debug outputs list.")
+    device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="'auto' = cuda when present.")
+
+    @model_validator(mode="after")
+    def _heads_divide_hidden(self) -> AAACModelConfig:
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
+        return self
+
+    @property
+    def head_width(self) -> int:
+        return self.head_hidden_dim or self.hidden_dim
+
+    def resolved_device(self) -> torch.device:
+        """The device this config asks for (``auto`` → :func:`default_device`)."""
+        return default_device() if self.device == "auto" else torch.device(self.device)
+
+
+def build_state_encoder(spec: GraphSpec, config: AAACModelConfig) -> HeteroGNNEncoder | FlatMLPEncoder:
+    """The encoder named by ``config.encoder``."""
+    if config.encoder == "gnn":
+        return HeteroGNNEncoder(
+            spec,
+            hidden_dim=config.hidden_dim,
+            num_layers=config.num_layers,
+            num_heads=config.num_heads,
+            ffn_mult=config.ffn_mult,
+            add_reverse_relations=config.add_reverse_relations,
+        )
+    return FlatMLPEncoder(
+        spec,
+        hidden_dim=config.hidden_dim,
+        mlp_hidden_dim=config.flat_hidden_dim,
+        mlp_layers=config.flat_layers,
+    )
+
+
+class AAACModel(nn.Module):
+    """Encoder + skill/argument heads + prototype head + reward critic + risk critic + reflection head.
+
+    Parameter groups: the encoder, policy heads, prototype head and reflection head form the *policy* group; each
+    critic (with its own encoder when ``separate_critic_encoders``) is its own group.
+
+    Args:
+        spec: Graph spec of the observations.
+        layout: Action layout.
+        config: Sizes and switches.
+        build_critics: False builds the inference-only model (no critics, no reflection head).
+        prototype_mode: Act through the prototype head (``Discrete(num_prototypes)``) instead of the structured
+            skill/argument heads; only the heads of the chosen mode are built.
+    """
+
+    NON_INFERENCE_ATTRIBUTES: tuple[str, ...] = (
+        "reward_critic",
+        "risk_critic",
+        "reflection_head",
+        "reward_critic_encoder",
+        "risk_critic_encoder",
+    )
+
+    def __init__(
+        self,
+        spec: GraphSpec,
+        layout: ActionLayout,
+        config: AAACModelConfig,
+        build_critics: bool = True,
+        prototype_mode: bool = False,
+    ) -> None:
+        super().__init__()
+        self.spec, self.layout, self.config = spec, layout, config
+        h, hh = config.hidden_dim, config.head_width
+        self.encoder = build_state_encoder(spec, config)
+        self.prototype_mode = prototype_mode
+        self.policy_heads: SkillArgumentHeads | None = None
+        self.prototype_head: nn.Module | None = None
+        if prototype_mode:
+            if not layout.num_prototypes:
+                raise ValueError("prototype_mode needs an action layout with num_prototypes > 0")
+            self.prototype_head = mlp(h, hh, layout.num_prototypes)
+        else:
+            self.policy_heads = SkillArgumentHeads(layout, spec.max_nodes, h, h, hh)
+        self.has_critics = build_critics
+        if build_critics:
+            self.reward_critic = mlp(h, hh, 1)
+            self.risk_critic = mlp(h, hh, 1)
+            self.reflection_head = mlp(h, hh, len(ROOT_CAUSES))
+            if config.separate_critic_encoders:
+                self.reward_critic_encoder = build_state_encoder(spec, config)
+                self.risk_critic_encoder = build_state_encoder(spec, config)
+
+    # -- encoders ---------------------------------------------------------------------------------------
+    def encode(self, obs: dict[str, torch.Tensor], return_debug: bool = False) -> StateEncoderOutput:
+        """Policy encoder over a batch of observations; see :class:`StateEncoderOutput` for shapes."""
+        return self.encoder(obs, return_debug=return_debug)
+
+    def _critic_state(
+        self, which: str, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None
+    ) -> torch.Tensor:
+        if self.config.separate_critic_encoders:
+            return getattr(self, f"{which}_encoder")(obs).state
+        return (enc if enc is not None else self.encode(obs)).state
+
+    # -- heads ------------------------------------------------------------------------------------------
+    def policy_logits(self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput) -> SkillArgumentLogits:
+        """Structured-action logits; ``["packed"]`` is ``(B, D)`` (see ``skill_argument_functional``)."""
+        if self.policy_heads is None:
+            raise ValueError("this model was built in prototype mode; use prototype_logits")
+        return self.policy_heads(obs, enc)
+
+    def prototype_logits(self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput) -> torch.Tensor:
+        """``(B, num_prototypes)`` logits masked by ``proto_mask``."""
+        if self.prototype_head is None:
+            raise ValueError("this model was built for structured actions; use policy_logits")
+        logits = self.prototype_head(enc.state)
+        return logits.masked_fill(obs["proto_mask"] <= 0, masked_fill_value(logits.dtype))
+
+    def reward_values(
+        self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
+    ) -> torch.Tensor:
+        """Reward critic, ``(B,)``. ``enc`` (the policy encoder's output) is reused when trunks are shared."""
+        return self.reward_critic(self._critic_state("reward_critic", obs, enc)).squeeze(-1)
+
+    def risk_values(
+        self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
+    ) -> torch.Tensor:
+        """Risk critic, ``(B,)``."""
+        return self.risk_critic(self._critic_state("risk_critic", obs, enc)).squeeze(-1)
+
+    def reflection_logits(
+        self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
+    ) -> torch.Tensor:
+        """``(B, len(ROOT_CAUSES))`` root-cause class logits."""
+        return self.reflection_head((enc if enc is not None else self.encode(obs)).state)
+
+    def debug_outputs(
+        self, enc: StateEncoderOutput, logits: SkillArgumentLogits | None, proto_logits: torch.Tensor | None
+    ) -> dict[str, Any]:
+        """Per-step diagnostics for serving/inspection.
+
+        Returns:
+            ``skill_probs (B, K)``, ``top_skills``/``top_skill_probs (B, k)``, ``pointer_probs (B, P, Mp)`` of the
+            most likely skill, ``prototype_probs (B, num_prototypes)`` in prototype mode, and the encoder's
+            ``attention {layer/rel: (B, E_r, heads)}`` and ``gates {layer/rel: (B, N_dst)}``.
+        """
+        out: dict[str, Any] = dict(enc.debug)
+        if logits is not None:
+            probs = logits["skill"].softmax(-1)
+            top = probs.topk(min(self.config.debug_top_k, probs.shape[-1]), dim=-1)
+            best = top.indices[:, 0]
+            out["skill_probs"] = probs
+            out["top_skills"] = top.indices
+            out["top_skill_probs"] = top.values
+            out["pointer_probs"] = logits["pointer"][
+                torch.arange(best.shape[0], device=best.device), best
+            ].softmax(-1)
+        if proto_logits is not None:
+            out["prototype_probs"] = proto_logits.softmax(-1)
+        return out
+
+    # -- parameter groups -------------------------------------------------------------------------------
+    def _params(self, *names: str) -> list[nn.Parameter]:
+        return [p for n in names if getattr(self, n, None) is not None for p in getattr(self, n).parameters()]
+
+    def policy_parameters(self) -> list[nn.Parameter]:
+        """Encoder, policy heads, prototype head and reflection head."""
+        return self._params("encoder", "policy_heads", "prototype_head", "reflection_head")
+
+    def reward_critic_parameters(self) -> list[nn.Parameter]:
+        """Reward critic head (and its encoder when separate)."""
+        return self._params("reward_critic", "reward_critic_encoder")
+
+    def risk_critic_parameters(self) -> list[nn.Parameter]:
+        """Risk critic head (and its encoder when separate)."""
+        return self._params("risk_critic", "risk_critic_encoder")

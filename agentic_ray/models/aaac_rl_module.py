@@ -1,0 +1,189 @@
+"""RLlib adapter: a ``TorchRLModule`` around the plain-torch :class:`AAACModel`.
+
+``model_config`` keys (a plain dict; RLlib's own ``DefaultModelConfig`` keys such as ``vf_share_layers`` are
+ignored, anything else unknown is an error):
+
+* ``graph_spec`` (:class:`GraphSpec`, required) and ``action_layout`` (:class:`ActionLayout`, required);
+* every field of :class:`AAACModelConfig` (``encoder: "gnn" | "flat"``, ``hidden_dim``, ``num_layers``,
+  ``num_heads``, ``ffn_mult``, ``separate_critic_encoders``, ``debug_outputs``, ``device``, ...).
+
+The action space decides the mode: ``Dict`` (``ActionLayout.action_space()``) → structured skill/argument actions
+with :class:`SkillArgumentDistribution`; ``Discrete(num_prototypes)`` → prototype mode with a masked
+``TorchCategorical``. Masks are read inside the module's own forward from ``batch[Columns.OBS]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import gymnasium as gym
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical, TorchDistribution
+from ray.rllib.core.rl_module.apis.inference_only_api import InferenceOnlyAPI
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+from ray.rllib.core.rl_module.rl_module import RLModule
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
+from ray.rllib.utils.annotations import override
+
+from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI
+from agentic_ray.envs.graph_spec import ActionLayout, GraphSpec
+from agentic_ray.models.aaac_model import AAACModel, AAACModelConfig
+from agentic_ray.models.skill_argument_distribution import skill_argument_distribution_cls
+from agentic_ray.models.state_encoder_output import StateEncoderOutput
+
+__all__ = ["DEBUG_OUTPUTS", "AAACRLModule", "parse_model_config"]
+
+DEBUG_OUTPUTS = "debug_outputs"
+"""Key of the debug dict in inference outputs, and the forward kwarg that asks for it."""
+
+_RLLIB_MODEL_KEYS = frozenset(f.name for f in dataclasses.fields(DefaultModelConfig)) | {"vf_share_layers"}
+
+
+def parse_model_config(model_config: dict[str, Any]) -> tuple[GraphSpec, ActionLayout, AAACModelConfig]:
+    """Splits an RLlib ``model_config`` dict into spec, layout and validated sizes.
+
+    Raises:
+        ValueError: If ``graph_spec``/``action_layout`` are missing or of the wrong type.
+        pydantic.ValidationError: On an unknown key or a bad value.
+    """
+    spec = model_config.get("graph_spec")
+    layout = model_config.get("action_layout")
+    if not isinstance(spec, GraphSpec) or not isinstance(layout, ActionLayout):
+        raise ValueError("model_config needs 'graph_spec' (GraphSpec) and 'action_layout' (ActionLayout)")
+    sizes = {
+        k: v
+        for k, v in model_config.items()
+        if k not in ("graph_spec", "action_layout") and k not in _RLLIB_MODEL_KEYS
+    }
+    return spec, layout, AAACModelConfig(**sizes)
+
+
+class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
+    """Actor (structured or prototype actions), reward critic, risk critic and reflection head.
+
+    ``compute_values`` is the reward critic (RLlib's ``ValueFunctionAPI``); ``compute_risk_values`` the risk
+    critic; on EnvRunners (``inference_only``) the critics, reflection head and critic encoders are not built.
+    """
+
+    @override(RLModule)
+    def setup(self) -> None:
+        model_config = self.model_config
+        if not isinstance(model_config, dict):
+            raise ValueError(f"AAACRLModule needs a dict model_config, got {type(model_config).__name__}")
+        self.graph_spec, self.action_layout, self.aaac_config = parse_model_config(model_config)
+        space = self.action_space
+        self.prototype_mode = isinstance(space, gym.spaces.Discrete)
+        if isinstance(space, gym.spaces.Discrete) and int(space.n) != self.action_layout.num_prototypes:
+            raise ValueError(
+                f"Discrete action space of {space.n} != num_prototypes {self.action_layout.num_prototypes}"
+            )
+        if not isinstance(space, gym.spaces.Dict | gym.spaces.Discrete):
+            raise ValueError(f"AAACRLModule needs a Dict or Discrete action space, got {space}")
+        self.model = AAACModel(
+            self.graph_spec,
+            self.action_layout,
+            self.aaac_config,
+            build_critics=not self.inference_only,
+            prototype_mode=self.prototype_mode,
+        )
+        self.aaac_dist_cls: type[TorchDistribution] = (
+            TorchCategorical if self.prototype_mode else skill_argument_distribution_cls(self.action_layout)
+        )
+        self.action_dist_cls = self.aaac_dist_cls
+        self.to(self.aaac_config.resolved_device())
+
+    # -- forward passes ---------------------------------------------------------------------------------
+    def _obs(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """``batch[OBS]`` on this module's device (EnvRunner connectors may hand over CPU tensors)."""
+        device = next(self.parameters()).device
+        return {
+            k: v if v.device == device else v.to(device, non_blocking=True)
+            for k, v in batch[Columns.OBS].items()
+        }
+
+    def _policy_outputs(
+        self, obs: dict[str, torch.Tensor], return_debug: bool
+    ) -> tuple[dict[str, Any], StateEncoderOutput]:
+        enc = self.model.encode(obs, return_debug=return_debug)
+        if self.prototype_mode:
+            logits, proto = None, self.model.prototype_logits(obs, enc)
+            out: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: proto}
+        else:
+            logits, proto = self.model.policy_logits(obs, enc), None
+            out = {Columns.ACTION_DIST_INPUTS: logits["packed"]}
+        if return_debug:
+            out[DEBUG_OUTPUTS] = self.model.debug_outputs(enc, logits, proto)
+        return out, enc
+
+    @override(RLModule)
+    def _forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """Action logits; with ``debug_outputs`` (model_config flag or kwarg) also ``batch["debug_outputs"]``."""
+        return_debug = bool(kwargs.get(DEBUG_OUTPUTS, self.aaac_config.debug_outputs))
+        return self._policy_outputs(self._obs(batch), return_debug)[0]
+
+    @override(RLModule)
+    def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return self._policy_outputs(self._obs(batch), False)[0]
+
+    @override(RLModule)
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """Action logits plus ``EMBEDDINGS`` = the policy encoder's ``(B, H)`` state, reused by the critics."""
+        out, enc = self._policy_outputs(self._obs(batch), False)
+        out[Columns.EMBEDDINGS] = enc.state
+        return out
+
+    # -- critics (TwoCriticAPI / ValueFunctionAPI) ------------------------------------------------------
+    def _critic_state(self, which: str, batch: dict[str, Any], embeddings: Any | None) -> torch.Tensor:
+        if embeddings is not None and not self.aaac_config.separate_critic_encoders:
+            return embeddings
+        obs = self._obs(batch)
+        if self.aaac_config.separate_critic_encoders:
+            return getattr(self.model, f"{which}_encoder")(obs).state
+        return self.model.encode(obs).state
+
+    @override(TwoCriticAPI)
+    def compute_values(self, batch: dict[str, Any], embeddings: Any | None = None) -> torch.Tensor:
+        """Reward critic, ``(B,)``; ``embeddings`` is ``forward_train``'s ``EMBEDDINGS`` (shared trunk only)."""
+        return self.model.reward_critic(self._critic_state("reward_critic", batch, embeddings)).squeeze(-1)
+
+    @override(TwoCriticAPI)
+    def compute_risk_values(self, batch: dict[str, Any], embeddings: Any | None = None) -> torch.Tensor:
+        """Risk critic, ``(B,)``."""
+        return self.model.risk_critic(self._critic_state("risk_critic", batch, embeddings)).squeeze(-1)
+
+    def compute_reflection_logits(self, batch: dict[str, Any], embeddings: Any | None = None) -> torch.Tensor:
+        """``(B, len(ROOT_CAUSES))`` root-cause logits of the reflection head (policy encoder's state)."""
+        state = embeddings if embeddings is not None else self.model.encode(self._obs(batch)).state
+        return self.model.reflection_head(state)
+
+    # -- parameter groups and inference-only --------------------------------------------------------------
+    @override(TwoCriticAPI)
+    def policy_parameters(self) -> list[torch.nn.Parameter]:
+        """Shared encoder, action heads and reflection head."""
+        return self.model.policy_parameters()
+
+    @override(TwoCriticAPI)
+    def reward_critic_parameters(self) -> list[torch.nn.Parameter]:
+        return self.model.reward_critic_parameters()
+
+    @override(TwoCriticAPI)
+    def risk_critic_parameters(self) -> list[torch.nn.Parameter]:
+        return self.model.risk_critic_parameters()
+
+    @override(InferenceOnlyAPI)
+    def get_non_inference_attributes(self) -> list[str]:
+        return [f"model.{name}" for name in AAACModel.NON_INFERENCE_ATTRIBUTES]
+
+    @override(TorchRLModule)
+    def get_inference_action_dist_cls(self) -> type[TorchDistribution]:
+        return self.aaac_dist_cls
+
+    @override(TorchRLModule)
+    def get_exploration_action_dist_cls(self) -> type[TorchDistribution]:
+        return self.aaac_dist_cls
+
+    @override(TorchRLModule)
+    def get_train_action_dist_cls(self) -> type[TorchDistribution]:
+        return self.aaac_dist_cls

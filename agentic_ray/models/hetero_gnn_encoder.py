@@ -1,0 +1,105 @@
+"""Heterogeneous-graph state encoder: per-type input projections, gated attention layers, masked readout."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from agentic_ray.envs.graph_spec import ROOT_CAUSES, GraphSpec
+from agentic_ray.models.batched_hetero_graph import BatchedHeteroGraph, HeteroGraphLayout, node_mask
+from agentic_ray.models.gated_hetero_attention_layer import GatedHeteroAttentionLayer
+from agentic_ray.models.state_encoder_output import StateEncoderOutput
+
+__all__ = ["HeteroGNNEncoder", "masked_mean_max"]
+
+
+def masked_mean_max(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean and max over real nodes, zeros for a row without any.
+
+    Args:
+        x: ``(B, N, H)``.
+        mask: ``(B, N)`` bool.
+
+    Returns:
+        ``(B, 2H)``: ``[mean ‖ max]``.
+    """
+    m = mask.unsqueeze(-1)
+    count = m.sum(1).clamp(min=1).to(x.dtype)
+    mean = (x * m).sum(1) / count
+    maxed = x.masked_fill(~m, torch.finfo(x.dtype).min).amax(1)
+    maxed = torch.where(mask.any(1, keepdim=True), maxed, torch.zeros_like(maxed))
+    return torch.cat([mean, maxed], dim=-1)
+
+
+class HeteroGNNEncoder(nn.Module):
+    """Encodes a batch of padded graph observations into a state embedding and per-node embeddings.
+
+    Built from the spec's metadata; every size is explicit (no lazy modules).
+
+    Args:
+        spec: Graph spec (node types, maxima, feature widths, relations).
+        hidden_dim: ``H``.
+        num_layers: Message-passing layers (2-3 recommended).
+        num_heads: Attention heads per relation.
+        ffn_mult: Feed-forward width multiplier inside each layer (0 disables).
+        add_reverse_relations: Add ``dst → src`` relations so every node type receives messages.
+    """
+
+    def __init__(
+        self,
+        spec: GraphSpec,
+        hidden_dim: int = 128,
+        num_layers: int = 3,
+        num_heads: int = 4,
+        ffn_mult: int = 2,
+        add_reverse_relations: bool = True,
+    ) -> None:
+        super().__init__()
+        self.spec = spec
+        self.hidden_dim = hidden_dim
+        self.layout = HeteroGraphLayout(spec, add_reverse_relations)
+        self.input_proj = nn.ModuleDict(
+            {
+                nt: nn.Sequential(nn.Linear(spec.feat_dims[nt], hidden_dim), nn.LayerNorm(hidden_dim))
+                for nt in spec.node_types
+            }
+        )
+        self.layers = nn.ModuleList(
+            GatedHeteroAttentionLayer(self.layout, hidden_dim, num_heads, ffn_mult) for _ in range(num_layers)
+        )
+        readout_in = 2 * hidden_dim * len(spec.node_types) + len(ROOT_CAUSES)
+        self.readout = nn.Sequential(
+            nn.Linear(readout_in, hidden_dim),
+            nn.GELU(),
+            nn.Linear(hidden_dim, hidden_dim),
+            nn.LayerNorm(hidden_dim),
+        )
+
+    def forward(self, obs: dict[str, torch.Tensor], return_debug: bool = False) -> StateEncoderOutput:
+        """Encodes a batch.
+
+        Args:
+            obs: Batched observation tensors (see ``graph_spec``): ``{nt}_x (B, N, F)``, ``{nt}_mask (B, N)``,
+                ``{rk}_ei (B, 2, E)``, ``{rk}_mask (B, E)``, ``reflection (B, C)``.
+            return_debug: Also return attention weights and gate values per layer and relation.
+
+        Returns:
+            ``StateEncoderOutput`` with ``state (B, H)`` and ``nodes {nt: (B, N_nt, H)}``; ``debug`` holds
+            ``{"attention": {"layer{l}/{rel}": (B, E_r, heads)}, "gates": {"layer{l}/{rel}": (B, N_dst)}}``.
+        """
+        graph = BatchedHeteroGraph.from_padded(obs, self.layout)
+        masks = {nt: node_mask(obs, nt) for nt in self.spec.node_types}
+        h = {
+            nt: self.input_proj[nt](obs[f"{nt}_x"].float().reshape(-1, self.spec.feat_dims[nt]))
+            for nt in self.spec.node_types
+        }
+        debug: dict[str, dict[str, torch.Tensor]] = {"attention": {}, "gates": {}} if return_debug else {}
+        for i, layer in enumerate(self.layers):
+            h, layer_debug = layer(h, graph, return_debug)
+            for kind, per_rel in layer_debug.items():
+                debug[kind].update({f"layer{i}/{k}": v for k, v in per_rel.items()})
+        b = graph.batch_size
+        nodes = {nt: h[nt].view(b, self.spec.max_nodes[nt], self.hidden_dim) for nt in self.spec.node_types}
+        pooled = [masked_mean_max(nodes[nt], masks[nt]) for nt in self.spec.node_types]
+        state = self.readout(torch.cat([*pooled, obs["reflection"].float()], dim=-1))
+        return StateEncoderOutput(state=state, nodes=nodes, node_masks=masks, debug=debug)

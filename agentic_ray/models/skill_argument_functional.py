@@ -1,0 +1,309 @@
+"""Pure tensor maths of the autoregressive skill → arguments distribution (no Ray).
+
+The policy emits one flat vector per row (``action_dist_inputs``) that holds the skill logits and, for EVERY skill
+``k``, the logits of the arguments that skill would take::
+
+    [ skill (K) | pointer (K·P·Mp) | enum (K·E·Me) | numeric mean (K·N) | numeric log_std (K·N) ]
+
+``K`` skills, ``P`` pointer slots of ``Mp = layout.max_pointer`` choices, ``E`` enum slots of
+``Me = layout.enum_max`` choices, ``N`` numeric slots. Sampling draws the skill first, then the arguments of that
+skill only. Given the skill, the argument slots are independent, and only the slots the skill uses count::
+
+    logp(a)  = log p(k) + Σ_{used slots i of k} log p(arg_i | k)
+    H        = H(skill) + Σ_k p(k) · Σ_{used i of k} H(arg_i | k)                    (exact chain rule)
+    KL(p‖q)  = KL(skill_p ‖ skill_q) + Σ_k p(k) · Σ_{used i of k} KL(arg_i^p | k ‖ arg_i^q | k)   (exact)
+
+Masked choices carry a large finite negative logit (:func:`masked_fill_value`), so every quantity above stays
+finite: their probability underflows to exactly 0 and ``0 · finite = 0``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from agentic_ray.envs.graph_spec import ActionLayout
+
+__all__ = [
+    "LOG_STD_MAX",
+    "LOG_STD_MIN",
+    "PackedActionLayout",
+    "PackedActionLogits",
+    "masked_fill_value",
+    "skill_argument_entropy",
+    "skill_argument_kl",
+    "skill_argument_logp",
+    "skill_argument_mode",
+    "skill_argument_sample",
+]
+
+LOG_STD_MIN = -5.0
+LOG_STD_MAX = 1.0
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def masked_fill_value(dtype: torch.dtype) -> float:
+    """The logit given to masked choices: ``-1e9`` (or a quarter of the dtype's minimum for fp16).
+
+    Large enough that ``exp`` underflows to 0, small enough that differences of two such values stay finite.
+    """
+    return max(-1e9, torch.finfo(dtype).min / 4)
+
+
+@dataclass(frozen=True)
+class PackedActionLogits:
+    """Views into a packed ``(B, D)`` logits vector.
+
+    Attributes:
+        skill: ``(B, K)``.
+        pointer: ``(B, K, P, Mp)``.
+        enum: ``(B, K, E, Me)``.
+        numeric_mean: ``(B, K, N)``.
+        numeric_log_std: ``(B, K, N)``, clamped to ``[LOG_STD_MIN, LOG_STD_MAX]``.
+    """
+
+    skill: torch.Tensor
+    pointer: torch.Tensor
+    enum: torch.Tensor
+    numeric_mean: torch.Tensor
+    numeric_log_std: torch.Tensor
+
+
+@dataclass(frozen=True)
+class PackedActionLayout:
+    """Static sizes of the packed logits and which argument slots each skill uses.
+
+    Attributes:
+        num_skills: ``K``.
+        pointer_slots: ``P``.
+        pointer_choices: ``Mp``.
+        enum_slots: ``E``.
+        enum_choices: ``Me``.
+        numeric_slots: ``N``.
+        pointer_used: ``K`` rows of ``P`` booleans.
+        enum_used: ``K`` rows of ``E`` booleans.
+        numeric_used: ``K`` rows of ``N`` booleans.
+    """
+
+    num_skills: int
+    pointer_slots: int
+    pointer_choices: int
+    enum_slots: int
+    enum_choices: int
+    numeric_slots: int
+    pointer_used: tuple[tuple[bool, ...], ...]
+    enum_used: tuple[tuple[bool, ...], ...]
+    numeric_used: tuple[tuple[bool, ...], ...]
+
+    @classmethod
+    def from_action_layout(cls, layout: ActionLayout) -> PackedActionLayout:
+        """Derives the packed layout from the env's :class:`ActionLayout`."""
+        p, e, n = layout.pointer_slots, layout.enum_slots, layout.numeric_slots
+        return cls(
+            num_skills=layout.num_skills,
+            pointer_slots=p,
+            pointer_choices=layout.max_pointer,
+            enum_slots=e,
+            enum_choices=layout.enum_max,
+            numeric_slots=n,
+            pointer_used=tuple(tuple(i < len(s.pointer_types) for i in range(p)) for s in layout.skills),
+            enum_used=tuple(tuple(i < len(s.enum_sizes) for i in range(e)) for s in layout.skills),
+            numeric_used=tuple(tuple(i < s.numeric_count for i in range(n)) for s in layout.skills),
+        )
+
+    @property
+    def sizes(self) -> tuple[int, int, int, int, int]:
+        """Widths of the five packed segments (skill, pointer, enum, mean, log_std)."""
+        k = self.num_skills
+        return (
+            k,
+            k * self.pointer_slots * self.pointer_choices,
+            k * self.enum_slots * self.enum_choices,
+            k * self.numeric_slots,
+            k * self.numeric_slots,
+        )
+
+    @property
+    def total_dim(self) -> int:
+        """``D``, the width of ``action_dist_inputs``."""
+        return sum(self.sizes)
+
+    def used_masks(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(K, P)``, ``(K, E)``, ``(K, N)`` float tensors with 1.0 where the skill uses the slot.
+
+        Cached per device, so the training loop does not copy them host → device every step.
+        """
+        return _used_masks(self, torch.device(device))
+
+    def split(self, logits: torch.Tensor) -> PackedActionLogits:
+        """Splits ``(B, D)`` packed logits into their parts (views, no copy except the log_std clamp)."""
+        k = self.num_skills
+        skill, ptr, enum, mean, log_std = torch.split(logits, list(self.sizes), dim=-1)
+        lead = logits.shape[:-1]
+        return PackedActionLogits(
+            skill=skill,
+            pointer=ptr.reshape(*lead, k, self.pointer_slots, self.pointer_choices),
+            enum=enum.reshape(*lead, k, self.enum_slots, self.enum_choices),
+            numeric_mean=mean.reshape(*lead, k, self.numeric_slots),
+            numeric_log_std=log_std.reshape(*lead, k, self.numeric_slots).clamp(LOG_STD_MIN, LOG_STD_MAX),
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _used_masks(
+    layout: PackedActionLayout, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return (
+        torch.tensor(layout.pointer_used, dtype=torch.float32, device=device),
+        torch.tensor(layout.enum_used, dtype=torch.float32, device=device),
+        torch.tensor(layout.numeric_used, dtype=torch.float32, device=device),
+    )
+
+
+def _select_skill(t: torch.Tensor, skill: torch.Tensor) -> torch.Tensor:
+    """``t[b, skill[b]]`` for ``t`` of shape ``(B, K, ...)`` → ``(B, ...)``."""
+    idx = skill.long().view(-1, *([1] * (t.dim() - 1))).expand(-1, 1, *t.shape[2:])
+    return t.gather(1, idx).squeeze(1)
+
+
+def _categorical_entropy(logits: torch.Tensor) -> torch.Tensor:
+    logp = F.log_softmax(logits, dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def _categorical_kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
+    logp = F.log_softmax(p_logits, dim=-1)
+    logq = F.log_softmax(q_logits, dim=-1)
+    return (logp.exp() * (logp - logq)).sum(-1)
+
+
+def skill_argument_sample(
+    parts: PackedActionLogits, layout: PackedActionLayout, *, reparameterize: bool = False
+) -> dict[str, torch.Tensor]:
+    """Samples the skill, then the arguments of that skill. Unused slots are 0.
+
+    Args:
+        parts: Packed logits split by :meth:`PackedActionLayout.split`, batch ``B``.
+        layout: Static layout (which slots each skill uses).
+        reparameterize: If True the numeric sample is ``mean + std · eps`` with gradients (discrete parts
+            never carry gradients).
+
+    Returns:
+        ``{"skill": (B,) int64, "pointer": (B, P) int64, "enum": (B, E) int64, "numeric": (B, N) float}``.
+    """
+    p_used, e_used, n_used = layout.used_masks(parts.skill.device)
+    skill = torch.distributions.Categorical(logits=parts.skill, validate_args=False).sample()
+    ptr_logits = _select_skill(parts.pointer, skill)
+    enum_logits = _select_skill(parts.enum, skill)
+    pointer = torch.distributions.Categorical(logits=ptr_logits, validate_args=False).sample()
+    enum = torch.distributions.Categorical(logits=enum_logits, validate_args=False).sample()
+    mean = _select_skill(parts.numeric_mean, skill)
+    std = _select_skill(parts.numeric_log_std, skill).exp()
+    eps = torch.randn_like(mean)
+    numeric = mean + std * eps if reparameterize else (mean + std * eps).detach()
+    return {
+        "skill": skill,
+        "pointer": pointer * p_used[skill].long(),
+        "enum": enum * e_used[skill].long(),
+        "numeric": numeric * n_used[skill].to(numeric.dtype),
+    }
+
+
+def skill_argument_mode(parts: PackedActionLogits, layout: PackedActionLayout) -> dict[str, torch.Tensor]:
+    """The greedy action: argmax skill, then argmax arguments and the numeric mean of that skill.
+
+    Returns:
+        Same structure as :func:`skill_argument_sample`.
+    """
+    p_used, e_used, n_used = layout.used_masks(parts.skill.device)
+    skill = parts.skill.argmax(-1)
+    return {
+        "skill": skill,
+        "pointer": _select_skill(parts.pointer, skill).argmax(-1) * p_used[skill].long(),
+        "enum": _select_skill(parts.enum, skill).argmax(-1) * e_used[skill].long(),
+        "numeric": _select_skill(parts.numeric_mean, skill) * n_used[skill].to(parts.numeric_mean.dtype),
+    }
+
+
+def skill_argument_logp(
+    parts: PackedActionLogits, layout: PackedActionLayout, action: dict[str, torch.Tensor]
+) -> torch.Tensor:
+    """Log-probability of a structured action; only the slots of the chosen skill count.
+
+    Args:
+        parts: Packed logits, batch ``B``.
+        layout: Static layout.
+        action: ``{"skill": (B,), "pointer": (B, P), "enum": (B, E), "numeric": (B, N)}``; unused slots may
+            hold anything (they are ignored).
+
+    Returns:
+        ``(B,)`` float tensor.
+    """
+    p_used, e_used, n_used = layout.used_masks(parts.skill.device)
+    skill = action["skill"].long().reshape(-1)
+    logp = F.log_softmax(parts.skill, dim=-1).gather(-1, skill[:, None]).squeeze(-1)
+
+    ptr_logp = F.log_softmax(_select_skill(parts.pointer, skill), dim=-1)
+    ptr = action["pointer"].long().clamp(0, layout.pointer_choices - 1)
+    logp = logp + (ptr_logp.gather(-1, ptr[..., None]).squeeze(-1) * p_used[skill]).sum(-1)
+
+    enum_logp = F.log_softmax(_select_skill(parts.enum, skill), dim=-1)
+    enum = action["enum"].long().clamp(0, layout.enum_choices - 1)
+    logp = logp + (enum_logp.gather(-1, enum[..., None]).squeeze(-1) * e_used[skill]).sum(-1)
+
+    mean = _select_skill(parts.numeric_mean, skill)
+    log_std = _select_skill(parts.numeric_log_std, skill)
+    x = action["numeric"].to(mean.dtype)
+    gauss = -0.5 * ((x - mean) / log_std.exp()) ** 2 - log_std - _HALF_LOG_2PI
+    return logp + (gauss * n_used[skill]).sum(-1)
+
+
+def _per_skill_argument_entropy(parts: PackedActionLogits, layout: PackedActionLayout) -> torch.Tensor:
+    """``(B, K)``: entropy of the used argument slots of each skill."""
+    p_used, e_used, n_used = layout.used_masks(parts.skill.device)
+    h = (_categorical_entropy(parts.pointer) * p_used).sum(-1)
+    h = h + (_categorical_entropy(parts.enum) * e_used).sum(-1)
+    return h + ((parts.numeric_log_std + 0.5 + _HALF_LOG_2PI) * n_used).sum(-1)
+
+
+def skill_argument_entropy(parts: PackedActionLogits, layout: PackedActionLayout) -> torch.Tensor:
+    """Exact entropy of the joint (skill, arguments): ``H(skill) + Σ_k p(k) H(args | k)``.
+
+    Returns:
+        ``(B,)`` float tensor.
+    """
+    skill_logp = F.log_softmax(parts.skill, dim=-1)
+    skill_p = skill_logp.exp()
+    h_skill = -(skill_p * skill_logp).sum(-1)
+    return h_skill + (skill_p * _per_skill_argument_entropy(parts, layout)).sum(-1)
+
+
+def skill_argument_kl(
+    p: PackedActionLogits, q: PackedActionLogits, layout: PackedActionLayout
+) -> torch.Tensor:
+    """Exact ``KL(p ‖ q)`` of the joint: ``KL(skill) + Σ_k p(k) KL(args | k)``.
+
+    Returns:
+        ``(B,)`` float tensor.
+    """
+    p_used, e_used, n_used = layout.used_masks(p.skill.device)
+    skill_logp = F.log_softmax(p.skill, dim=-1)
+    skill_p = skill_logp.exp()
+    kl_skill = (skill_p * (skill_logp - F.log_softmax(q.skill, dim=-1))).sum(-1)
+
+    kl_args = (_categorical_kl(p.pointer, q.pointer) * p_used).sum(-1)
+    kl_args = kl_args + (_categorical_kl(p.enum, q.enum) * e_used).sum(-1)
+    var_p = (2.0 * p.numeric_log_std).exp()
+    var_q = (2.0 * q.numeric_log_std).exp()
+    kl_gauss = (
+        q.numeric_log_std
+        - p.numeric_log_std
+        + (var_p + (p.numeric_mean - q.numeric_mean) ** 2) / (2.0 * var_q)
+        - 0.5
+    )
+    kl_args = kl_args + (kl_gauss * n_used).sum(-1)
+    return kl_skill + (skill_p * kl_args).sum(-1)

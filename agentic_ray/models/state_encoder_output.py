@@ -1,0 +1,26 @@
+"""What every state encoder returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+__all__ = ["StateEncoderOutput"]
+
+
+@dataclass
+class StateEncoderOutput:
+    """Output of a state encoder over a batch of ``B`` graph observations.
+
+    Attributes:
+        state: ``(B, H)`` fixed-size state embedding (includes the ``reflection`` obs input).
+        nodes: ``{node_type: (B, N_nt, H)}`` per-node embeddings, for pointer heads (padded rows included).
+        node_masks: ``{node_type: (B, N_nt)}`` bool, True for real nodes.
+        debug: Optional diagnostics (empty unless asked for), e.g. ``{"attention": {...}, "gates": {...}}``.
+    """
+
+    state: torch.Tensor
+    nodes: dict[str, torch.Tensor]
+    node_masks: dict[str, torch.Tensor]
+    debug: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)

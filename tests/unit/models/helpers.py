@@ -1,0 +1,54 @@
+"""Shared builders for model unit tests: tiny configs, batched random observations, permutations."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from agentic_ray.envs.graph_spec import ActionLayout, GraphSpec, random_observation, toy_specs
+from agentic_ray.models import AAACModelConfig, stack_observations
+
+TINY = AAACModelConfig(
+    hidden_dim=32, num_layers=2, num_heads=2, ffn_mult=1, flat_hidden_dim=64, flat_layers=2
+)
+
+
+def toy_batch(batch_size: int, seed: int = 0) -> tuple[GraphSpec, ActionLayout, dict[str, torch.Tensor]]:
+    """``toy_specs()`` and a batch of ``random_observation``s with random reflection vectors."""
+    spec, layout = toy_specs()
+    rng = np.random.default_rng(seed)
+    obs = []
+    for _ in range(batch_size):
+        o = random_observation(spec, layout, rng)
+        o["reflection"] = rng.random(o["reflection"].shape, dtype=np.float32)
+        obs.append(o)
+    return spec, layout, stack_observations(obs)
+
+
+def permute_nodes(
+    obs: dict[str, torch.Tensor], spec: GraphSpec, layout: ActionLayout, seed: int
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """Permutes the padded node rows of every type (same permutation for every batch row), remaps edges and
+    shuffles edge columns.
+
+    Returns:
+        ``(permuted_obs, perms)`` where ``perms[nt][new_position] = old_position``.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    out = dict(obs)
+    perms, inverse = {}, {}
+    for nt, n in spec.max_nodes.items():
+        perm = torch.randperm(n, generator=gen)
+        perms[nt] = perm
+        inverse[nt] = torch.argsort(perm)
+        out[f"{nt}_x"] = obs[f"{nt}_x"][:, perm]
+        out[f"{nt}_mask"] = obs[f"{nt}_mask"][:, perm]
+        if f"ptr_mask_{nt}" in obs:
+            out[f"ptr_mask_{nt}"] = obs[f"ptr_mask_{nt}"][:, perm]
+    for r in spec.relations:
+        ei = obs[f"{r.key}_ei"]
+        new_ei = torch.stack([inverse[r.src][ei[:, 0]], inverse[r.dst][ei[:, 1]]], dim=1)
+        cols = torch.randperm(r.max_edges, generator=gen)
+        out[f"{r.key}_ei"] = new_ei[:, :, cols]
+        out[f"{r.key}_mask"] = obs[f"{r.key}_mask"][:, cols]
+    return out, perms

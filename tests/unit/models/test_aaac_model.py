@@ -1,0 +1,169 @@
+"""AAACModel: head shapes, masks respected when sampling, node-order invariance, gradients, sizes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agentic_ray.envs.graph_spec import ROOT_CAUSES
+from agentic_ray.models import AAACModel, AAACModelConfig, ecommerce_like_specs
+from agentic_ray.models.skill_argument_functional import (
+    PackedActionLayout,
+    skill_argument_entropy,
+    skill_argument_logp,
+    skill_argument_sample,
+)
+from tests.unit.models.helpers import TINY, permute_nodes, toy_batch
+
+
+def _model(spec, layout, encoder: str = "gnn", **kw) -> AAACModel:
+    torch.manual_seed(0)
+    return AAACModel(spec, layout, TINY.model_copy(update={"encoder": encoder}), **kw)
+
+
+@pytest.mark.parametrize("encoder", ["gnn", "flat"])
+def test_every_head_has_the_right_shape(encoder: str) -> None:
+    spec, layout, obs = toy_batch(6)
+    model = _model(spec, layout, encoder)
+    enc = model.encode(obs)
+    logits = model.policy_logits(obs, enc)
+    k, p, e, n = layout.num_skills, layout.pointer_slots, layout.enum_slots, layout.numeric_slots
+    assert logits["skill"].shape == (6, k)
+    assert logits["pointer"].shape == (6, k, p, layout.max_pointer)
+    assert logits["enum"].shape == (6, k, e, layout.enum_max)
+    assert logits["numeric_mean"].shape == logits["numeric_log_std"].shape == (6, k, n)
+    assert logits["packed"].shape == (6, PackedActionLayout.from_action_layout(layout).total_dim)
+    assert model.reward_values(obs, enc).shape == (6,)
+    assert model.risk_values(obs, enc).shape == (6,)
+    assert model.reflection_logits(obs, enc).shape == (6, len(ROOT_CAUSES))
+    proto = _model(spec, layout, encoder, prototype_mode=True)
+    assert proto.prototype_logits(obs, proto.encode(obs)).shape == (6, layout.num_prototypes)
+    assert proto.policy_heads is None
+
+
+def test_masks_in_logits() -> None:
+    spec, layout, obs = toy_batch(16, seed=1)
+    model = _model(spec, layout)
+    logits = model.policy_logits(obs, model.encode(obs))
+    assert (logits["skill"][obs["skill_mask"] == 0] < -1e8).all()
+    assert (logits["skill"][obs["skill_mask"] == 1] > -1e8).all()
+    for k, s in enumerate(layout.skills):
+        for i, nt in enumerate(s.pointer_types):
+            valid = torch.nn.functional.pad(
+                obs[f"ptr_mask_{nt}"] > 0, (0, layout.max_pointer - spec.max_nodes[nt])
+            )
+            assert torch.equal(logits["pointer"][:, k, i] > -1e8, valid)
+        for i, size in enumerate(s.enum_sizes):
+            assert (logits["enum"][:, k, i, size:] < -1e8).all() and (
+                logits["enum"][:, k, i, :size] > -1e8
+            ).all()
+
+
+def test_masked_skills_nodes_and_prototypes_are_never_sampled() -> None:
+    spec, layout, obs = toy_batch(32, seed=2)
+    model = _model(spec, layout)
+    packed = PackedActionLayout.from_action_layout(layout)
+    with torch.no_grad():
+        parts = packed.split(model.policy_logits(obs, model.encode(obs))["packed"])
+    torch.manual_seed(0)
+    seen_skills = torch.zeros(32, layout.num_skills, dtype=torch.bool)
+    for _ in range(200):
+        a = skill_argument_sample(parts, packed)
+        assert (obs["skill_mask"].gather(1, a["skill"][:, None]) == 1).all()
+        seen_skills[torch.arange(32), a["skill"]] = True
+        for b in range(32):
+            s = layout.skills[int(a["skill"][b])]
+            for i, nt in enumerate(s.pointer_types):
+                assert obs[f"ptr_mask_{nt}"][b, a["pointer"][b, i]] == 1
+            for i, size in enumerate(s.enum_sizes):
+                assert a["enum"][b, i] < size
+    # Sampling is not degenerate: every allowed skill shows up.
+    assert torch.equal(seen_skills, obs["skill_mask"] == 1)
+
+    proto = _model(spec, layout, prototype_mode=True)
+    with torch.no_grad():
+        dist = torch.distributions.Categorical(logits=proto.prototype_logits(obs, proto.encode(obs)))
+    draws = dist.sample((500,))
+    assert (obs["proto_mask"].gather(1, draws.T) == 1).all()
+
+
+def test_distribution_is_invariant_to_node_order() -> None:
+    spec, layout, obs = toy_batch(8, seed=3)
+    model = _model(spec, layout).eval()
+    perm_obs, perms = permute_nodes(obs, spec, layout, seed=11)
+    with torch.no_grad():
+        a = model.policy_logits(obs, model.encode(obs))
+        b = model.policy_logits(perm_obs, model.encode(perm_obs))
+        va, vb = model.reward_values(obs), model.reward_values(perm_obs)
+    torch.testing.assert_close(a["skill"], b["skill"], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(a["enum"], b["enum"], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(a["numeric_mean"], b["numeric_mean"], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(va, vb, atol=1e-5, rtol=1e-5)
+    for k, s in enumerate(layout.skills):
+        for i, nt in enumerate(s.pointer_types):
+            n = spec.max_nodes[nt]
+            pa = a["pointer"][:, k, i, :n].softmax(-1)[:, perms[nt]]
+            pb = b["pointer"][:, k, i, :n].softmax(-1)
+            torch.testing.assert_close(pa, pb, atol=1e-5, rtol=1e-5)
+
+
+def test_gradients_reach_every_head_and_parameter() -> None:
+    spec, layout, obs = toy_batch(16, seed=4)
+    for prototype_mode in (False, True):
+        model = _model(spec, layout, prototype_mode=prototype_mode)
+        enc = model.encode(obs)
+        if prototype_mode:
+            policy = model.prototype_logits(obs, enc).log_softmax(-1).clamp(min=-50).sum()
+        else:
+            packed = PackedActionLayout.from_action_layout(layout)
+            parts = packed.split(model.policy_logits(obs, enc)["packed"])
+            torch.manual_seed(0)
+            action = skill_argument_sample(parts, packed)
+            # Force every skill to appear so every skill's argument head gets a gradient.
+            action["skill"] = torch.arange(16) % layout.num_skills
+            policy = (
+                skill_argument_logp(parts, packed, action).sum() + skill_argument_entropy(parts, packed).sum()
+            )
+        loss = (
+            policy
+            + model.reward_values(obs, enc).square().sum()
+            + model.risk_values(obs, enc).square().sum()
+            + model.reflection_logits(obs, enc).log_softmax(-1)[:, 0].sum()
+        )
+        loss.backward()
+        dead = [n for n, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
+        assert not dead, dead
+        # A pointer over a type with a single node (user) has one valid choice: its softmax is constant, so
+        # its key projection rightly gets no gradient.
+        single = tuple(f"policy_heads.pointer_key.{nt}." for nt, n in spec.max_nodes.items() if n == 1)
+        zero = [
+            n for n, p in model.named_parameters() if p.grad.abs().sum() == 0 and not n.startswith(single)
+        ]
+        assert not zero, zero
+
+
+def test_parameter_groups_partition_the_model() -> None:
+    spec, layout, _ = toy_batch(1)
+    for separate in (False, True):
+        model = AAACModel(spec, layout, TINY.model_copy(update={"separate_critic_encoders": separate}))
+        groups = [model.policy_parameters(), model.reward_critic_parameters(), model.risk_critic_parameters()]
+        ids = [id(p) for g in groups for p in g]
+        assert len(ids) == len(set(ids)) == len(list(model.parameters()))
+        assert all(groups)
+        assert (len(groups[1]) > 4) == separate
+    inference = AAACModel(spec, layout, TINY, build_critics=False)
+    assert not hasattr(inference, "reward_critic") and not hasattr(inference, "reflection_head")
+
+
+def test_default_size_is_near_the_seed() -> None:
+    spec, layout = ecommerce_like_specs()
+    for encoder in ("gnn", "flat"):
+        n = sum(p.numel() for p in AAACModel(spec, layout, AAACModelConfig(encoder=encoder)).parameters())
+        assert 1.7e6 < n < 2.6e6, (encoder, n)
+
+
+def test_config_rejects_unknown_keys_and_bad_heads() -> None:
+    with pytest.raises(ValueError):
+        AAACModelConfig(hidden_dim=30, num_heads=4)
+    with pytest.raises(ValueError):
+        AAACModelConfig(hidden_sise=64)

@@ -1,0 +1,129 @@
+"""AAACRLModule without a Ray cluster: modes, masking from OBS, inference-only state, debug outputs, RLlib
+distribution contract."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
+
+from agentic_ray.algorithms.aaac.two_critic_api import check_parameter_groups
+from agentic_ray.envs.graph_spec import ROOT_CAUSES, observation_space
+from agentic_ray.models.aaac_rl_module import DEBUG_OUTPUTS, AAACRLModule
+from agentic_ray.models.skill_argument_distribution import SkillArgumentDistribution
+from tests.unit.models.helpers import TINY, toy_batch
+
+
+def _module(prototype: bool = False, inference_only: bool = False, **extra) -> AAACRLModule:
+    spec, layout, _ = toy_batch(1)
+    torch.manual_seed(0)
+    return AAACRLModule(
+        observation_space=observation_space(spec, layout),
+        action_space=layout.prototype_action_space() if prototype else layout.action_space(),
+        inference_only=inference_only,
+        model_config={
+            "graph_spec": spec,
+            "action_layout": layout,
+            "vf_share_layers": False,  # added by PPOConfig; must be ignored
+            **TINY.model_dump(),
+            "device": "cpu",
+            **extra,
+        },
+    )
+
+
+def test_structured_mode_round_trip_through_the_distribution() -> None:
+    _, layout, obs = toy_batch(12, seed=1)
+    module = _module()
+    out = module.forward_exploration({Columns.OBS: obs})
+    dist_cls = module.get_exploration_action_dist_cls()
+    assert issubclass(dist_cls, SkillArgumentDistribution)
+    assert out[Columns.ACTION_DIST_INPUTS].shape == (12, dist_cls.required_input_dim(layout.action_space()))
+    dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
+    action = dist.sample()
+    assert set(action) == {"skill", "pointer", "enum", "numeric"}
+    assert layout.action_space().contains({k: v[0].numpy() for k, v in action.items()})
+    assert (obs["skill_mask"].gather(1, action["skill"][:, None]) == 1).all()
+    logp = dist.logp(action)
+    assert logp.shape == (12,) and torch.isfinite(logp).all() and (logp < 0).all()
+    greedy = dist.to_deterministic().sample()
+    torch.testing.assert_close(
+        greedy["skill"], out[Columns.ACTION_DIST_INPUTS][:, : layout.num_skills].argmax(-1)
+    )
+    assert torch.isfinite(dist.kl(dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS] * 0.5))).all()
+
+
+def test_prototype_mode_uses_masked_categorical() -> None:
+    _, layout, obs = toy_batch(12, seed=2)
+    module = _module(prototype=True)
+    assert module.get_train_action_dist_cls() is TorchCategorical
+    logits = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+    assert logits.shape == (12, layout.num_prototypes)
+    assert torch.equal(logits > -1e8, obs["proto_mask"] == 1)
+    with pytest.raises(ValueError):
+        spec, layout, _ = toy_batch(1)
+        AAACRLModule(
+            observation_space=observation_space(spec, layout),
+            action_space=gym.spaces.Discrete(layout.num_prototypes + 1),
+            model_config={"graph_spec": spec, "action_layout": layout},
+        )
+
+
+def test_critics_reflection_and_parameter_groups() -> None:
+    _, _, obs = toy_batch(5, seed=3)
+    module = _module()
+    batch = {Columns.OBS: obs}
+    train = module.forward_train(batch)
+    v = module.compute_values(batch)
+    torch.testing.assert_close(module.compute_values(batch, embeddings=train[Columns.EMBEDDINGS]), v)
+    assert v.shape == module.compute_risk_values(batch).shape == (5,)
+    assert not torch.allclose(v, module.compute_risk_values(batch))
+    assert module.compute_reflection_logits(batch).shape == (5, len(ROOT_CAUSES))
+    check_parameter_groups(module)
+    check_parameter_groups(_module(separate_critic_encoders=True))
+
+
+def test_inference_only_module_drops_critics_and_loads_learner_weights() -> None:
+    _, _, obs = toy_batch(6, seed=4)
+    learner_module = _module()
+    env_module = _module(inference_only=True)
+    assert not hasattr(env_module.model, "reward_critic") and not hasattr(env_module.model, "reflection_head")
+    state = learner_module.get_state(inference_only=True)
+    assert not any("critic" in k or "reflection" in k for k in state)
+    assert len(state) == len(env_module.state_dict())
+    env_module.set_state(state)
+    batch = {Columns.OBS: obs}
+    torch.testing.assert_close(
+        env_module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS],
+        learner_module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS],
+    )
+
+
+def test_debug_outputs_by_flag_and_by_kwarg() -> None:
+    _, layout, obs = toy_batch(4, seed=5)
+    module = _module()
+    assert DEBUG_OUTPUTS not in module.forward_inference({Columns.OBS: obs})
+    dbg = module.forward_inference({Columns.OBS: obs}, debug_outputs=True)[DEBUG_OUTPUTS]
+    torch.testing.assert_close(dbg["skill_probs"].sum(-1), torch.ones(4))
+    assert (
+        dbg["top_skills"].shape == (4, 3)
+        and (dbg["top_skill_probs"][:, :-1] >= dbg["top_skill_probs"][:, 1:]).all()
+    )
+    assert dbg["pointer_probs"].shape == (4, layout.pointer_slots, layout.max_pointer)
+    assert "layer0/user__uses__tool" in dbg["attention"] and "layer1/tool__rev_uses__user" in dbg["gates"]
+    flagged = _module(debug_outputs=True).forward_inference({Columns.OBS: obs})
+    assert "prototype_probs" not in flagged[DEBUG_OUTPUTS] and "gates" in flagged[DEBUG_OUTPUTS]
+
+
+def test_model_config_errors_are_explicit() -> None:
+    with pytest.raises(ValueError):
+        _module(hidden_sise=3)
+    spec, layout, _ = toy_batch(1)
+    with pytest.raises(ValueError, match="graph_spec"):
+        AAACRLModule(
+            observation_space=observation_space(spec, layout),
+            action_space=layout.action_space(),
+            model_config={},
+        )

@@ -1,0 +1,189 @@
+"""Skill → argument distribution maths against Python-loop references; masking keeps everything finite."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from agentic_ray.envs.graph_spec import toy_specs
+from agentic_ray.models.skill_argument_functional import (
+    PackedActionLayout,
+    masked_fill_value,
+    skill_argument_entropy,
+    skill_argument_kl,
+    skill_argument_logp,
+    skill_argument_mode,
+    skill_argument_sample,
+)
+
+_, LAYOUT = toy_specs()
+PACKED = PackedActionLayout.from_action_layout(LAYOUT)
+Cat = torch.distributions.Categorical
+Normal = torch.distributions.Normal
+
+
+def _logits(batch: int, seed: int, masked: bool = False) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, PACKED.total_dim, generator=gen, dtype=torch.float64)
+    if masked:
+        parts = PACKED.split(x)
+        fill = masked_fill_value(x.dtype)
+        parts.skill[:, 0] = fill  # skill 0 masked everywhere
+        parts.pointer[:, :, :, 2:] = fill  # only two pointer choices valid ...
+        parts.pointer[0, 1, 0, :] = fill  # ... and one slot with no valid target at all
+        parts.enum[:, :, :, 3] = fill
+    return x
+
+
+def _ref_logp(x: torch.Tensor, action: dict[str, torch.Tensor]) -> torch.Tensor:
+    parts = PACKED.split(x)
+    out = []
+    for b in range(x.shape[0]):
+        k = int(action["skill"][b])
+        s = LAYOUT.skills[k]
+        lp = Cat(logits=parts.skill[b]).log_prob(torch.tensor(k))
+        for i in range(len(s.pointer_types)):
+            lp = lp + Cat(logits=parts.pointer[b, k, i]).log_prob(action["pointer"][b, i])
+        for i in range(len(s.enum_sizes)):
+            lp = lp + Cat(logits=parts.enum[b, k, i]).log_prob(action["enum"][b, i])
+        for i in range(s.numeric_count):
+            lp = lp + Normal(parts.numeric_mean[b, k, i], parts.numeric_log_std[b, k, i].exp()).log_prob(
+                action["numeric"][b, i]
+            )
+        out.append(lp)
+    return torch.stack(out)
+
+
+def _ref_entropy(x: torch.Tensor) -> torch.Tensor:
+    parts = PACKED.split(x)
+    out = []
+    for b in range(x.shape[0]):
+        p = parts.skill[b].softmax(-1)
+        h = Cat(logits=parts.skill[b]).entropy()
+        for k, s in enumerate(LAYOUT.skills):
+            hk = sum(Cat(logits=parts.pointer[b, k, i]).entropy() for i in range(len(s.pointer_types)))
+            hk = hk + sum(Cat(logits=parts.enum[b, k, i]).entropy() for i in range(len(s.enum_sizes)))
+            hk = hk + sum(
+                Normal(parts.numeric_mean[b, k, i], parts.numeric_log_std[b, k, i].exp()).entropy()
+                for i in range(s.numeric_count)
+            )
+            h = h + p[k] * hk
+        out.append(h)
+    return torch.stack(out)
+
+
+def _ref_kl(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    p, q = PACKED.split(x), PACKED.split(y)
+    kl = torch.distributions.kl_divergence
+    out = []
+    for b in range(x.shape[0]):
+        pk = p.skill[b].softmax(-1)
+        total = kl(Cat(logits=p.skill[b]), Cat(logits=q.skill[b]))
+        for k, s in enumerate(LAYOUT.skills):
+            t = sum(
+                kl(Cat(logits=p.pointer[b, k, i]), Cat(logits=q.pointer[b, k, i]))
+                for i in range(len(s.pointer_types))
+            )
+            t = t + sum(
+                kl(Cat(logits=p.enum[b, k, i]), Cat(logits=q.enum[b, k, i])) for i in range(len(s.enum_sizes))
+            )
+            t = t + sum(
+                kl(
+                    Normal(p.numeric_mean[b, k, i], p.numeric_log_std[b, k, i].exp()),
+                    Normal(q.numeric_mean[b, k, i], q.numeric_log_std[b, k, i].exp()),
+                )
+                for i in range(s.numeric_count)
+            )
+            total = total + pk[k] * t
+        out.append(total)
+    return torch.stack(out)
+
+
+def test_logp_entropy_kl_match_loop_reference() -> None:
+    x, y = _logits(7, 0), _logits(7, 1)
+    torch.manual_seed(0)
+    action = skill_argument_sample(PACKED.split(x), PACKED)
+    torch.testing.assert_close(skill_argument_logp(PACKED.split(x), PACKED, action), _ref_logp(x, action))
+    torch.testing.assert_close(skill_argument_entropy(PACKED.split(x), PACKED), _ref_entropy(x))
+    torch.testing.assert_close(skill_argument_kl(PACKED.split(x), PACKED.split(y), PACKED), _ref_kl(x, y))
+    torch.testing.assert_close(
+        skill_argument_kl(PACKED.split(x), PACKED.split(x), PACKED), torch.zeros(7, dtype=torch.float64)
+    )
+
+
+def test_entropy_matches_monte_carlo_of_minus_logp() -> None:
+    x = _logits(1, 2).expand(20000, -1)
+    torch.manual_seed(1)
+    parts = PACKED.split(x)
+    mc = -skill_argument_logp(parts, PACKED, skill_argument_sample(parts, PACKED)).mean()
+    exact = skill_argument_entropy(parts, PACKED)[0]
+    assert abs(float(mc - exact)) < 0.05, (float(mc), float(exact))
+
+
+def test_unused_slots_do_not_count() -> None:
+    x = _logits(5, 3)
+    torch.manual_seed(2)
+    parts = PACKED.split(x)
+    action = skill_argument_sample(parts, PACKED)
+    for b, k in enumerate(action["skill"].tolist()):
+        s = LAYOUT.skills[k]
+        assert action["pointer"][b, len(s.pointer_types) :].eq(0).all()
+        assert action["enum"][b, len(s.enum_sizes) :].eq(0).all()
+        assert action["numeric"][b, s.numeric_count :].eq(0).all()
+    # Garbage in unused action slots does not change logp.
+    garbage = {k: v.clone() for k, v in action.items()}
+    for b, k in enumerate(action["skill"].tolist()):
+        s = LAYOUT.skills[k]
+        garbage["pointer"][b, len(s.pointer_types) :] = 3
+        garbage["enum"][b, len(s.enum_sizes) :] = 2
+        garbage["numeric"][b, s.numeric_count :] = 4.0
+    torch.testing.assert_close(
+        skill_argument_logp(parts, PACKED, garbage), skill_argument_logp(parts, PACKED, action)
+    )
+    # Logits of unused slots do not change entropy or KL.
+    y = x.clone()
+    py = PACKED.split(y)
+    handoff = LAYOUT.skill_index("e.handoff")  # uses no slot at all
+    py.pointer[:, handoff] += 5.0
+    py.enum[:, handoff] -= 3.0
+    torch.testing.assert_close(
+        skill_argument_entropy(py, PACKED), skill_argument_entropy(PACKED.split(x), PACKED)
+    )
+    torch.testing.assert_close(
+        skill_argument_kl(PACKED.split(x), py, PACKED),
+        torch.zeros(5, dtype=torch.float64),
+        atol=1e-12,
+        rtol=0,
+    )
+
+
+def test_masked_logits_stay_finite_with_finite_gradients() -> None:
+    for dtype in (torch.float32, torch.float64):
+        x = _logits(6, 4, masked=True).to(dtype).requires_grad_(True)
+        y = _logits(6, 5, masked=True).to(dtype)
+        parts = PACKED.split(x)
+        torch.manual_seed(3)
+        action = skill_argument_sample(parts, PACKED)
+        assert not (action["skill"] == 0).any()
+        logp = skill_argument_logp(parts, PACKED, action)
+        ent = skill_argument_entropy(parts, PACKED)
+        kl = skill_argument_kl(parts, PACKED.split(y), PACKED)
+        for t in (logp, ent, kl):
+            assert torch.isfinite(t).all()
+        assert (kl >= -1e-5).all()
+        (logp.sum() + ent.sum() + kl.sum()).backward()
+        assert torch.isfinite(x.grad).all()
+
+
+def test_mode_is_argmax() -> None:
+    x = _logits(4, 6)
+    parts = PACKED.split(x)
+    mode = skill_argument_mode(parts, PACKED)
+    assert torch.equal(mode["skill"], parts.skill.argmax(-1))
+    for b, k in enumerate(mode["skill"].tolist()):
+        s = LAYOUT.skills[k]
+        for i in range(len(s.pointer_types)):
+            assert mode["pointer"][b, i] == parts.pointer[b, k, i].argmax()
+        for i in range(s.numeric_count):
+            assert math.isclose(float(mode["numeric"][b, i]), float(parts.numeric_mean[b, k, i]))
