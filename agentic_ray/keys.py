@@ -39,9 +39,9 @@ AAAC_GRAD_NORM_PREFIX = "grad_norm_"  # + optimizer name: global grad norm befor
 # Reward pipeline (agentic_ray/rewards, agentic_ray/rollout).
 REWARD_VECTOR_RAW = "reward_vector_raw"  # custom_data: {layer: np.ndarray (T,)} settled raw layer values
 REWARD_PROVENANCE = "reward_provenance"  # custom_data: {layer: {scorer, version, latency_s, attempts}}
-REWARD_RESULTS = (
-    "reward_results"  # info key of the last step in blocking mode: per-layer results scored in step()
-)
+REWARD_LEDGER_ID = "reward_ledger_id"  # custom_data: the episode's key in the reward ledger
+# Info key of the last step in blocking mode: the per-layer results scored inside step().
+REWARD_RESULTS = "reward_results"
 
 # Reward-pool metrics logged by the RewardAwareEnvRunner (under env_runners/ in results).
 METRIC_REWARD_PENDING = "reward_pool_pending"

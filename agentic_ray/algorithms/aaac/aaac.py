@@ -1,0 +1,300 @@
+"""AAAC (Adaptive Advantage Actor-Critic) on RLlib's new API stack: config and algorithm.
+
+AAAC, as described in seed 002 (``docs/seed-digest.md`` §B):
+
+* TD(λ) advantages with λ chosen per episode from its length (short → 0.95, long → 0.55);
+* two critics, one per stream: the reward critic on the env/reward stream, the risk critic on the risk stream
+  (``episode.custom_data[keys.RISK_REWARDS]``; zeros if absent); ``A = w_reward·A_reward + (1−w_reward)·A_risk``;
+* a progressive KL penalty to the behaviour policy, ``β_t = β_0·0.999^t`` (t = learner updates), plus an entropy
+  bonus and truncated importance weights for episodes that arrive off-policy;
+* one optimizer per parameter group so each gets its own gradient clip (risk critic 1.0, reward critic 2.0).
+
+Files follow RLlib's layout: this module (``AAACConfig``, ``AAAC``), ``aaac_learner.py`` (connectors, β counter),
+``torch/aaac_torch_learner.py`` (the loss), ``two_critic_advantages.py`` (the advantage connector),
+``functional.py`` (the maths), ``two_critic_api.py`` (what a module must implement) and
+``default_aaac_rl_module.py`` (an MLP module for plain envs).
+
+Episode fragments: AAAC samples ``batch_mode="complete_episodes"`` by default, so λ sees true episode lengths.
+With ``"truncate_episodes"`` a fragment's length (``t_started`` + its steps) is only a lower bound on the episode
+length, so early fragments of long episodes may get ``lambda_short``; ``validate()`` warns about this.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, cast
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.from_config import _NotProvided
+from ray.rllib.utils.metrics import (
+    ALL_MODULES,
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_MODULE_STEPS_TRAINED_LIFETIME,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TIMERS,
+)
+from typing_extensions import Self
+
+if TYPE_CHECKING:
+    from ray.rllib.core.learner.learner import Learner
+
+__all__ = ["AAAC", "AAACConfig"]
+
+logger = logging.getLogger(__name__)
+
+
+class AAACConfig(AlgorithmConfig):
+    """Configuration of :class:`AAAC`.
+
+    Example::
+
+        config = (
+            AAACConfig()
+            .environment("CartPole-v1")
+            .training(w_reward=0.7, beta_0=0.1, lambda_length_threshold=8)
+        )
+        algo = config.build_algo()
+        algo.train()
+
+    AAAC-specific attributes (set through :meth:`training`; Tune may also set them directly):
+    ``w_reward``, ``lambda_short``, ``lambda_long``, ``lambda_length_threshold``, ``lambda_smooth_width``,
+    ``beta_0``, ``beta_decay``, ``entropy_coeff``, ``is_ratio_cap``, ``vf_loss_coeff``, ``critic_lr``,
+    ``policy_grad_clip``, ``reward_critic_grad_clip``, ``risk_critic_grad_clip``. ``w_risk`` is not stored: it is
+    always ``1 − w_reward`` (see :attr:`w_risk`).
+    """
+
+    def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
+        super().__init__(algo_class=algo_class or AAAC)
+
+        # RLlib settings with AAAC defaults.
+        self.lr = 3e-4
+        self.gamma = 0.99
+        self.train_batch_size_per_learner = 2000  # type: ignore[assignment]
+        self.num_epochs = 4
+        self.minibatch_size = 128  # type: ignore[assignment]
+        self.shuffle_batch_per_epoch = True
+        self.batch_mode = "complete_episodes"
+        self.rollout_fragment_length = "auto"  # type: ignore[assignment]
+        self.grad_clip = None  # replaced by the three per-group clips below
+
+        # Advantage: two streams, TD(λ) with λ by episode length.
+        self.w_reward = 0.7
+        self.lambda_short = 0.95
+        self.lambda_long = 0.55
+        self.lambda_length_threshold = 8.0
+        self.lambda_smooth_width: float | None = None
+
+        # Policy objective.
+        self.beta_0 = 0.1
+        self.beta_decay = 0.999
+        self.entropy_coeff = 0.01
+        self.is_ratio_cap = 1.0
+        self.vf_loss_coeff = 1.0
+
+        # Optimizers: one per parameter group, each with its own global-norm gradient clip.
+        self.critic_lr: float | None = None
+        self.policy_grad_clip = 0.5
+        self.reward_critic_grad_clip = 2.0
+        self.risk_critic_grad_clip = 1.0
+
+    @property
+    def w_risk(self) -> float:
+        """Weight of the risk advantage, always ``1 − w_reward`` (derived, so sweeping ``w_reward`` suffices)."""
+        return 1.0 - float(self.w_reward)
+
+    @override(AlgorithmConfig)
+    def training(
+        self,
+        *,
+        w_reward: float | _NotProvided = NotProvided,
+        lambda_short: float | _NotProvided = NotProvided,
+        lambda_long: float | _NotProvided = NotProvided,
+        lambda_length_threshold: float | _NotProvided = NotProvided,
+        lambda_smooth_width: float | _NotProvided | None = NotProvided,
+        beta_0: float | _NotProvided = NotProvided,
+        beta_decay: float | _NotProvided = NotProvided,
+        entropy_coeff: float | _NotProvided = NotProvided,
+        is_ratio_cap: float | _NotProvided = NotProvided,
+        vf_loss_coeff: float | _NotProvided = NotProvided,
+        critic_lr: float | _NotProvided | None = NotProvided,
+        policy_grad_clip: float | _NotProvided = NotProvided,
+        reward_critic_grad_clip: float | _NotProvided = NotProvided,
+        risk_critic_grad_clip: float | _NotProvided = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
+        """Sets AAAC's training settings (plus any of ``AlgorithmConfig.training``'s, e.g. ``lr``, ``gamma``).
+
+        Args:
+            w_reward: Weight of the reward-stream advantage in ``[0, 1]``; the risk weight is ``1 − w_reward``.
+            lambda_short: TD(λ) λ for short episodes, in ``[0, 1]``.
+            lambda_long: TD(λ) λ for long episodes, in ``[0, 1]``.
+            lambda_length_threshold: Episodes with at most this many steps are short.
+            lambda_smooth_width: ``None`` for a hard switch at the threshold, else the width (steps, > 0) of a
+                sigmoid interpolation between the two λs.
+            beta_0: Initial KL-penalty coefficient, ``>= 0``.
+            beta_decay: β multiplies by this after each learner update, in ``(0, 1]`` (0.999 per the seed).
+            entropy_coeff: Entropy bonus coefficient, ``>= 0``.
+            is_ratio_cap: Truncation ``ρ̄`` of the importance weights ``min(π/μ, ρ̄)``, ``> 0``.
+            vf_loss_coeff: Weight of both critics' losses in the summed loss, ``>= 0``. With separate critics and
+                Adam it mostly matters for gradients into a shared encoder.
+            critic_lr: Learning rate of both critic optimizers; ``None`` uses ``lr``.
+            policy_grad_clip: Global-norm clip of the policy group's gradients (incl. a shared encoder), ``> 0``.
+            reward_critic_grad_clip: Global-norm clip of the reward critic's gradients, ``> 0``.
+            risk_critic_grad_clip: Global-norm clip of the risk critic's gradients, ``> 0``.
+            **kwargs: Forwarded to ``AlgorithmConfig.training``.
+
+        Returns:
+            This config, updated.
+        """
+        super().training(**kwargs)
+        if not isinstance(w_reward, _NotProvided):
+            self.w_reward = w_reward
+        if not isinstance(lambda_short, _NotProvided):
+            self.lambda_short = lambda_short
+        if not isinstance(lambda_long, _NotProvided):
+            self.lambda_long = lambda_long
+        if not isinstance(lambda_length_threshold, _NotProvided):
+            self.lambda_length_threshold = lambda_length_threshold
+        if not isinstance(lambda_smooth_width, _NotProvided):
+            self.lambda_smooth_width = lambda_smooth_width
+        if not isinstance(beta_0, _NotProvided):
+            self.beta_0 = beta_0
+        if not isinstance(beta_decay, _NotProvided):
+            self.beta_decay = beta_decay
+        if not isinstance(entropy_coeff, _NotProvided):
+            self.entropy_coeff = entropy_coeff
+        if not isinstance(is_ratio_cap, _NotProvided):
+            self.is_ratio_cap = is_ratio_cap
+        if not isinstance(vf_loss_coeff, _NotProvided):
+            self.vf_loss_coeff = vf_loss_coeff
+        if not isinstance(critic_lr, _NotProvided):
+            self.critic_lr = critic_lr
+        if not isinstance(policy_grad_clip, _NotProvided):
+            self.policy_grad_clip = policy_grad_clip
+        if not isinstance(reward_critic_grad_clip, _NotProvided):
+            self.reward_critic_grad_clip = reward_critic_grad_clip
+        if not isinstance(risk_critic_grad_clip, _NotProvided):
+            self.risk_critic_grad_clip = risk_critic_grad_clip
+        return self
+
+    @override(AlgorithmConfig)
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        from agentic_ray.algorithms.aaac.default_aaac_rl_module import DefaultAAACTorchRLModule
+
+        return RLModuleSpec(module_class=DefaultAAACTorchRLModule)
+
+    @override(AlgorithmConfig)
+    def get_default_learner_class(self) -> type[Learner]:
+        if self.framework_str != "torch":
+            raise ValueError(f"AAAC supports framework='torch' only, got {self.framework_str!r}.")
+        from agentic_ray.algorithms.aaac.torch.aaac_torch_learner import AAACTorchLearner
+
+        return AAACTorchLearner
+
+    @override(AlgorithmConfig)
+    def validate(self) -> None:
+        """Checks RLlib's invariants and AAAC's (weights, λs, β, clips, batch sizes)."""
+        super().validate()
+        self.validate_train_batch_size_vs_rollout_fragment_length()
+
+        if not 0.0 <= self.w_reward <= 1.0:
+            self._value_error(f"`w_reward` ({self.w_reward}) must be in [0, 1]; w_risk = 1 - w_reward.")
+        for name in ("lambda_short", "lambda_long"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                self._value_error(f"`{name}` ({getattr(self, name)}) must be in [0, 1].")
+        if self.lambda_length_threshold < 0:
+            self._value_error(f"`lambda_length_threshold` ({self.lambda_length_threshold}) must be >= 0.")
+        if self.lambda_smooth_width is not None and self.lambda_smooth_width <= 0:
+            self._value_error(f"`lambda_smooth_width` ({self.lambda_smooth_width}) must be None or > 0.")
+        if self.beta_0 < 0:
+            self._value_error(f"`beta_0` ({self.beta_0}) must be >= 0.")
+        if not 0.0 < self.beta_decay <= 1.0:
+            self._value_error(f"`beta_decay` ({self.beta_decay}) must be in (0, 1].")
+        if self.entropy_coeff < 0:
+            self._value_error(f"`entropy_coeff` ({self.entropy_coeff}) must be >= 0.")
+        if self.vf_loss_coeff < 0:
+            self._value_error(f"`vf_loss_coeff` ({self.vf_loss_coeff}) must be >= 0.")
+        if self.is_ratio_cap <= 0:
+            self._value_error(f"`is_ratio_cap` ({self.is_ratio_cap}) must be > 0.")
+        if self.critic_lr is not None and self.critic_lr <= 0:
+            self._value_error(f"`critic_lr` ({self.critic_lr}) must be None or > 0.")
+        for name in ("policy_grad_clip", "reward_critic_grad_clip", "risk_critic_grad_clip"):
+            if not getattr(self, name) > 0:
+                self._value_error(f"`{name}` ({getattr(self, name)}) must be > 0.")
+        if self.grad_clip is not None:
+            self._value_error("AAAC clips per parameter group; set `*_grad_clip` instead of `grad_clip`.")
+
+        mbs, tbs = self.minibatch_size, self.train_batch_size_per_learner
+        if isinstance(mbs, int) and isinstance(tbs, int) and mbs > tbs:
+            self._value_error(f"`minibatch_size` ({mbs}) must be <= `train_batch_size_per_learner` ({tbs}).")
+        if self.batch_mode == "truncate_episodes" and not self.in_evaluation:
+            logger.warning(
+                "AAAC with batch_mode='truncate_episodes': a fragment's length is only a lower bound on its "
+                "episode's length, so early fragments of long episodes may get lambda_short. Use "
+                "'complete_episodes' if λ must follow the final episode length."
+            )
+
+
+class AAAC(Algorithm):
+    """Adaptive Advantage Actor-Critic: ``training_step`` samples, updates the learners, syncs weights.
+
+    Episodes that an EnvRunner held back and delivers in a later iteration are learned from like fresh ones;
+    their behaviour ``ACTION_LOGP``/``ACTION_DIST_INPUTS`` come with them, so the loss's importance weights and KL
+    term account for the lag.
+    """
+
+    @classmethod
+    @override(Algorithm)
+    def get_default_config(cls) -> AAACConfig:
+        return AAACConfig()
+
+    @override(Algorithm)
+    def training_step(self) -> None:
+        config = cast(AAACConfig, self.config)
+        env_runner_group, learner_group, metrics = self.env_runner_group, self.learner_group, self.metrics
+        assert env_runner_group is not None and learner_group is not None and metrics is not None
+
+        with metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            episodes, env_runner_results = synchronous_parallel_sample(  # type: ignore[misc]
+                worker_set=env_runner_group,
+                max_env_steps=config.total_train_batch_size,
+                sample_timeout_s=config.sample_timeout_s,
+                _uses_new_env_runners=True,
+                _return_metrics=True,
+            )
+            metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)  # type: ignore[arg-type]
+        # All EnvRunners failed, or every episode is still held back (e.g. waiting for a reward actor).
+        if not episodes:
+            return
+
+        with metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            learner_results = learner_group.update(
+                episodes=episodes,  # type: ignore[arg-type]
+                timesteps={
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: metrics.peek(
+                        (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)
+                    ),
+                    NUM_MODULE_STEPS_TRAINED_LIFETIME: metrics.peek(
+                        (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME), default=0
+                    ),
+                },
+                num_epochs=config.num_epochs,
+                minibatch_size=config.minibatch_size,
+                shuffle_batch_per_epoch=config.shuffle_batch_per_epoch,
+            )
+            metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+
+        with metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            env_runner_group.sync_weights(
+                from_worker_or_learner_group=learner_group,
+                policies=sorted(set(learner_results[0].keys()) - {ALL_MODULES}),
+                inference_only=True,
+            )

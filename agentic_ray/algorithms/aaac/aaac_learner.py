@@ -1,0 +1,87 @@
+"""Framework-agnostic part of the AAAC learner: connector wiring, module checks and the β counter."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any, cast
+
+from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.utils.annotations import OverrideToImplementCustomLogic_CallToSuperRecommended, override
+from ray.rllib.utils.typing import StateDict
+
+from agentic_ray import keys
+from agentic_ray.algorithms.aaac.functional import beta_schedule
+from agentic_ray.algorithms.aaac.two_critic_advantages import TwoCriticAdvantages
+from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI, check_parameter_groups
+
+__all__ = ["CRITIC_REWARD_OPTIMIZER", "CRITIC_RISK_OPTIMIZER", "POLICY_OPTIMIZER", "AAACLearner"]
+
+# Optimizer names (one optimizer per parameter group of a TwoCriticAPI module).
+POLICY_OPTIMIZER = "policy"
+CRITIC_REWARD_OPTIMIZER = "critic_reward"
+CRITIC_RISK_OPTIMIZER = "critic_risk"
+
+
+class AAACLearner(Learner):
+    """Adds the two-critic advantage connector and keeps ``num_updates``, the t of ``β_t = β_0·decay^t``.
+
+    ``num_updates`` counts completed ``Learner.update()`` calls (one per ``AAAC.training_step``; all epochs and
+    minibatches of one call share the same β). It is part of ``get_state()``, so it survives checkpoints.
+    """
+
+    @override(Learner)
+    def build(self) -> None:
+        self.num_updates = 0
+        super().build()
+        for module_id in self.module.keys():  # noqa: SIM118 (MultiRLModule is not a Mapping)
+            module = self.module[module_id].unwrapped()
+            if not self.rl_module_is_compatible(module):
+                raise TypeError(
+                    f"AAAC needs RLModules implementing TwoCriticAPI; module {module_id!r} is {type(module)}."
+                )
+            check_parameter_groups(cast(TwoCriticAPI, module))
+        if self._learner_connector is not None and self.config.add_default_connectors_to_learner_pipeline:
+            # Each episode chunk gets one artificial step whose value is the bootstrap value (as in PPO).
+            self._learner_connector.prepend(AddOneTsToEpisodesAndTruncate())
+            self._learner_connector.append(TwoCriticAdvantages(config=self.config))
+
+    def current_beta(self, config: Any) -> float:
+        """``β_t = β_0 · beta_decay^t`` with ``t = self.num_updates``.
+
+        Args:
+            config: The module's ``AAACConfig``.
+
+        Returns:
+            The KL coefficient used by every minibatch of the current update.
+        """
+        return beta_schedule(config.beta_0, self.num_updates, config.beta_decay)
+
+    @OverrideToImplementCustomLogic_CallToSuperRecommended
+    @override(Learner)
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        super().after_gradient_based_update(timesteps=timesteps)
+        self.num_updates += 1
+
+    @override(Learner)
+    def get_state(
+        self,
+        components: str | Collection[str] | None = None,
+        *,
+        not_components: str | Collection[str] | None = None,
+        **kwargs: Any,
+    ) -> StateDict:
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        state[keys.AAAC_NUM_UPDATES] = self.num_updates
+        return state
+
+    @override(Learner)
+    def set_state(self, state: StateDict) -> None:
+        super().set_state(state)
+        if keys.AAAC_NUM_UPDATES in state:
+            self.num_updates = int(state[keys.AAAC_NUM_UPDATES])
+
+    @classmethod
+    @override(Learner)
+    def rl_module_required_apis(cls) -> list[type]:
+        return [TwoCriticAPI]

@@ -1,0 +1,1 @@
+"""Torch implementation of the AAAC learner."""

@@ -1,0 +1,156 @@
+"""AAAC's torch learner: the loss (one function), three optimizers and per-group gradient clipping."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.torch_utils import clip_gradients
+from ray.rllib.utils.typing import ModuleID, ParamDict, TensorType
+
+from agentic_ray import keys
+from agentic_ray.algorithms.aaac.aaac_learner import (
+    CRITIC_REWARD_OPTIMIZER,
+    CRITIC_RISK_OPTIMIZER,
+    POLICY_OPTIMIZER,
+    AAACLearner,
+)
+from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI
+
+__all__ = ["AAACTorchLearner"]
+
+
+class AAACTorchLearner(AAACLearner, TorchLearner):
+    """Torch implementation of the AAAC loss.
+
+    Policy term: **truncated importance weights**, not PPO's clipped ratio. The policy gradient is
+    ``−E[min(ρ, ρ̄)·A·∇log π(a|s)]`` with ``ρ = π(a|s)/μ(a|s)`` against the behaviour policy μ that sampled the
+    episode (``batch[Columns.ACTION_LOGP]``) and the weight treated as a constant. Why:
+
+    * Held-back episodes arrive one or more updates late, so ρ can be far from 1. Truncating at ``ρ̄`` bounds the
+      estimator's variance (as in V-trace) while every sample keeps a gradient.
+    * PPO's ``min(ρA, clip(ρ)A)`` zeroes the gradient of a sample once its ratio leaves ``[1−ε, 1+ε]`` in the
+      advantage's direction. That is what the seed reports as "clipping suppressed reward spikes" (17 high-value
+      feedbacks in a row clipped away). With truncation a rare high-advantage sample still pushes, at weight ≤ ρ̄.
+    * The step-size control that clipping gave PPO comes from AAAC's KL penalty to the behaviour policy,
+      ``β_t·KL(μ‖π)``, which is strongest early (explore boldly, then converge as β decays).
+
+    Critics: the reward critic (``compute_values``) regresses on ``Columns.VALUE_TARGETS``, the risk critic
+    (``compute_risk_values``) on ``keys.RISK_VALUE_TARGETS``; both targets are TD(λ) λ-returns from
+    :class:`TwoCriticAdvantages`.
+    """
+
+    @override(TorchLearner)
+    def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None:
+        module = cast(TwoCriticAPI, self.module[module_id].unwrapped())
+        critic_lr = config.lr if config.critic_lr is None else config.critic_lr
+        groups = (
+            (POLICY_OPTIMIZER, module.policy_parameters(), config.lr),
+            (CRITIC_REWARD_OPTIMIZER, module.reward_critic_parameters(), critic_lr),
+            (CRITIC_RISK_OPTIMIZER, module.risk_critic_parameters(), critic_lr),
+        )
+        for name, params, lr in groups:
+            params = list(params)
+            self.register_optimizer(
+                module_id=module_id,
+                optimizer_name=name,
+                optimizer=torch.optim.Adam(params),
+                params=params,
+                lr_or_lr_schedule=lr,
+            )
+
+    @override(Learner)
+    def postprocess_gradients_for_module(
+        self,
+        *,
+        module_id: ModuleID,
+        config: Any = None,
+        module_gradients_dict: ParamDict,
+    ) -> ParamDict:
+        """Clips each optimizer's gradients by global norm with its own limit and logs the pre-clip norm."""
+        clip_by_optimizer = {
+            POLICY_OPTIMIZER: config.policy_grad_clip,
+            CRITIC_REWARD_OPTIMIZER: config.reward_critic_grad_clip,
+            CRITIC_RISK_OPTIMIZER: config.risk_critic_grad_clip,
+        }
+        for name, optimizer in self.get_optimizers_for_module(module_id):
+            grads = self.filter_param_dict_for_optimizer(module_gradients_dict, optimizer)
+            grads = {ref: g for ref, g in grads.items() if g is not None}
+            grad_norm = clip_gradients(grads, grad_clip=clip_by_optimizer[name], grad_clip_by="global_norm")
+            module_gradients_dict.update(grads)
+            self.metrics.log_value((module_id, keys.AAAC_GRAD_NORM_PREFIX + name), grad_norm, window=1)
+        return module_gradients_dict
+
+    @override(TorchLearner)
+    def compute_loss_for_module(
+        self,
+        *,
+        module_id: ModuleID,
+        config: Any,
+        batch: dict[str, Any],
+        fwd_out: dict[str, TensorType],
+    ) -> TensorType:
+        module: Any = self.module[module_id].unwrapped()  # an RLModule implementing TwoCriticAPI
+        mask = batch[Columns.LOSS_MASK]  # False at each chunk's artificial bootstrap step
+        num_valid = mask.sum().clamp(min=1)
+
+        def masked_mean(x: torch.Tensor) -> torch.Tensor:
+            return torch.sum(x[mask]) / num_valid
+
+        # Current policy π and behaviour policy μ (the one that sampled the episode, possibly updates ago).
+        pi = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
+        mu = module.get_exploration_action_dist_cls().from_logits(batch[Columns.ACTION_DIST_INPUTS])
+        logp = pi.logp(batch[Columns.ACTIONS])
+
+        # Advantage = standardise(w_reward·adv_reward + w_risk·adv_risk), TD(λ) per stream (connector).
+        adv_reward = batch[keys.REWARD_ADVANTAGES]
+        adv_risk = batch[keys.RISK_ADVANTAGES]
+        advantages = batch[Columns.ADVANTAGES]
+        lambda_ = batch[keys.TD_LAMBDA]
+
+        # Policy: truncated importance weights min(π/μ, ρ̄), held constant (see class docstring).
+        ratio = torch.exp(logp - batch[Columns.ACTION_LOGP])
+        is_weight = torch.clamp(ratio, max=config.is_ratio_cap).detach()
+        policy_loss = -masked_mean(is_weight * advantages * logp)
+
+        # Two critics, each regressed on its own stream's λ-returns.
+        embeddings = fwd_out.get(Columns.EMBEDDINGS)
+        values_reward = module.compute_values(batch, embeddings=embeddings)
+        values_risk = module.compute_risk_values(batch, embeddings=embeddings)
+        vf_loss_reward = masked_mean((values_reward - batch[Columns.VALUE_TARGETS]) ** 2)
+        vf_loss_risk = masked_mean((values_risk - batch[keys.RISK_VALUE_TARGETS]) ** 2)
+
+        # Progressive KL penalty to the behaviour policy, β_t = β_0·decay^t, plus an entropy bonus.
+        beta_t = self.current_beta(config)
+        kl = masked_mean(mu.kl(pi))
+        entropy = masked_mean(pi.entropy())
+
+        total_loss = (
+            policy_loss
+            + config.vf_loss_coeff * (vf_loss_reward + vf_loss_risk)
+            + beta_t * kl
+            - config.entropy_coeff * entropy
+        )
+
+        self.metrics.log_dict(
+            {
+                keys.AAAC_POLICY_LOSS: policy_loss,
+                keys.AAAC_VF_LOSS_REWARD: vf_loss_reward,
+                keys.AAAC_VF_LOSS_RISK: vf_loss_risk,
+                keys.AAAC_BETA: beta_t,
+                keys.AAAC_KL: kl,
+                keys.AAAC_ENTROPY: entropy,
+                keys.AAAC_LAMBDA_MEAN: masked_mean(lambda_),
+                keys.AAAC_IS_WEIGHT_MEAN: masked_mean(is_weight),
+                keys.AAAC_RATIO_MAX: ratio[mask].max() if mask.any() else ratio.new_ones(()),
+                keys.AAAC_ADV_REWARD_MEAN: masked_mean(adv_reward),
+                keys.AAAC_ADV_RISK_MEAN: masked_mean(adv_risk),
+            },
+            key=module_id,
+            window=1,
+        )
+        return total_loss
