@@ -298,3 +298,21 @@ class AAAC(Algorithm):
                 policies=sorted(set(learner_results[0].keys()) - {ALL_MODULES}),
                 inference_only=True,
             )
+
+
+def _reward_pool_aaac() -> type[Algorithm]:
+    from agentic_ray.rollout.reward_pool_wiring import RewardPoolAlgorithmMixin
+
+    class RewardPoolAAAC(RewardPoolAlgorithmMixin, AAAC):  # type: ignore[misc]
+        """AAAC that owns an asynchronous reward actor pool (created in ``setup``, drained before checkpoints)."""
+
+    return RewardPoolAAAC
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so that importing AAAC does not import the reward pool (and Ray actors) for plain envs.
+    if name == "RewardPoolAAAC":
+        cls = _reward_pool_aaac()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(name)

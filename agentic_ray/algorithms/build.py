@@ -1,0 +1,79 @@
+"""The one function that turns :class:`~agentic_ray.settings.ExperimentSettings` into an RLlib config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+from agentic_ray.envs.agent_task_env import AgentTaskEnv
+from agentic_ray.settings import ExperimentSettings
+
+
+def module_spec(settings: ExperimentSettings, env: AgentTaskEnv | None = None) -> RLModuleSpec:
+    """The AAAC RLModule spec for the settings' env (spaces, graph spec, action layout, model sizes)."""
+    from agentic_ray.models.aaac_rl_module import AAACRLModule
+
+    env = env or AgentTaskEnv(settings.env)
+    return RLModuleSpec(
+        module_class=AAACRLModule,
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        model_config={
+            "graph_spec": env.graph_spec,
+            "action_layout": env.layout,
+            **settings.model.model_dump(),
+        },
+    )
+
+
+def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
+    """AAAC (or PPO, for side-by-side runs) on the agent env with the AAAC module, callbacks and reward pool."""
+    from agentic_ray.rollout.episode_callbacks import AgenticEpisodeCallbacks
+
+    s = settings
+    env = AgentTaskEnv(s.env)
+    cfg: Any
+    if s.algo.name == "aaac":
+        from agentic_ray.algorithms.aaac import AAACConfig
+
+        cfg = AAACConfig()
+        if s.rewards is not None:
+            from agentic_ray.algorithms.aaac.aaac import RewardPoolAAAC
+
+            cfg.algo_class = RewardPoolAAAC
+    else:
+        from ray.rllib.algorithms.ppo import PPOConfig
+
+        cfg = PPOConfig()
+        if s.rewards is not None:
+            from agentic_ray.rollout.reward_pool_wiring import RewardPoolPPO
+
+            cfg.algo_class = RewardPoolPPO
+    cfg.environment(AgentTaskEnv, env_config=s.env.model_dump(), clip_actions=True)
+    cfg.env_runners(
+        num_env_runners=s.ray.num_env_runners,
+        num_envs_per_env_runner=s.ray.num_envs_per_env_runner,
+        sample_timeout_s=s.ray.sample_timeout_s,
+        batch_mode="complete_episodes",
+    )
+    cfg.rl_module(rl_module_spec=module_spec(s, env))
+    cfg.training(
+        lr=s.algo.lr,
+        gamma=s.algo.gamma,
+        train_batch_size_per_learner=s.algo.train_batch_size,
+        minibatch_size=s.algo.minibatch_size,
+        num_epochs=s.algo.num_epochs,
+        entropy_coeff=s.algo.entropy_coeff,
+        **s.algo.training,
+    )
+    cfg.learners(num_gpus_per_learner=s.ray.num_gpus_per_learner)
+    cfg.callbacks(AgenticEpisodeCallbacks)
+    cfg.debugging(seed=s.seed)
+    if s.rewards is not None:
+        from agentic_ray.rollout.reward_pool_wiring import wire_reward_pool
+
+        wire_reward_pool(cfg, s.rewards)
+    env.close()
+    return cfg

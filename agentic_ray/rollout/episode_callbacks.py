@@ -1,0 +1,61 @@
+"""RLlib callbacks that read the env's episode record: task metrics, the risk stream and root-cause labels.
+
+Without a reward pool, the risk stream comes from the record's steps at episode end (the L3 risk formula,
+``-w_i`` on each high-risk step) so that AAAC's risk critic learns from something real even with the env's
+synchronous reward only; with the pool, the pool's settled risk layers overwrite it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from ray.rllib.callbacks.callbacks import RLlibCallback
+
+from agentic_ray.eval.metrics import root_cause_index
+from agentic_ray.keys import EPISODE_RECORD, RISK_REWARDS, ROOT_CAUSE
+from agentic_ray.rewards.episode_record import EpisodeRecord
+
+
+def risk_stream(rec: EpisodeRecord) -> np.ndarray:
+    """(T,) float32: ``-risk_weight`` on high-risk steps (weight 1 when the contract gives none), else 0."""
+    return np.asarray([-(s.risk_weight or 1.0) if s.high_risk else 0.0 for s in rec.steps], dtype=np.float32)
+
+
+class AgenticEpisodeCallbacks(RLlibCallback):
+    """Per-episode task metrics (``agentic/*``), the default risk stream and the root-cause label."""
+
+    def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        info = episode.get_infos(-1) if len(episode) else {}
+        raw = info.get(EPISODE_RECORD) if isinstance(info, dict) else None
+        if raw is None:
+            return
+        rec = EpisodeRecord.from_dict(raw)
+        risk = risk_stream(rec)
+        if RISK_REWARDS not in episode.custom_data and len(risk) == len(episode):
+            episode.custom_data[RISK_REWARDS] = risk
+        episode.custom_data[ROOT_CAUSE] = root_cause_index(rec)
+        if metrics_logger is not None:
+            n = max(1, len(rec.steps))
+            metrics_logger.log_value("agentic/completion", float(rec.completed), window=100)
+            metrics_logger.log_value("agentic/dag_valid", float(rec.dag_valid), window=100)
+            metrics_logger.log_value("agentic/tcsr", sum(s.ok for s in rec.steps) / n, window=100)
+            metrics_logger.log_value(
+                "agentic/high_risk_share", sum(s.high_risk for s in rec.steps) / n, window=100
+            )
+            metrics_logger.log_value("agentic/steps", float(len(rec.steps)), window=100)
+
+
+def set_training_progress(algo: Any, progress: float) -> None:
+    """Drive every env's error-injection schedule (``AgentTaskEnv.set_training_progress``) on all EnvRunners."""
+
+    def _set(er: Any) -> None:
+        env = getattr(er, "env", None)
+        if env is None:
+            return
+        for e in getattr(env.unwrapped if hasattr(env, "unwrapped") else env, "envs", [env]):
+            target = getattr(e, "unwrapped", e)
+            if hasattr(target, "set_training_progress"):
+                target.set_training_progress(progress)
+
+    algo.env_runner_group.foreach_env_runner(_set, local_env_runner=True)

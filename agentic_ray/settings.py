@@ -1,0 +1,163 @@
+"""Experiment settings: one pydantic model per component, validated at load from ``configs/<experiment>.yaml``.
+
+``agentic-ray train --config configs/quickstart.yaml`` loads an :class:`ExperimentSettings`; exactly one function,
+:func:`agentic_ray.algorithms.build.build_algo_config`, turns it into an RLlib config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
+from agentic_ray.models.aaac_model import AAACModelConfig
+from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RaySettings(_Strict):
+    address: str | None = Field(
+        default=None, description="Cluster address; None starts an embedded local Ray."
+    )
+    num_cpus: int | None = Field(
+        default=None, ge=1, description="CPUs of the embedded local Ray (None: all)."
+    )
+    num_env_runners: int = Field(default=0, ge=0, description="Remote EnvRunners (0: sample in the driver).")
+    num_envs_per_env_runner: int = Field(default=4, ge=1, description="Vectorised envs per EnvRunner.")
+    sample_timeout_s: float = Field(default=60.0, gt=0, description="RLlib sample timeout.")
+    num_gpus_per_learner: float = Field(
+        default=0.0, ge=0, description="GPUs for the learner (cuda when > 0)."
+    )
+
+
+class AlgoSettings(_Strict):
+    name: Literal["aaac", "ppo"] = Field(default="aaac", description="AAAC, or RLlib's PPO for comparison.")
+    lr: float = Field(default=3e-4, gt=0, description="Learning rate.")
+    gamma: float = Field(default=0.99, ge=0, le=1, description="Discount.")
+    train_batch_size: int = Field(default=512, ge=1, description="Env steps per training iteration.")
+    minibatch_size: int = Field(default=128, ge=1, description="SGD minibatch.")
+    num_epochs: int = Field(default=4, ge=1, description="Epochs over each train batch.")
+    entropy_coeff: float = Field(default=0.01, ge=0, description="Entropy bonus.")
+    training: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Further algorithm-specific .training() arguments (AAAC: w_reward, beta_0, lambda_short, "
+        "lambda_long, lambda_length_threshold, policy_grad_clip, reward_critic_grad_clip, "
+        "risk_critic_grad_clip, ...; PPO: clip_param, lambda_, ...).",
+    )
+
+
+class ImitationSettings(_Strict):
+    demos: int = Field(default=1000, ge=1, description="Scripted-expert trajectories (seed 000: 1,000).")
+    wrong_sample_share: float = Field(
+        default=0.18, ge=0, lt=1, description="Share of controlled wrong samples (seed 000: 18%)."
+    )
+    epochs: int = Field(default=8, ge=1, description="Passes over the demonstrations.")
+    minibatch_size: int = Field(default=256, ge=1, description="BC minibatch.")
+    lr: float = Field(default=1e-3, gt=0, description="BC learning rate.")
+    freeze_encoder: bool = Field(
+        default=False, description="Train only the heads (seed 000 froze the backbone)."
+    )
+    gate_tcsr: float = Field(default=0.8, ge=0, le=1, description="Gate: validation TCSR after IL.")
+    max_repeats: int = Field(
+        default=2, ge=0, description="IL repeats with more demonstrations if the gate fails."
+    )
+    demo_growth: float = Field(
+        default=2.0, ge=1, description="Demonstrations multiply by this on each repeat."
+    )
+
+
+class RLSettings(_Strict):
+    iterations: int = Field(default=20, ge=0, description="Training iterations of the RL stage.")
+    gate_dvr: float = Field(default=0.9, ge=0, le=1, description="Gate: validation DVR after RL.")
+    curriculum: bool = Field(
+        default=True, description="Error-injection share decays 100% → 5% over the stage."
+    )
+
+
+class ReflectionSettings(_Strict):
+    iterations: int = Field(default=10, ge=0, description="Training iterations of the reflection stage.")
+    l5_weight_start: float = Field(default=0.1, ge=0, description="L5 weight at the start of the stage.")
+    l5_weight_end: float = Field(default=0.2, ge=0, description="L5 weight at its end.")
+    reflection_coeff: float = Field(default=0.5, ge=0, description="Weight of the root-cause cross-entropy.")
+
+
+class StagesSettings(_Strict):
+    il: ImitationSettings = Field(default_factory=ImitationSettings, description="Stage 1.")
+    rl: RLSettings = Field(default_factory=RLSettings, description="Stage 2.")
+    reflection: ReflectionSettings = Field(default_factory=ReflectionSettings, description="Stage 3.")
+    run: list[Literal["il", "rl", "reflection"]] = Field(
+        default_factory=lambda: ["il", "rl", "reflection"], description="Stages to run, in this order."
+    )
+
+
+class EvalSettings(_Strict):
+    every: int = Field(default=1, ge=1, description="Evaluate every k training iterations.")
+    tasks_per_family: int = Field(default=5, ge=1, description="Validation tasks per family.")
+    cu_ablation: bool = Field(default=True, description="Measure Correction Uplift (reflection on vs off).")
+    fault_share: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Share of validation episodes with injected faults (so failures exist).",
+    )
+    auto_pause_patience: int = Field(
+        default=3, ge=1, description="Pause when DVR declines this many times in a row."
+    )
+    traces_per_eval: int = Field(default=4, ge=0, description="Episodes traced per evaluation.")
+
+
+class WandbSettings(_Strict):
+    mode: Literal["offline", "online", "disabled"] = Field(default="offline", description="wandb mode.")
+    project: str = Field(default="agentic-ray", description="wandb project.")
+
+
+class ExperimentSettings(_Strict):
+    name: str = Field(default="experiment", description="Run name (prefix of the run directory).")
+    seed: int = Field(default=0, description="Seed of everything.")
+    run_root: str = Field(default="runs", description="Where run directories are created.")
+    ray: RaySettings = Field(default_factory=RaySettings, description="Ray cluster and rollout workers.")
+    env: AgentTaskEnvConfig = Field(default_factory=AgentTaskEnvConfig, description="The environment.")
+    model: AAACModelConfig = Field(default_factory=AAACModelConfig, description="Encoder and heads.")
+    algo: AlgoSettings = Field(default_factory=AlgoSettings, description="Algorithm.")
+    rewards: RewardPoolConfig | None = Field(
+        default=None, description="Asynchronous reward pool; None uses the env's synchronous L1 reward only."
+    )
+    stages: StagesSettings = Field(default_factory=StagesSettings, description="Three-stage training.")
+    eval: EvalSettings = Field(default_factory=EvalSettings, description="Evaluation.")
+    wandb: WandbSettings = Field(default_factory=WandbSettings, description="Logging.")
+
+    @model_validator(mode="after")
+    def _check(self) -> ExperimentSettings:
+        if self.algo.minibatch_size > self.algo.train_batch_size:
+            raise ValueError("algo.minibatch_size must not exceed algo.train_batch_size")
+        return self
+
+
+class SettingsError(ValueError):
+    """A bad experiment file: the message names the file and the field."""
+
+
+def load_settings(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentSettings:
+    """Load and validate an experiment YAML (``overrides`` are merged on top, dotted keys allowed)."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise SettingsError(f"{path}: cannot read YAML: {e}") from e
+    for k, v in (overrides or {}).items():
+        d = raw
+        *head, last = k.split(".")
+        for h in head:
+            d = d.setdefault(h, {})
+        d[last] = v
+    try:
+        return ExperimentSettings.model_validate(raw)
+    except ValidationError as e:
+        msgs = [f"{path}: field {'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()]
+        raise SettingsError("\n".join(msgs)) from e
