@@ -97,6 +97,124 @@ def skills_check(
     raise typer.Exit(1 if failed else 0)
 
 
+@app.command("train")
+def train(
+    config: Annotated[Path | None, typer.Option(help="Experiment YAML (configs/<experiment>.yaml).")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue RUN_DIR from its last completed checkpoint.")
+    ] = None,
+    run_dir: Annotated[
+        Path | None, typer.Option(help="Where to write the run (default: runs/<name>-<time>).")
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster address (default: embedded local Ray).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a setting: key.path=value (YAML).")
+    ] = None,
+) -> None:
+    """Train: imitation → RL → reflection, with gates, per-stage checkpoints and evaluation."""
+    import yaml
+
+    from agentic_ray.settings import ExperimentSettings, SettingsError, load_settings
+    from agentic_ray.stages.pipeline import run_pipeline
+
+    overrides = {k: yaml.safe_load(v) for k, _, v in (x.partition("=") for x in (set_ or []))}
+    try:
+        if config is not None:
+            settings = load_settings(config, overrides)
+        elif resume is not None:
+            settings = ExperimentSettings.model_validate_json((resume / "settings.json").read_text())
+        else:
+            raise typer.BadParameter("give --config or --resume")
+    except SettingsError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(2) from e
+    _init_ray(address or settings.ray.address, settings.ray.num_cpus)
+    out = run_pipeline(settings, run_dir=run_dir, resume=resume)
+    typer.echo(f"\nrun directory: {out['run_dir']}  (status: {out['status']})")
+    typer.echo(_metrics_table(out["final"]))
+    raise typer.Exit(0 if out["status"] in ("finished", "gate_failed", "paused") else 1)
+
+
+@app.command("eval")
+def eval_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `agentic-ray train`.")],
+    checkpoint: Annotated[str, typer.Option(help="Stage checkpoint: reflection, rl, il or latest.")] = "",
+    tasks_per_family: Annotated[int | None, typer.Option(help="Validation tasks per family.")] = None,
+) -> None:
+    """Re-evaluate a run's checkpoint on the fixed validation tasks and print the metrics."""
+    from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy
+    from agentic_ray.eval.policy_loading import load_policy_module, pick_checkpoint
+    from agentic_ray.settings import ExperimentSettings
+
+    settings = ExperimentSettings.model_validate_json((run_dir / "settings.json").read_text())
+    ckpt = pick_checkpoint(run_dir, checkpoint or None)
+    module = load_policy_module(ckpt)
+    env_cfg = settings.env.model_copy(update={"split": "validation"})
+    res = evaluate_policy(
+        ModulePolicy(module),
+        env_cfg,
+        tasks_per_family or settings.eval.tasks_per_family,
+        cu_ablation=settings.eval.cu_ablation,
+    )
+    typer.echo(f"checkpoint: {ckpt}")
+    typer.echo(_metrics_table(res.metrics.to_dict()))
+    typer.echo(json.dumps({"attribution": res.attribution}, indent=2))
+
+
+@app.command("trace")
+def trace_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    trace_id: Annotated[str, typer.Argument(help="Episode trace id, or any step's gateway trace id.")],
+) -> None:
+    """Print an evaluated episode step by step: probabilities, arguments, masks, results, rewards, attention."""
+    from agentic_ray.eval.traces import find_trace, format_trace
+
+    t = find_trace(run_dir, trace_id)
+    if t is None:
+        typer.echo(f"no trace {trace_id} in {run_dir}", err=True)
+        raise typer.Exit(1)
+    typer.echo(format_trace(t))
+
+
+def _init_ray(address: str | None, num_cpus: int | None) -> None:
+    """Connect to a cluster, or start an embedded local Ray with its own temp dir."""
+    import os
+    import tempfile
+
+    import ray
+
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if address or os.environ.get("RAY_ADDRESS"):
+        ray.init(address=address or os.environ["RAY_ADDRESS"], log_to_driver=False)
+    else:
+        ray.init(
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            _temp_dir=tempfile.mkdtemp(prefix="agray_", dir="/tmp"),
+            log_to_driver=False,
+            configure_logging=False,
+        )
+
+
+def _metrics_table(m: dict[str, Any]) -> str:
+    keys = [
+        "tcsr",
+        "dvr",
+        "entity_recall_at_5",
+        "cu",
+        "spt",
+        "spt_over_optimal",
+        "completion",
+        "high_risk_share",
+    ]
+    rows = [{"metric": k, "value": "n/a" if m.get(k) is None else f"{m[k]:.3f}"} for k in keys if k in m]
+    return _table(rows, ["metric", "value"]) if rows else "(no evaluation)"
+
+
 def _domain_contracts(domain: str | None, contracts: Path | None) -> tuple[Any, Any, Any]:
     from agentic_ray.skills.contracts import load_contracts
 

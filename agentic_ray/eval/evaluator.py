@@ -147,7 +147,7 @@ class ModulePolicy:
             dist = dist.to_deterministic()
         acts = unbatch_actions(dist.sample(), len(obs))
         dbg = out.get("debug_outputs") if self.debug else None
-        debugs = [_row_debug(dbg, i, envs[i]) if dbg else {} for i in range(len(obs))]
+        debugs = [_row_debug(dbg, i, envs[i], obs[i]) if dbg else {} for i in range(len(obs))]
         if self.debug and hasattr(self.module, "model") and hasattr(self.module.model, "reflection_logits"):
             probs = torch.softmax(
                 self.module.model.reflection_logits(self.module._obs({Columns.OBS: batch})), -1
@@ -157,23 +157,57 @@ class ModulePolicy:
         return acts, debugs
 
 
-def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv) -> dict[str, Any]:
-    """One env's slice of the module's debug outputs, with names instead of indices."""
+def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """One env's slice of the module's debug outputs, with node names instead of indices.
+
+    Attention is reported for the last message-passing layer only: per relation, the three real edges with the
+    highest weight (mean over heads) as ``[source node, destination node, weight]``. Relations whose every
+    destination has a single neighbour (weight 1 by construction) are left out.
+    """
     out: dict[str, Any] = {}
     if "top_skills" in dbg:
         idx = dbg["top_skills"][i].tolist()
         pr = dbg["top_skill_probs"][i].tolist()
         out["top_skills"] = [[env.skills[j], float(p)] for j, p in zip(idx, pr, strict=True)]
     att = dbg.get("attention") or {}
+    last = max((k.split("/", 1)[0] for k in att), default=None)
+    names = {
+        **getattr(env.builder, "node_ids", {}),
+        "tool": list(env.skills),
+        "session": ["session"],
+        "goal": [g.id for g in env.task.goals] if env.task else [],
+    }
     out["attention"] = {}
-    for rel, w in att.items():
-        w = w[i]
-        w = w.mean(-1) if w.dim() > 1 else w
-        top = torch.topk(w, min(3, w.numel())) if w.numel() else None
-        out["attention"][rel] = (
-            [[int(j), int(j), float(v)] for v, j in zip(top.values, top.indices, strict=True)] if top else []
-        )
-    out["gates"] = {k: float(v[i].float().mean()) for k, v in (dbg.get("gates") or {}).items()}
+    for key, w in att.items():
+        layer, rel = key.split("/", 1)
+        if layer != last:
+            continue
+        src, r, dst = rel.split("__")
+        fwd = f"{dst}__{r[4:]}__{src}" if r.startswith("rev_") else rel
+        if f"{fwd}_ei" not in obs:
+            continue
+        ei, em = obs[f"{fwd}_ei"], obs[f"{fwd}_mask"].astype(bool)
+        s_idx, d_idx = (ei[1], ei[0]) if r.startswith("rev_") else (ei[0], ei[1])
+        wr = w[i].float()
+        wr = (wr.mean(-1) if wr.dim() > 1 else wr).cpu().numpy()[: len(em)]
+        real = np.flatnonzero(em[: len(wr)])
+        if len(real) == 0 or np.allclose(wr[real], 1.0):
+            continue
+        top = real[np.argsort(-wr[real])[:3]]
+        sn, dn = names.get(src, []), names.get(dst, [])
+        out["attention"][rel] = [
+            [
+                sn[s_idx[e]] if s_idx[e] < len(sn) else int(s_idx[e]),
+                dn[d_idx[e]] if d_idx[e] < len(dn) else int(d_idx[e]),
+                float(wr[e]),
+            ]
+            for e in top
+        ]
+    out["gates"] = {
+        k: float(v[i].float().mean())
+        for k, v in (dbg.get("gates") or {}).items()
+        if k.split("/", 1)[0] == last
+    }
     return out
 
 

@@ -1,0 +1,96 @@
+"""Stage 1, imitation: behaviour cloning of the scripted expert on an RLlib module, in plain torch.
+
+Cross-entropy on the skill, pointers and enums and Gaussian NLL on the numeric parameters are exactly the
+negative log-likelihood of the expert action under the module's own action distribution, so the loss is
+``-(w · log π(a_expert | s)).sum() / w.sum()``, with ``w = 0`` on the injected wrong steps of controlled wrong
+samples (they are labelled for reflection, never imitated). Only the arguments the expert's skill uses enter
+``log π`` (the distribution's contract).
+
+Why plain torch rather than an RLlib BC learner: the demonstrations are generated in-process and never touch
+Ray Data, and the same module object is then handed to the RL stage (its weights are pushed to the learner
+group and synced to the EnvRunners), so there is one model, not two.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from agentic_ray.eval.evaluator import stack_obs
+from agentic_ray.stages.demos import Demo
+
+
+def stack_actions(actions: list[Any], device: torch.device) -> Any:
+    """Env actions → the batched form the module's distribution takes (dict of tensors, or a tensor)."""
+    if isinstance(actions[0], dict):
+        return {
+            k: torch.as_tensor(np.stack([np.asarray(a[k]) for a in actions])).to(device) for k in actions[0]
+        }
+    return torch.as_tensor(np.asarray(actions, dtype=np.int64)).to(device)
+
+
+def bc_dataset(demos: list[Demo]) -> tuple[list[dict[str, np.ndarray]], list[Any], np.ndarray]:
+    obs = [o for d in demos for o in d.obs]
+    acts = [a for d in demos for a in d.actions]
+    w = np.asarray([x for d in demos for x in d.weights], dtype=np.float32)
+    return obs, acts, w
+
+
+def behaviour_cloning(
+    module: Any,
+    demos: list[Demo],
+    *,
+    epochs: int = 8,
+    minibatch_size: int = 256,
+    lr: float = 1e-3,
+    freeze_encoder: bool = False,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Train ``module`` (an AAAC RLModule) on the demonstrations in place.
+
+    Returns:
+        ``{"nll": [mean weighted NLL per epoch], "samples": imitated steps}``.
+    """
+    from ray.rllib.core.columns import Columns
+
+    obs, acts, w = bc_dataset(demos)
+    device = next(module.parameters()).device
+    model = module.model
+    frozen = list(model.encoder.parameters()) if freeze_encoder else []
+    frozen_ids = {id(p) for p in frozen}
+    params = [p for p in module.parameters() if p.requires_grad and id(p) not in frozen_ids]
+    for p in frozen:
+        p.requires_grad_(False)
+    opt = torch.optim.Adam(params, lr=lr)
+    dist_cls = module.get_train_action_dist_cls()
+    rng = np.random.default_rng(seed)
+    history = []
+    module.train()
+    try:
+        for _ in range(epochs):
+            order = rng.permutation(len(obs))
+            tot, n = 0.0, 0.0
+            for s in range(0, len(order), minibatch_size):
+                idx = order[s : s + minibatch_size]
+                wb = torch.as_tensor(w[idx], device=device)
+                if float(wb.sum()) == 0.0:
+                    continue
+                batch = stack_obs([obs[i] for i in idx], device)
+                out = module.forward_train({Columns.OBS: batch})
+                dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
+                logp = dist.logp(stack_actions([acts[i] for i in idx], device))
+                loss = -(logp * wb).sum() / wb.sum()
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                tot += float(loss) * float(wb.sum())
+                n += float(wb.sum())
+            history.append(tot / max(n, 1.0))
+    finally:
+        for p in frozen:
+            p.requires_grad_(True)
+        module.eval()
+    return {"nll": history, "samples": int(w.sum())}

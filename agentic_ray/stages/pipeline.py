@@ -1,0 +1,392 @@
+"""Three-stage training, imitation → RL → reflection, as one resumable pipeline with gates and checkpoints.
+
+Run directory layout (``runs/<name>-<timestamp>/``)::
+
+    settings.json          the validated settings of the run
+    state.json             pipeline progress: completed stages, current stage and iteration, gates, auto-pause
+    metrics.jsonl          one line per evaluation (stage, iteration, env steps, the five metrics, causes, gates)
+    traces.jsonl           step-by-step traces of evaluated episodes (``agentic-ray trace``)
+    checkpoints/<stage>/   RLlib checkpoint at the end of each stage (servable: .../rl_module/default_policy)
+    checkpoints/latest/    rolling checkpoint inside a stage, for --resume after a crash
+    diagnosis.json         written when auto-pause or a gate stops the run
+    report.html            plots of every metric per stage, reward layers, gate values, failure causes
+    wandb/                 offline wandb run (unless wandb.mode is online or disabled)
+
+Gates (seed 000): after IL, validation TCSR ≥ ``il.gate_tcsr``, else IL repeats with more demonstrations up to
+``il.max_repeats`` times and the run goes on with a recorded failed gate; after RL, DVR ≥ ``rl.gate_dvr``, else the
+run stops with a diagnosis (the planning reward needs revisiting, not more training).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy
+from agentic_ray.eval.metrics import AutoPause, diagnosis_report
+from agentic_ray.eval.report import write_report
+from agentic_ray.eval.traces import append_traces
+from agentic_ray.settings import ExperimentSettings
+
+logger = logging.getLogger(__name__)
+STAGES = ("il", "rl", "reflection")
+STATE_FILE = "state.json"
+
+
+@dataclass
+class PipelineState:
+    """What ``--resume`` needs: where the run is, what was decided, and the latest checkpoint."""
+
+    completed: list[str] = field(default_factory=list)
+    stage: str | None = None
+    iteration: int = 0  # iterations done in the current stage
+    env_steps: int = 0
+    checkpoint: str | None = None
+    gates: dict[str, Any] = field(default_factory=dict)
+    auto_pause: dict[str, Any] = field(default_factory=dict)
+    status: str = "running"  # running | finished | paused | gate_failed
+    il_demos: int = 0
+
+    def save(self, run_dir: Path) -> None:
+        tmp = run_dir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(self.__dict__, indent=2))
+        os.replace(tmp, run_dir / STATE_FILE)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> PipelineState:
+        return cls(**json.loads((run_dir / STATE_FILE).read_text()))
+
+
+class StopPipeline(Exception):
+    """A gate or auto-pause ends the run; the state says which."""
+
+
+def learner_module(algo: Any) -> Any:
+    """The learner's RLModule (local learner) — the object BC trains and the evaluator reads."""
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    if not algo.learner_group.is_local:
+        raise NotImplementedError("the pipeline trains with a local learner (num_learners=0)")
+    results = algo.learner_group.foreach_learner(lambda learner: learner.module[DEFAULT_MODULE_ID])
+    return next(iter(results)).get()
+
+
+def sync_env_runners(algo: Any) -> None:
+    algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, inference_only=True)
+
+
+class Pipeline:
+    """Runs the stages in ``settings.stages.run`` order; every step is recorded so a killed run can resume."""
+
+    def __init__(
+        self,
+        settings: ExperimentSettings,
+        run_dir: Path,
+        state: PipelineState | None = None,
+        progress: Callable[[str], None] = print,
+    ) -> None:
+        self.s = settings
+        self.run_dir = run_dir
+        self.state = state or PipelineState()
+        self.say = progress
+        self.algo: Any = None
+        self.auto_pause = AutoPause(settings.eval.auto_pause_patience)
+        if self.state.auto_pause:
+            self.auto_pause.set_state(self.state.auto_pause)
+        self.eval_env = settings.env.model_copy(
+            update={
+                "faults": settings.env.faults.model_copy(
+                    update={
+                        "enabled": settings.eval.fault_share > 0,
+                        "start_share": settings.eval.fault_share,
+                        "end_share": settings.eval.fault_share,
+                    }
+                ),
+                "split": "validation",
+            }
+        )
+        self.wandb: Any = None
+        self.last: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ plumbing
+    def _build(self) -> None:
+        from agentic_ray.algorithms.build import build_algo_config
+
+        self.algo = build_algo_config(self.s).build_algo()
+        if self.state.checkpoint:
+            self.say(f"resuming from {self.state.checkpoint}")
+            self.algo.restore_from_path(self.state.checkpoint)
+
+    def _checkpoint(self, name: str) -> str:
+        path = (self.run_dir / "checkpoints" / name).resolve()
+        self.algo.save_to_path(str(path))
+        self.state.checkpoint = str(path)
+        self.state.auto_pause = self.auto_pause.get_state()
+        self.state.save(self.run_dir)
+        return str(path)
+
+    def _log(self, row: dict[str, Any]) -> None:
+        with (self.run_dir / "metrics.jsonl").open("a") as f:
+            f.write(json.dumps(row, default=float) + "\n")
+        if self.wandb is not None:
+            self.wandb.log({k: v for k, v in row.items() if isinstance(v, int | float) and v is not None})
+
+    def evaluate(self, stage: str, iteration: int, extra: dict[str, Any] | None = None) -> EvalResult:
+        module = learner_module(self.algo)
+        policy = ModulePolicy(module, deterministic=True, debug=self.s.eval.traces_per_eval > 0)
+        res = evaluate_policy(
+            policy,
+            self.eval_env,
+            self.s.eval.tasks_per_family,
+            cu_ablation=self.s.eval.cu_ablation and stage == "reflection",
+            max_traces=self.s.eval.traces_per_eval,
+            trace_meta={"stage": stage, "iteration": iteration},
+        )
+        append_traces(self.run_dir, res.traces)
+        m = res.metrics.to_dict()
+        row = {
+            "stage": stage,
+            "iteration": iteration,
+            "env_steps": self.state.env_steps,
+            "time": time.time(),
+            **m,
+            "root_causes": res.attribution["root_causes"],
+            **(extra or {}),
+        }
+        self._log(row)
+        self.last = row
+        cu = "n/a" if m["cu"] is None else f"{m['cu']:+.2f}"
+        self.say(
+            f"[{stage} {iteration:>3}] tcsr {m['tcsr']:.3f}  dvr {m['dvr']:.3f}  completion "
+            f"{m['completion']:.3f}  spt {m['spt']:.2f}  high-risk {m['high_risk_share']:.3f}  cu {cu}"
+        )
+        return res
+
+    # ------------------------------------------------------------------ stages
+    def run_il(self) -> None:
+        from agentic_ray.stages.demos import collect_demos
+        from agentic_ray.stages.imitation import behaviour_cloning
+
+        il = self.s.stages.il
+        n = self.state.il_demos or il.demos
+        for attempt in range(il.max_repeats + 1):
+            t0 = time.time()
+            demos = collect_demos(self.s.env, n, il.wrong_sample_share, seed=self.s.seed + attempt)
+            module = learner_module(self.algo)
+            stats = behaviour_cloning(
+                module,
+                demos,
+                epochs=il.epochs,
+                minibatch_size=il.minibatch_size,
+                lr=il.lr,
+                freeze_encoder=il.freeze_encoder,
+                seed=self.s.seed,
+            )
+            sync_env_runners(self.algo)
+            self.say(
+                f"[il] {n} demonstrations ({stats['samples']} imitated steps), NLL "
+                f"{stats['nll'][0]:.3f} → {stats['nll'][-1]:.3f} in {time.time() - t0:.0f}s"
+            )
+            res = self.evaluate("il", attempt, {"bc_nll": stats["nll"][-1], "demos": n})
+            passed = res.metrics.tcsr >= il.gate_tcsr
+            self.state.gates[f"il_tcsr_attempt{attempt}"] = {
+                "value": res.metrics.tcsr,
+                "threshold": il.gate_tcsr,
+                "passed": passed,
+                "demos": n,
+            }
+            self.state.il_demos = n
+            self._log(
+                {
+                    "stage": "il",
+                    "iteration": attempt,
+                    "gates": {"il_tcsr": self.state.gates[f"il_tcsr_attempt{attempt}"]},
+                }
+            )
+            if passed:
+                return
+            if attempt < il.max_repeats:
+                n = int(n * il.demo_growth)
+                self.say(
+                    f"[il] gate failed: TCSR {res.metrics.tcsr:.3f} < {il.gate_tcsr}; repeating with {n} demos"
+                )
+        self.say(
+            f"[il] gate still failed after {il.max_repeats} repeats; continuing to RL with the gate recorded"
+        )
+
+    def _train_iterations(self, stage: str, iterations: int, on_iter: Callable[[int, float], None]) -> None:
+        start = self.state.iteration if self.state.stage == stage else 0
+        self.state.stage = stage
+        for it in range(start, iterations):
+            on_iter(it, (it + 1) / max(1, iterations))
+            res = self.algo.train()
+            self.state.env_steps = int(
+                res.get("env_runners", {}).get("num_env_steps_sampled_lifetime", 0) or self.state.env_steps
+            )
+            self.state.iteration = it + 1
+            if (it + 1) % self.s.eval.every == 0 or it + 1 == iterations:
+                er = res.get("env_runners", {})
+                ev = self.evaluate(
+                    stage,
+                    it + 1,
+                    {"train_return": er.get("episode_return_mean"), "reward_layers": _reward_layers(res)},
+                )
+                if self.auto_pause.update(ev.metrics.dvr):
+                    self._pause(stage, ev)
+            self._checkpoint("latest")
+
+    def _pause(self, stage: str, ev: EvalResult) -> None:
+        diag = diagnosis_report(ev.records, self.auto_pause.history)
+        (self.run_dir / "diagnosis.json").write_text(json.dumps(diag, indent=2, default=str))
+        self.state.status = "paused"
+        self._checkpoint("latest")
+        self.say(
+            f"[{stage}] auto-pause: DVR declined {self.auto_pause.patience} evaluations in a row; "
+            f"diagnosis in {self.run_dir / 'diagnosis.json'}"
+        )
+        raise StopPipeline("paused")
+
+    def run_rl(self) -> None:
+        from agentic_ray.rollout.episode_callbacks import set_training_progress
+
+        rl = self.s.stages.rl
+
+        def on_iter(it: int, p: float) -> None:
+            if rl.curriculum:
+                set_training_progress(self.algo, p)
+
+        self._train_iterations("rl", rl.iterations, on_iter)
+        dvr = self.last.get("dvr", 0.0)
+        passed = dvr >= rl.gate_dvr
+        self.state.gates["rl_dvr"] = {"value": dvr, "threshold": rl.gate_dvr, "passed": passed}
+        self._log(
+            {"stage": "rl", "iteration": rl.iterations, "gates": {"rl_dvr": self.state.gates["rl_dvr"]}}
+        )
+        if not passed:
+            ev = self.evaluate("rl", rl.iterations)
+            diag = diagnosis_report(ev.records, self.auto_pause.history)
+            diag["gate"] = self.state.gates["rl_dvr"]
+            (self.run_dir / "diagnosis.json").write_text(json.dumps(diag, indent=2, default=str))
+            self.state.status = "gate_failed"
+            self._checkpoint("rl")
+            self.say(
+                f"[rl] gate failed: DVR {dvr:.3f} < {rl.gate_dvr}. Stopping with a diagnosis "
+                f"({self.run_dir / 'diagnosis.json'}): revisit the planning reward before training on."
+            )
+            raise StopPipeline("gate_failed")
+
+    def run_reflection(self) -> None:
+        from agentic_ray.rollout.episode_callbacks import set_training_progress
+
+        rf = self.s.stages.reflection
+        _set_learner_attr(self.algo, "reflection_coeff", rf.reflection_coeff)
+
+        def on_iter(it: int, p: float) -> None:
+            set_training_progress(self.algo, 1.0)
+            w = rf.l5_weight_start + (rf.l5_weight_end - rf.l5_weight_start) * p
+            _set_l5_weight(self.algo, w)
+
+        self._train_iterations("reflection", rf.iterations, on_iter)
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> dict[str, Any]:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "settings.json").write_text(self.s.model_dump_json(indent=2))
+        self._init_wandb()
+        self._build()
+        runners = {"il": self.run_il, "rl": self.run_rl, "reflection": self.run_reflection}
+        try:
+            for stage in self.s.stages.run:
+                if stage in self.state.completed:
+                    continue
+                self.say(f"=== stage {stage} ===")
+                if self.state.stage != stage:
+                    self.state.stage, self.state.iteration = stage, 0
+                runners[stage]()
+                self.state.completed.append(stage)
+                self.state.stage, self.state.iteration = None, 0
+                self._checkpoint(stage)
+            self.state.status = "finished"
+            self.state.save(self.run_dir)
+        except StopPipeline:
+            pass
+        finally:
+            write_report(self.run_dir, {"status": self.state.status, "gates": self.state.gates})
+            if self.wandb is not None:
+                self.wandb.finish()
+            if self.algo is not None:
+                self.algo.stop()
+        return {
+            "run_dir": str(self.run_dir),
+            "status": self.state.status,
+            "final": self.last,
+            "gates": self.state.gates,
+        }
+
+    def _init_wandb(self) -> None:
+        if self.s.wandb.mode == "disabled":
+            return
+        try:
+            import wandb
+
+            os.environ.setdefault("WANDB_MODE", self.s.wandb.mode)
+            self.wandb = wandb.init(
+                project=self.s.wandb.project,
+                dir=str(self.run_dir),
+                mode=self.s.wandb.mode,
+                name=self.run_dir.name,
+                config=json.loads(self.s.model_dump_json()),
+                resume="allow",
+                id=self.run_dir.name.replace("/", "-"),
+            )
+        except Exception as e:  # logging must not kill training
+            logger.warning("wandb disabled: %s", e)
+            self.wandb = None
+
+
+def _reward_layers(res: dict[str, Any]) -> dict[str, float]:
+    er = res.get("env_runners", {})
+    return {
+        k.split("/", 1)[1]: float(v)
+        for k, v in er.items()
+        if isinstance(k, str) and k.startswith("reward_layer/") and isinstance(v, int | float)
+    }
+
+
+def _set_learner_attr(algo: Any, name: str, value: Any) -> None:
+    algo.learner_group.foreach_learner(lambda learner: setattr(learner, name, value))
+
+
+def _set_l5_weight(algo: Any, weight: float) -> None:
+    """Ramp the long-term-value layer's weight on every EnvRunner (no-op without a reward pool)."""
+
+    def _set(er: Any) -> None:
+        fn = getattr(er, "set_layer_weight", None)
+        if fn is not None:
+            fn("l5_long_term_value", weight)
+
+    algo.env_runner_group.foreach_env_runner(_set, local_env_runner=True)
+
+
+def new_run_dir(settings: ExperimentSettings) -> Path:
+    return Path(settings.run_root).resolve() / f"{settings.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def run_pipeline(
+    settings: ExperimentSettings,
+    run_dir: Path | None = None,
+    resume: Path | None = None,
+    progress: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run (or resume) the three-stage pipeline; returns the run dir, status, final metrics and gates."""
+    if resume is not None:
+        state = PipelineState.load(resume)
+        state.status = "running"
+        return Pipeline(settings, resume, state, progress).run()
+    return Pipeline(settings, run_dir or new_run_dir(settings), None, progress).run()
