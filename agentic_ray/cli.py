@@ -191,10 +191,13 @@ def _init_ray(address: str | None, num_cpus: int | None) -> None:
     if address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=address or os.environ["RAY_ADDRESS"], log_to_driver=False)
     else:
+        root = os.environ.get(
+            "AGENTIC_RAY_TMPDIR", "/tmp"
+        )  # keep it short: Ray's socket paths have a length cap
         ray.init(
             num_cpus=num_cpus,
             include_dashboard=False,
-            _temp_dir=tempfile.mkdtemp(prefix="agray_", dir="/tmp"),
+            _temp_dir=tempfile.mkdtemp(prefix="agray_", dir=root),
             log_to_driver=False,
             configure_logging=False,
         )

@@ -86,7 +86,7 @@ def behaviour_cloning(
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0)
                 opt.step()
-                tot += float(loss) * float(wb.sum())
+                tot += float(loss.detach()) * float(wb.sum())
                 n += float(wb.sum())
             history.append(tot / max(n, 1.0))
     finally:

@@ -150,9 +150,13 @@ class Pipeline:
         )
         append_traces(self.run_dir, res.traces)
         m = res.metrics.to_dict()
+        updates = next(
+            iter(self.algo.learner_group.foreach_learner(lambda lr: getattr(lr, "num_updates", None)))
+        )
         row = {
             "stage": stage,
             "iteration": iteration,
+            "learner_updates": updates.get(),
             "env_steps": self.state.env_steps,
             "time": time.time(),
             **m,
