@@ -62,7 +62,25 @@ class EpisodeRecord:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> EpisodeRecord:
-        d = dict(d)
+        # Vector-env info handling (gymnasium's dict aggregation + RLlib's DictInfoToList) can turn Python
+        # scalars into numpy scalars/arrays; convert back so records stay plain and JSON-serialisable.
+        d = _plain(dict(d))
         d["steps"] = [s if isinstance(s, StepRecord) else StepRecord(**s) for s in d["steps"]]
         d["goal_deps"] = [tuple(e) for e in d["goal_deps"]]
         return cls(**d)
+
+
+_PLAIN_SCALARS = (str, int, float, bool)
+
+
+def _plain(x: Any) -> Any:
+    """Recursively turn numpy scalars and arrays into Python scalars and lists."""
+    if x is None or type(x) in _PLAIN_SCALARS:
+        return x
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return type(x)(_plain(v) for v in x)
+    if hasattr(x, "tolist") and type(x).__module__ == "numpy":
+        return _plain(x.tolist())
+    return x

@@ -1,0 +1,93 @@
+"""L1 execution / completion: was each tool call executed cleanly, and did the task finish?
+
+Per step, the gateway's result code is scored (seed 000's execution table): success +1, timeout −2,
+bad parameters −3 (every caller error of the gateway), circuit breaker open −5. An action the mask forbade
+scores ``masked_value`` (−3, as the env's cheap reward does; seed 000's rule agent used −10 for an invalid skill
+id, set ``masked_value=-10`` to reproduce it). Any other failure code (upstream errors, garbled output) scores
+``other_failure`` (−1).
+
+At the last step the completion term of seed 002 is added: +1 done, −0.5 explicit failure, 0 ongoing
+(truncated without completion).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from agentic_ray.rewards.episode_record import EpisodeRecord
+from agentic_ray.rewards.layers.base import CostClass, Granularity, RewardLayer, Stream
+
+DEFAULT_CODE_VALUES: dict[str, float] = {
+    "OK": 1.0,
+    "TOOL_TIMEOUT": -2.0,
+    # bad parameters: the gateway's caller errors (agentic_ray.skills.executor.CALLER_ERRORS)
+    "BAD_PARAMS": -3.0,
+    "INVALID_INPUT": -3.0,
+    "PRECONDITION_FAILED": -3.0,
+    "NOT_FOUND": -3.0,
+    "CONFLICT": -3.0,
+    "NOT_WHITELISTED": -3.0,
+    "DEPENDENCY_MISSING": -3.0,
+    "CIRCUIT_OPEN": -5.0,
+}
+
+
+class ExecutionLayer(RewardLayer):
+    """L1: per-step execution codes plus the completion term on the last step.
+
+    Args:
+        code_values: result code → value; merged over :data:`DEFAULT_CODE_VALUES`.
+        other_failure: value of a failed step whose code is not in the table.
+        masked_value: value of a step whose action the mask forbade.
+        done_value, failure_value, ongoing_value: the completion term.
+    """
+
+    name = "execution"
+    version = "1"
+    cost = CostClass.SYNC
+    stream = Stream.REWARD
+    granularity = Granularity.STEP
+    default_weight = 0.4
+
+    def __init__(
+        self,
+        code_values: Mapping[str, float] | None = None,
+        other_failure: float = -1.0,
+        masked_value: float = -3.0,
+        done_value: float = 1.0,
+        failure_value: float = -0.5,
+        ongoing_value: float = 0.0,
+    ) -> None:
+        self.code_values = {**DEFAULT_CODE_VALUES, **(code_values or {})}
+        self.other_failure = float(other_failure)
+        self.masked_value = float(masked_value)
+        self.done_value = float(done_value)
+        self.failure_value = float(failure_value)
+        self.ongoing_value = float(ongoing_value)
+
+    def step_value(self, result_code: str, ok: bool, masked: bool) -> float:
+        """Value of one executed step."""
+        if masked:
+            return self.masked_value
+        if result_code in self.code_values:
+            return self.code_values[result_code]
+        return self.code_values["OK"] if ok else self.other_failure
+
+    def completion_value(self, record: EpisodeRecord) -> float:
+        """Seed 002's L1 term: +1 done, −0.5 explicit failure, 0 ongoing."""
+        if record.completed:
+            return self.done_value
+        if record.failed:
+            return self.failure_value
+        return self.ongoing_value
+
+    def score(self, record: EpisodeRecord) -> np.ndarray:
+        out = np.array(
+            [self.step_value(s.result_code, s.ok, s.masked) for s in record.steps], dtype=np.float32
+        )
+        if out.size == 0:
+            raise ValueError(f"episode {record.episode_id} has no steps")
+        out[-1] += self.completion_value(record)
+        return out

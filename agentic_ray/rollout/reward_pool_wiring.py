@@ -1,0 +1,155 @@
+"""Wiring the reward pool into any RLlib algorithm (PPO, AAAC): config helper and an Algorithm mixin.
+
+Two ways, both ending with EnvRunners that look the pool's actors up by name:
+
+1. Driver-owned pool::
+
+       pool = RewardActorPool.create(pool_cfg)
+       config = wire_reward_pool(PPOConfig().environment(...), pool_cfg, pool)
+       algo = config.build_algo()
+       ...
+       drain_env_runners(algo)           # before save_to_path / stop
+       pool.save(ckpt_dir); pool.shutdown()
+
+2. Algorithm-owned pool (Tune-friendly): mix :class:`RewardPoolAlgorithmMixin` in front of the algorithm class
+   (:class:`RewardPoolPPO` is PPO with it; AAAC does ``class AAAC(RewardPoolAlgorithmMixin, Algorithm)``) and call
+   ``wire_reward_pool(config, pool_cfg)`` without a pool. ``setup()`` creates the pool with uuid-suffixed names
+   before the EnvRunners exist, ``save_to_path`` drains the runners into one learner update and saves the ledger
+   next to the checkpoint, ``restore_from_path`` loads it back, and ``stop()`` drains and shuts the pool down.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+from agentic_ray.rewards.reward_actor_pool import RewardActorPool
+from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
+from agentic_ray.rollout.reward_aware_env_runner import (
+    CONFIG_ATTR_POOL,
+    CONFIG_ATTR_SPEC,
+    RewardAwareEnvRunner,
+    reward_pool_config_from,
+)
+
+logger = logging.getLogger(__name__)
+REWARD_POOL_DIR = "reward_pool"
+#: AlgorithmConfig attribute: "algorithm" (the mixin creates the pool in setup) or "driver".
+CONFIG_ATTR_OWNER = "reward_pool_owner"
+
+
+def wire_reward_pool(
+    config: AlgorithmConfig, pool_cfg: RewardPoolConfig, pool: RewardActorPool | None = None
+) -> AlgorithmConfig:
+    """Make ``config`` sample through :class:`RewardAwareEnvRunner` with the given pool settings.
+
+    Sets ``env_runner_cls``, ``batch_mode="complete_episodes"`` and the custom attributes ``reward_pool`` (the
+    settings as a dict, so Tune can sweep them) and, when ``pool`` is given, ``reward_pool_spec`` (actor names).
+
+    Args:
+        config: an unfrozen AlgorithmConfig (PPOConfig, AAACConfig, ...).
+        pool_cfg: reward settings.
+        pool: a driver-created pool; leave None when the algorithm mixes in :class:`RewardPoolAlgorithmMixin`.
+
+    Returns:
+        ``config`` (modified in place).
+    """
+    config.env_runners(env_runner_cls=RewardAwareEnvRunner, batch_mode="complete_episodes")
+    setattr(config, CONFIG_ATTR_POOL, pool_cfg.model_dump(mode="json"))
+    setattr(config, CONFIG_ATTR_SPEC, pool.spec if pool is not None else None)
+    setattr(config, CONFIG_ATTR_OWNER, "driver" if pool is not None else "algorithm")
+    return config
+
+
+def drain_env_runners(algo: Algorithm, timeout_s: float | None = None) -> list[SingleAgentEpisode]:
+    """Drain every EnvRunner of ``algo`` (remote ones and the local one) and return the settled episodes."""
+    group = algo.env_runner_group
+    episodes: list[SingleAgentEpisode] = []
+    if group is None:
+        return episodes
+    results = group.foreach_env_runner(
+        lambda er: er.drain(timeout_s) if isinstance(er, RewardAwareEnvRunner) else [],
+        local_env_runner=True,
+    )
+    for eps in results:
+        episodes.extend(eps or [])
+    return episodes
+
+
+class RewardPoolAlgorithmMixin:
+    """Algorithm mixin that owns a :class:`RewardActorPool`. Put it first in the bases."""
+
+    _reward_pool: RewardActorPool | None = None
+
+    def setup(self, config: AlgorithmConfig) -> None:  # type: ignore[override]
+        # An algorithm-owned pool is always created afresh: a spec found in a restored checkpoint's config
+        # names the actors of a previous run.
+        owner = getattr(config, CONFIG_ATTR_OWNER, None)
+        if owner == "algorithm" or (owner is None and getattr(config, CONFIG_ATTR_SPEC, None) is None):
+            pool_cfg = reward_pool_config_from(config)
+            self._reward_pool = RewardActorPool.create(pool_cfg, name_prefix="agray-reward")
+            # The EnvRunnerGroup is built from the frozen self.config: inject the actor names there.
+            algo: Any = self
+            cfg = algo.config.copy(copy_frozen=False)
+            setattr(cfg, CONFIG_ATTR_SPEC, self._reward_pool.spec)
+            cfg.freeze()
+            algo.config = cfg
+            config = cfg
+        super().setup(config)  # type: ignore[misc]
+
+    @property
+    def reward_pool(self) -> RewardActorPool | None:
+        """The pool this algorithm created (None when the driver owns it)."""
+        return self._reward_pool
+
+    def drain_reward_pool(self, update_learner: bool = True) -> list[SingleAgentEpisode]:
+        """Drain all EnvRunners; optionally train on the drained episodes once, so nothing scored is wasted."""
+        algo: Any = self
+        episodes = drain_env_runners(algo)
+        if update_learner and episodes:
+            algo.learner_group.update(
+                episodes=episodes,
+                timesteps={
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: algo.metrics.peek(
+                        (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0
+                    )
+                },
+                num_epochs=algo.config.num_epochs,
+                minibatch_size=algo.config.minibatch_size,
+                shuffle_batch_per_epoch=algo.config.shuffle_batch_per_epoch,
+            )
+        return episodes
+
+    def save_to_path(self, path: Any = None, *args: Any, **kwargs: Any) -> str:
+        self.drain_reward_pool(update_learner=True)
+        out = super().save_to_path(path, *args, **kwargs)  # type: ignore[misc]
+        if self._reward_pool is not None:
+            self._reward_pool.save(Path(out) / REWARD_POOL_DIR)
+        return out
+
+    def restore_from_path(self, path: Any, *args: Any, **kwargs: Any) -> None:
+        super().restore_from_path(path, *args, **kwargs)  # type: ignore[misc]
+        saved = Path(path) / REWARD_POOL_DIR
+        if self._reward_pool is not None and saved.exists():
+            self._reward_pool.restore(saved)
+
+    def stop(self) -> None:
+        try:
+            drain_env_runners(self)  # type: ignore[arg-type]
+        except Exception as e:
+            logger.warning("could not drain reward pool on stop: %r", e)
+        super().stop()  # type: ignore[misc]
+        if self._reward_pool is not None:
+            self._reward_pool.shutdown()
+            self._reward_pool = None
+
+
+class RewardPoolPPO(RewardPoolAlgorithmMixin, PPO):  # type: ignore[misc]
+    """PPO whose EnvRunners settle layered rewards through an algorithm-owned reward pool."""

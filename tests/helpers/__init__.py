@@ -1,0 +1,1 @@
+"""Shared test helpers (small real envs, not mocks)."""

@@ -1,0 +1,131 @@
+"""Every layer formula on fixed, hand-built EpisodeRecords."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from agentic_ray.rewards.judge_service import episode_summary, rubric_scores
+from agentic_ray.rewards.layers import (
+    LAYER_CLASSES,
+    CostClass,
+    EfficiencyLayer,
+    ExecutionLayer,
+    LongTermValueLayer,
+    PlanValidityLayer,
+    RiskLayer,
+    Stream,
+    UserExperienceLayer,
+)
+from agentic_ray.rewards.layers.efficiency_layer import efficiency
+from agentic_ray.rewards.layers.llm_judge_layer import InProcessRubricJudge
+from agentic_ray.rewards.ltv_model import FEATURES, LTVModel, episode_features, train
+
+from .records import five_step_record, record, step
+
+
+def test_layer_declarations():
+    assert LAYER_CLASSES["execution"].default_weight >= 0.4
+    assert LAYER_CLASSES["risk"].stream is Stream.RISK
+    assert {n for n, c in LAYER_CLASSES.items() if c.stream is Stream.RISK} == {"risk"}
+    assert LAYER_CLASSES["judge"].cost is CostClass.ASYNC_IO
+    assert LAYER_CLASSES["long_term_value"].cost is CostClass.ASYNC_CPU
+    assert LAYER_CLASSES["execution"].cost is CostClass.SYNC
+
+
+def test_execution_codes_and_completion():
+    layer = ExecutionLayer()
+    np.testing.assert_allclose(layer.score(five_step_record()), [1, 1, -2, 1, -5 + 1])
+    np.testing.assert_allclose(
+        layer.score(five_step_record(completed=False, failed=True)), [1, 1, -2, 1, -5.5]
+    )
+    np.testing.assert_allclose(
+        layer.score(five_step_record(completed=False, truncated=True)), [1, 1, -2, 1, -5]
+    )
+    rec = record([step("INVALID_INPUT"), step("UPSTREAM_ERROR"), step("PRECONDITION_FAILED", masked=True)])
+    np.testing.assert_allclose(layer.score(rec), [-3, -1, -3 + 1])
+    np.testing.assert_allclose(ExecutionLayer(masked_value=-10).score(rec), [-3, -1, -10 + 1])
+
+
+def test_efficiency_formula_optimal_plan_scores_one():
+    assert efficiency(4, 4) == 1.0
+    assert efficiency(5, 4) == pytest.approx(0.75)
+    assert efficiency(8, 4) == 0.0
+    assert efficiency(12, 4) == 0.0
+    assert efficiency(3, 4) == 1.0
+    np.testing.assert_allclose(EfficiencyLayer().score(five_step_record()), [0, 0, 0, 0, 0.75])
+    np.testing.assert_allclose(EfficiencyLayer().score(five_step_record(completed=False)), [0, 0, 0, 0, 0])
+    with pytest.raises(ValueError):
+        efficiency(3, 0)
+
+
+def test_risk_layer():
+    np.testing.assert_allclose(RiskLayer().score(five_step_record()), [0, -2, 0, 0, 0])
+    rec = record([step(high_risk=True), step(), step(high_risk=True, risk_weight=0.5)])
+    np.testing.assert_allclose(RiskLayer(default_weight_per_action=3.0).score(rec), [-3, 0, -0.5])
+
+
+def test_plan_validity():
+    layer = PlanValidityLayer(redundancy_penalty=0.1)
+    np.testing.assert_allclose(layer.score(five_step_record()), [0, 0, 0, 0, 0.9], rtol=1e-6)
+    np.testing.assert_allclose(
+        layer.score(five_step_record(dag_valid=False, dependency_violations=1)), [0, 0, 0, 0, -1.1], rtol=1e-6
+    )
+    # the order says c before its prerequisite a: invalid even though the record claims dag_valid
+    np.testing.assert_allclose(
+        layer.score(five_step_record(goals_done_order=["c", "a", "b"])), [0, 0, 0, 0, -1.1], rtol=1e-6
+    )
+
+
+def test_user_experience_by_hand():
+    layer = UserExperienceLayer()
+    rec = five_step_record(user={"complaint_rate": 0.5})
+    # replies: +0.5-0.1, (-0.3-0.1)*1.5, (-0.5-0.5)*1.5 -> clip -1, +0.5-0.1, (-0.5-0.1)*1.5, closing +1
+    expected = np.mean([0.4, -0.6, -1.0, 0.4, -0.9, 1.0])
+    np.testing.assert_allclose(layer.reply_sentiments(rec), [0.4, -0.6, -1.0, 0.4, -0.9, 1.0], atol=1e-9)
+    np.testing.assert_allclose(layer.score(rec), [0, 0, 0, 0, expected], atol=1e-6)
+    # memory: recall 1/2 -> 2*0.5-1 = 0, mixed with weight 0.3
+    rec_mem = five_step_record(
+        user={"complaint_rate": 0.5}, entities_mentioned=["o1", "a2"], entities_recalled=["o1"]
+    )
+    assert layer.score(rec_mem)[-1] == pytest.approx(0.7 * expected, abs=1e-6)
+
+
+def test_long_term_value_model():
+    layer = LongTermValueLayer()
+    d = json.loads(resources.files("agentic_ray.data").joinpath("ltv_model_v1.json").read_text())
+    assert layer.scorer_version.startswith("1/ltv-logreg-v1@") and len(layer.model.digest) == 12
+    good, bad = five_step_record(), five_step_record(completed=False, failed=True)
+    x = np.stack([episode_features(good), episode_features(bad)])
+    z = ((x - np.array(d["mean"])) / np.array(d["scale"])) @ np.array(d["coef"]) + d["intercept"]
+    expected = 1 / (1 + np.exp(-z)) - d["base_rate"]
+    out = layer.score_batch([good, bad])
+    np.testing.assert_allclose([o[-1] for o in out], expected, rtol=1e-5)
+    assert all(np.all(o[:-1] == 0) for o in out)
+    assert out[0][-1] > out[1][-1]  # completing beats failing
+    np.testing.assert_allclose(layer.score(good), out[0])
+    assert episode_features(good).shape == (len(FEATURES),)
+
+
+def test_shipped_ltv_model_is_reproduced_by_the_simulator_script():
+    shipped = LTVModel.load()
+    fresh = train()
+    np.testing.assert_allclose(fresh["coef"], shipped.coef, rtol=1e-5, atol=1e-7)
+    assert fresh["train"]["holdout_auc"] > 0.7
+
+
+def test_judge_rubric_and_layer_value():
+    rec = five_step_record()
+    s = rubric_scores(episode_summary(rec))
+    assert s == {"episode_id": "ep-1", "completion": 5, "plan": 4, "memory": 3}
+    partial = rubric_scores(episode_summary(five_step_record(completed=False, goals_done_order=["a", "b"])))
+    assert partial["completion"] == 2  # floor(4 * 2/3)
+    failed = rubric_scores(episode_summary(five_step_record(completed=False, failed=True)))
+    assert failed["completion"] == 1
+    invalid = rubric_scores(episode_summary(five_step_record(dag_valid=False, dependency_violations=1)))
+    assert invalid["plan"] == 1
+    # in-process rubric goes through the same request/parse path: (5+4+3)/15*2-1 = 0.6
+    np.testing.assert_allclose(InProcessRubricJudge().score(rec), [0, 0, 0, 0, 0.6], rtol=1e-6)
