@@ -6,7 +6,13 @@ Prints one JSON line ``{"benchmark": "encoder", ..., "gnn": {...}, "flat": {...}
 (building the batched graph indices from the padded arrays). Medians over repeats. Uses the e-commerce env's spec
 when ``agentic_ray.envs.ecommerce`` exposes one, else ``ecommerce_like_specs()``.
 
-Run from the repository root: ``python benchmarks/encoder.py [--threads 2]``. Not part of the test run.
+``--small`` instead times the quickstart-sized models (:data:`SMALL_CONFIGS`) on REAL env observations (the
+scripted expert's episodes of ``AgentTaskEnv``): one behaviour-cloning train step (``encode`` + policy heads +
+``logp`` + backward + Adam) at ``--batch`` (256), reported as samples/s of wall time and of process CPU time (the
+latter is robust to other processes on a shared machine), and for the GNN with compacted edges on vs off,
+interleaved step by step (``compact_speedup`` = paired wall-time ratio).
+
+Run from the repository root: ``python benchmarks/encoder.py [--threads 2] [--small]``. Not part of the test run.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
 from gpu_learner import actor_critic_loss, make_batch
 
 from agentic_ray.models import (
@@ -34,7 +41,15 @@ from agentic_ray.models import (
     HeteroGNNEncoder,
     PackedActionLayout,
     benchmark_specs,
+    stack_observations,
 )
+from agentic_ray.models.skill_argument_functional import skill_argument_logp
+
+SMALL_CONFIGS: dict[str, dict[str, Any]] = {
+    "gnn": {"encoder": "gnn", "hidden_dim": 32, "num_layers": 2, "num_heads": 2, "ffn_mult": 1},
+    "flat": {"encoder": "flat", "hidden_dim": 64, "flat_hidden_dim": 256, "flat_layers": 2},
+}
+"""Recommended quickstart model sizes (2 CPUs, minutes of imitation + RL + reflection)."""
 
 
 def median_ms(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
@@ -84,12 +99,115 @@ def bench_encoder(
     return out
 
 
+def expert_batch(batch_size: int) -> tuple[Any, Any, dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """``(spec, layout, obs, actions)``: ``batch_size`` steps of the scripted expert on ``AgentTaskEnv``."""
+    from agentic_ray.envs.agent_task_env import AgentTaskEnv
+    from agentic_ray.envs.expert import ScriptedExpert
+
+    env, expert = AgentTaskEnv(), ScriptedExpert()
+    observations: list[dict[str, np.ndarray]] = []
+    actions: list[dict[str, Any]] = []
+    seed = 0
+    while len(observations) < batch_size:
+        obs, _ = env.reset(seed=seed)
+        seed += 1
+        done = False
+        while not done and len(observations) < batch_size:
+            action = expert.act(env)
+            observations.append(obs)
+            actions.append(action)
+            obs, _, terminated, truncated, _ = env.step(action)
+            done = terminated or truncated
+    acts = {k: torch.as_tensor(np.stack([np.asarray(a[k]) for a in actions])) for k in actions[0]}
+    return env.graph_spec, env.layout, stack_observations(observations), acts
+
+
+def bc_step_fn(
+    spec: Any,
+    layout: Any,
+    config: dict[str, Any],
+    obs: dict[str, torch.Tensor],
+    acts: dict[str, torch.Tensor],
+) -> tuple[AAACModel, Callable[[], None]]:
+    """A model and its behaviour-cloning train step: forward, ``-logp``, backward, Adam."""
+    torch.manual_seed(0)
+    model = AAACModel(spec, layout, AAACModelConfig(device="cpu", **config)).train()
+    packed = PackedActionLayout.from_action_layout(layout)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step() -> None:
+        enc = model.encode(obs)
+        parts = packed.split(model.policy_logits(obs, enc)["packed"])
+        loss = -skill_argument_logp(parts, packed, acts).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return model, step
+
+
+def time_interleaved(steps: dict[str, Callable[[], None]], repeats: int) -> dict[str, dict[str, list[float]]]:
+    """Wall and CPU seconds of each step function, interleaved (order alternating) after one warm-up each."""
+    for fn in steps.values():
+        fn()
+    out: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in steps}
+    names = list(steps)
+    for i in range(repeats):
+        for name in names if i % 2 == 0 else names[::-1]:
+            t, c = time.perf_counter(), time.process_time()
+            steps[name]()
+            out[name]["wall"].append(time.perf_counter() - t)
+            out[name]["cpu"].append(time.process_time() - c)
+    return out
+
+
+def bench_small(batch_size: int, repeats: int) -> dict[str, Any]:
+    """BC train-step throughput of :data:`SMALL_CONFIGS` on real expert observations."""
+    spec, layout, obs, acts = expert_batch(batch_size)
+    fns: dict[str, Callable[[], None]] = {}
+    params: dict[str, int] = {}
+    configs: dict[str, dict[str, Any]] = {}
+    for name, config in SMALL_CONFIGS.items():
+        variants = {name: config}
+        if config["encoder"] == "gnn":
+            variants[f"{name}_padded_edges"] = {**config, "compact_edges": False}
+        for key, cfg in variants.items():
+            model, fns[key] = bc_step_fn(spec, layout, cfg, obs, acts)
+            configs[key] = cfg
+            params[key] = sum(p.numel() for p in model.parameters())
+    times = time_interleaved(fns, repeats)
+    result: dict[str, Any] = {}
+    for key, t in times.items():
+        result[key] = {
+            "config": configs[key],
+            "params": params[key],
+            "samples_per_s_wall": round(batch_size / statistics.median(t["wall"]), 1),
+            "samples_per_s_cpu": round(batch_size / statistics.median(t["cpu"]), 1),
+        }
+    for name in SMALL_CONFIGS:
+        if f"{name}_padded_edges" in times:
+            pairs = zip(times[f"{name}_padded_edges"]["wall"], times[name]["wall"], strict=True)
+            result[name]["compact_speedup"] = round(statistics.median(a / b for a, b in pairs), 2)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--repeats", type=int, default=3, help="repeats of the batch-1024 measurements")
+    parser.add_argument("--small", action="store_true", help="quickstart-sized models, BC step, real env obs")
+    parser.add_argument("--batch", type=int, default=256, help="batch size of --small")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.small:
+        result_small: dict[str, Any] = {
+            "benchmark": "encoder_small_bc",
+            "threads": args.threads,
+            "batch": args.batch,
+            **bench_small(args.batch, max(args.repeats, 4)),
+        }
+        print(json.dumps(result_small), flush=True)
+        return
     spec, layout, source = benchmark_specs()
     torch.manual_seed(0)
     sampler = AAACModel(spec, layout, AAACModelConfig(device="cpu"))

@@ -25,6 +25,7 @@ _EXPORTS = {
     "GatedHeteroAttentionLayer": "gated_hetero_attention_layer",
     "HeteroGNNEncoder": "hetero_gnn_encoder",
     "stack_observations": "obs_batching",
+    "reflection_loss": "reflection",
     "PackedActionLayout": "skill_argument_functional",
     "PackedActionLogits": "skill_argument_functional",
     "SkillArgumentHeads": "skill_argument_heads",
@@ -48,6 +49,7 @@ __all__ = [
     "build_state_encoder",
     "default_device",
     "ecommerce_like_specs",
+    "reflection_loss",
     "stack_observations",
 ]
 
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     from agentic_ray.models.gated_hetero_attention_layer import GatedHeteroAttentionLayer
     from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
     from agentic_ray.models.obs_batching import stack_observations
+    from agentic_ray.models.reflection import reflection_loss
     from agentic_ray.models.skill_argument_functional import PackedActionLayout, PackedActionLogits
     from agentic_ray.models.skill_argument_heads import SkillArgumentHeads
     from agentic_ray.models.spec_presets import benchmark_specs, ecommerce_like_specs

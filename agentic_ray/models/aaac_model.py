@@ -11,6 +11,7 @@ from torch import nn
 from agentic_ray.envs.graph_spec import ROOT_CAUSES, ActionLayout, GraphSpec
 from agentic_ray.models.flat_mlp_encoder import FlatMLPEncoder
 from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
+from agentic_ray.models.reflection import failed_last_step
 from agentic_ray.models.skill_argument_functional import masked_fill_value
 from agentic_ray.models.skill_argument_heads import SkillArgumentHeads, SkillArgumentLogits, mlp
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
@@ -42,6 +43,13 @@ class AAACModelConfig(BaseModel):
     add_reverse_relations: bool = Field(
         default=True, description="Add dst→src relations so every node type is updated."
     )
+    compact_edges: bool | None = Field(
+        default=None,
+        description=(
+            "GNN: drop padded/invalid edge slots before message passing (same outputs, about half the per-edge "
+            "work, one host sync per batch). None = only for batches on the CPU (CUDA keeps static shapes)."
+        ),
+    )
     flat_hidden_dim: int = Field(
         default=768, gt=0, description="Hidden width of the flat-MLP encoder's trunk."
     )
@@ -51,6 +59,16 @@ class AAACModelConfig(BaseModel):
     )
     separate_critic_encoders: bool = Field(
         default=False, description="Give each critic its own encoder (trunk) instead of reading the policy's."
+    )
+    reflection_source: Literal["env", "predicted"] = Field(
+        default="env",
+        description=(
+            "What the policy's state gets as its reflection input. 'env': obs['reflection'], the env's rule-based "
+            "root cause of the last failed step (one-hot; zeros without a failure). 'predicted': the reflection "
+            "head's softmax (detached), predicted from the state computed WITHOUT the reflection input (no label "
+            "leak), and only on rows whose last step failed (obs['reflection'] non-zero), zeros elsewhere. With "
+            "'predicted' the reflection head is part of the inference-only (EnvRunner) module."
+        ),
     )
     debug_outputs: bool = Field(
         default=False, description="Inference also returns probabilities, attention and gates."
@@ -83,6 +101,7 @@ def build_state_encoder(spec: GraphSpec, config: AAACModelConfig) -> HeteroGNNEn
             num_heads=config.num_heads,
             ffn_mult=config.ffn_mult,
             add_reverse_relations=config.add_reverse_relations,
+            compact_edges=config.compact_edges,
         )
     return FlatMLPEncoder(
         spec,
@@ -102,9 +121,15 @@ class AAACModel(nn.Module):
         spec: Graph spec of the observations.
         layout: Action layout.
         config: Sizes and switches.
-        build_critics: False builds the inference-only model (no critics, no reflection head).
+        build_critics: False builds the inference-only model (no critics; no reflection head unless
+            ``config.reflection_source == "predicted"``, where the policy needs it to act).
         prototype_mode: Act through the prototype head (``Discrete(num_prototypes)``) instead of the structured
             skill/argument heads; only the heads of the chosen mode are built.
+
+    Attributes:
+        reflection_enabled: The Correction-Uplift ablation switch (inference or training): False zeroes the
+            reflection input whatever ``reflection_source`` (the result equals a forward pass on observations
+            whose ``reflection`` is all zeros).
     """
 
     NON_INFERENCE_ATTRIBUTES: tuple[str, ...] = (
@@ -137,18 +162,61 @@ class AAACModel(nn.Module):
         else:
             self.policy_heads = SkillArgumentHeads(layout, spec.max_nodes, h, h, hh)
         self.has_critics = build_critics
+        self.reflection_enabled = True
+        self.reflection_head: nn.Module | None = None
         if build_critics:
             self.reward_critic = mlp(h, hh, 1)
             self.risk_critic = mlp(h, hh, 1)
+        if build_critics or self.predicts_reflection:
             self.reflection_head = mlp(h, hh, len(ROOT_CAUSES))
+        if build_critics:
             if config.separate_critic_encoders:
                 self.reward_critic_encoder = build_state_encoder(spec, config)
                 self.risk_critic_encoder = build_state_encoder(spec, config)
 
+    @property
+    def predicts_reflection(self) -> bool:
+        """True with ``reflection_source="predicted"``: the policy's reflection input is the head's prediction."""
+        return self.config.reflection_source == "predicted"
+
+    def non_inference_attributes(self) -> tuple[str, ...]:
+        """Sub-modules the inference-only model does not build (the reflection head stays when predicted)."""
+        if self.predicts_reflection:
+            return tuple(n for n in self.NON_INFERENCE_ATTRIBUTES if n != "reflection_head")
+        return self.NON_INFERENCE_ATTRIBUTES
+
     # -- encoders ---------------------------------------------------------------------------------------
-    def encode(self, obs: dict[str, torch.Tensor], return_debug: bool = False) -> StateEncoderOutput:
-        """Policy encoder over a batch of observations; see :class:`StateEncoderOutput` for shapes."""
-        return self.encoder(obs, return_debug=return_debug)
+    def encode(
+        self,
+        obs: dict[str, torch.Tensor],
+        return_debug: bool = False,
+        reflection_enabled: bool | None = None,
+    ) -> StateEncoderOutput:
+        """Policy encoder over a batch of observations; see :class:`StateEncoderOutput` for shapes.
+
+        Args:
+            obs: Batched observations.
+            return_debug: Ask the encoder for attention weights and gates.
+            reflection_enabled: Overrides :attr:`reflection_enabled` for this call (False = ablation: a zero
+                reflection input).
+
+        With ``reflection_source="predicted"`` the output's ``reflection_free_state`` is the reflection head's
+        input and ``state`` was built from its detached prediction on rows whose last step failed.
+        """
+        enabled = self.reflection_enabled if reflection_enabled is None else reflection_enabled
+        if not enabled:
+            obs = {**obs, "reflection": torch.zeros_like(obs["reflection"])}
+        if not self.predicts_reflection:
+            return self.encoder(obs, return_debug=return_debug)
+        head = self.reflection_head
+        assert head is not None
+        failed = failed_last_step(obs).unsqueeze(-1)
+
+        def predicted(free_state: torch.Tensor) -> torch.Tensor:
+            probs = head(free_state).softmax(-1).detach()
+            return probs * failed.to(probs.dtype)
+
+        return self.encoder(obs, return_debug=return_debug, reflection_fn=predicted)
 
     def _critic_state(
         self, which: str, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None
@@ -183,11 +251,18 @@ class AAACModel(nn.Module):
         """Risk critic, ``(B,)``."""
         return self.risk_critic(self._critic_state("risk_critic", obs, enc)).squeeze(-1)
 
+    @staticmethod
+    def reflection_state(enc: StateEncoderOutput) -> torch.Tensor:
+        """The reflection head's input: the reflection-free state when predicted, else the policy state."""
+        return enc.reflection_free_state if enc.reflection_free_state is not None else enc.state
+
     def reflection_logits(
         self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
     ) -> torch.Tensor:
-        """``(B, len(ROOT_CAUSES))`` root-cause class logits."""
-        return self.reflection_head((enc if enc is not None else self.encode(obs)).state)
+        """``(B, len(ROOT_CAUSES))`` root-cause class logits (see :meth:`reflection_state` for the input)."""
+        if self.reflection_head is None:
+            raise ValueError("this inference-only model has no reflection head (reflection_source='env')")
+        return self.reflection_head(self.reflection_state(enc if enc is not None else self.encode(obs)))
 
     def debug_outputs(
         self, enc: StateEncoderOutput, logits: SkillArgumentLogits | None, proto_logits: torch.Tensor | None

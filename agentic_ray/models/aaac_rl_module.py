@@ -5,7 +5,13 @@ ignored, anything else unknown is an error):
 
 * ``graph_spec`` (:class:`GraphSpec`, required) and ``action_layout`` (:class:`ActionLayout`, required);
 * every field of :class:`AAACModelConfig` (``encoder: "gnn" | "flat"``, ``hidden_dim``, ``num_layers``,
-  ``num_heads``, ``ffn_mult``, ``separate_critic_encoders``, ``debug_outputs``, ``device``, ...).
+  ``num_heads``, ``ffn_mult``, ``separate_critic_encoders``, ``reflection_source: "env" | "predicted"``,
+  ``debug_outputs``, ``device``, ...).
+
+Reflection: ``forward_train`` also returns ``REFLECTION_EMBEDDINGS``, the reflection head's input, for
+:func:`agentic_ray.models.reflection.reflection_loss`. The Correction-Uplift ablation is
+``module.reflection_enabled = False`` (or the forward kwarg ``reflection_enabled=False``): the reflection input
+is zeroed whatever ``reflection_source``.
 
 The action space decides the mode: ``Dict`` (``ActionLayout.action_space()``) → structured skill/argument actions
 with :class:`SkillArgumentDistribution`; ``Discrete(num_prototypes)`` → prototype mode with a masked
@@ -33,10 +39,22 @@ from agentic_ray.models.aaac_model import AAACModel, AAACModelConfig
 from agentic_ray.models.skill_argument_distribution import skill_argument_distribution_cls
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
-__all__ = ["DEBUG_OUTPUTS", "AAACRLModule", "parse_model_config"]
+__all__ = [
+    "DEBUG_OUTPUTS",
+    "REFLECTION_EMBEDDINGS",
+    "REFLECTION_ENABLED",
+    "AAACRLModule",
+    "parse_model_config",
+]
 
 DEBUG_OUTPUTS = "debug_outputs"
 """Key of the debug dict in inference outputs, and the forward kwarg that asks for it."""
+
+REFLECTION_EMBEDDINGS = "reflection_embeddings"
+"""``forward_train`` output: ``(B, H)`` input of the reflection head (the reflection-free state when predicted)."""
+
+REFLECTION_ENABLED = "reflection_enabled"
+"""Forward kwarg: False zeroes the reflection input for this call (the CU ablation)."""
 
 _RLLIB_MODEL_KEYS = frozenset(f.name for f in dataclasses.fields(DefaultModelConfig)) | {"vf_share_layers"}
 
@@ -64,7 +82,8 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
     """Actor (structured or prototype actions), reward critic, risk critic and reflection head.
 
     ``compute_values`` is the reward critic (RLlib's ``ValueFunctionAPI``); ``compute_risk_values`` the risk
-    critic; on EnvRunners (``inference_only``) the critics, reflection head and critic encoders are not built.
+    critic; on EnvRunners (``inference_only``) the critics and critic encoders are not built, nor the reflection
+    head unless ``reflection_source="predicted"`` (the policy then needs it to act).
     """
 
     @override(RLModule)
@@ -103,10 +122,19 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
             for k, v in batch[Columns.OBS].items()
         }
 
+    @property
+    def reflection_enabled(self) -> bool:
+        """The CU ablation switch (see :attr:`AAACModel.reflection_enabled`); not part of the module state."""
+        return self.model.reflection_enabled
+
+    @reflection_enabled.setter
+    def reflection_enabled(self, value: bool) -> None:
+        self.model.reflection_enabled = bool(value)
+
     def _policy_outputs(
-        self, obs: dict[str, torch.Tensor], return_debug: bool
+        self, obs: dict[str, torch.Tensor], return_debug: bool, reflection_enabled: bool | None = None
     ) -> tuple[dict[str, Any], StateEncoderOutput]:
-        enc = self.model.encode(obs, return_debug=return_debug)
+        enc = self.model.encode(obs, return_debug=return_debug, reflection_enabled=reflection_enabled)
         if self.prototype_mode:
             logits, proto = None, self.model.prototype_logits(obs, enc)
             out: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: proto}
@@ -121,17 +149,19 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
     def _forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """Action logits; with ``debug_outputs`` (model_config flag or kwarg) also ``batch["debug_outputs"]``."""
         return_debug = bool(kwargs.get(DEBUG_OUTPUTS, self.aaac_config.debug_outputs))
-        return self._policy_outputs(self._obs(batch), return_debug)[0]
+        return self._policy_outputs(self._obs(batch), return_debug, kwargs.get(REFLECTION_ENABLED))[0]
 
     @override(RLModule)
     def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return self._policy_outputs(self._obs(batch), False)[0]
+        return self._policy_outputs(self._obs(batch), False, kwargs.get(REFLECTION_ENABLED))[0]
 
     @override(RLModule)
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        """Action logits plus ``EMBEDDINGS`` = the policy encoder's ``(B, H)`` state, reused by the critics."""
-        out, enc = self._policy_outputs(self._obs(batch), False)
+        """Action logits plus ``EMBEDDINGS`` = the policy encoder's ``(B, H)`` state, reused by the critics, and
+        ``REFLECTION_EMBEDDINGS`` = the reflection head's input (for ``reflection_loss``)."""
+        out, enc = self._policy_outputs(self._obs(batch), False, kwargs.get(REFLECTION_ENABLED))
         out[Columns.EMBEDDINGS] = enc.state
+        out[REFLECTION_EMBEDDINGS] = self.model.reflection_state(enc)
         return out
 
     # -- critics (TwoCriticAPI / ValueFunctionAPI) ------------------------------------------------------
@@ -154,9 +184,11 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
         return self.model.risk_critic(self._critic_state("risk_critic", batch, embeddings)).squeeze(-1)
 
     def compute_reflection_logits(self, batch: dict[str, Any], embeddings: Any | None = None) -> torch.Tensor:
-        """``(B, len(ROOT_CAUSES))`` root-cause logits of the reflection head (policy encoder's state)."""
-        state = embeddings if embeddings is not None else self.model.encode(self._obs(batch)).state
-        return self.model.reflection_head(state)
+        """``(B, len(ROOT_CAUSES))`` root-cause logits of the reflection head; ``embeddings`` is
+        ``forward_train``'s ``REFLECTION_EMBEDDINGS`` (the reflection-free state when predicted)."""
+        if embeddings is not None and self.model.reflection_head is not None:
+            return self.model.reflection_head(embeddings)
+        return self.model.reflection_logits(self._obs(batch))
 
     # -- parameter groups and inference-only --------------------------------------------------------------
     @override(TwoCriticAPI)
@@ -174,7 +206,9 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
 
     @override(InferenceOnlyAPI)
     def get_non_inference_attributes(self) -> list[str]:
-        return [f"model.{name}" for name in AAACModel.NON_INFERENCE_ATTRIBUTES]
+        """Critics and critic encoders; also the reflection head unless ``reflection_source="predicted"``
+        (then the EnvRunner's policy needs it to act)."""
+        return [f"model.{name}" for name in self.model.non_inference_attributes()]
 
     @override(TorchRLModule)
     def get_inference_action_dist_cls(self) -> type[TorchDistribution]:

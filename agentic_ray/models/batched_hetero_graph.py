@@ -12,6 +12,11 @@ All relations of a layer are handled in ONE gather / softmax / scatter (instead 
 relation): source messages of all relations live in one table and attention groups of all relations in another,
 laid out per node type as ``(node, relation-of-that-type)`` rows. :class:`HeteroGraphLayout` holds the static part
 of that layout, :class:`BatchedHeteroGraph` the per-batch edge indices.
+
+``compact=True`` drops the invalid edge slots instead (one ``nonzero`` and one host sync per batch): the per-edge
+work shrinks to the real edges (about half of the padded slots on the e-commerce env), which is what the CPU
+learner wants; the result is the same since dropped edges carry weight exactly 0 either way. The default keeps
+static shapes and no host sync (what CUDA wants).
 """
 
 from __future__ import annotations
@@ -114,8 +119,13 @@ class BatchedHeteroGraph:
             (destination node, relation) the edge belongs to; in range even for dropped edges.
         edge_valid: ``(E_tot,)`` bool, False for dropped edges.
         num_groups: ``G``, rows of the query/group table.
-        edge_slices: ``(start, B, E_r)`` of each relation's edges, in ``layout.relations`` order (edges of row
-            ``b`` are ``start + b·E_r ... start + (b+1)·E_r - 1``, in the observation's column order).
+        edge_slices: ``(start, B, E_r)`` of each relation's edges in the PADDED order, in ``layout.relations``
+            order (edges of row ``b`` are ``start + b·E_r ... start + (b+1)·E_r - 1``, in the observation's
+            column order).
+        segment_sizes: Number of edges of each relation in ``src_row``/``query_row`` (relations are contiguous
+            segments, in ``layout.relations`` order): ``B·E_r`` when padded, the real edge counts when compacted.
+        kept: Compacted graphs only: ``(E_kept,)`` position of each kept edge in the padded order (None when
+            padded); :meth:`to_padded` uses it to lay per-edge values out like ``edge_slices``.
     """
 
     batch_size: int
@@ -124,15 +134,33 @@ class BatchedHeteroGraph:
     edge_valid: torch.Tensor
     num_groups: int
     edge_slices: tuple[tuple[int, int, int], ...]
+    segment_sizes: tuple[int, ...] = ()
+    kept: torch.Tensor | None = None
+
+    @property
+    def compacted(self) -> bool:
+        """True when only real edges are kept (then ``edge_valid`` is all True)."""
+        return self.kept is not None
+
+    def to_padded(self, values: torch.Tensor) -> torch.Tensor:
+        """Per-edge ``values (E, ...)`` in the padded edge order of ``edge_slices`` (zeros for dropped edges)."""
+        if self.kept is None:
+            return values
+        total = sum(b * e for _, b, e in self.edge_slices)
+        out = values.new_zeros(total, *values.shape[1:])
+        return out.index_copy(0, self.kept, values)
 
     @classmethod
-    def from_padded(cls, obs: dict[str, torch.Tensor], layout: HeteroGraphLayout) -> BatchedHeteroGraph:
+    def from_padded(
+        cls, obs: dict[str, torch.Tensor], layout: HeteroGraphLayout, compact: bool = False
+    ) -> BatchedHeteroGraph:
         """Builds the edge indices from padded observation arrays (one loop over relation *types*, none per row).
 
         Args:
             obs: Observation dict of batched tensors (``{nt}_mask (B, N)``, ``{rk}_ei (B, 2, E)``,
                 ``{rk}_mask (B, E)``).
             layout: The static layout.
+            compact: Keep only the valid edges (data-dependent sizes, one host sync); see the module docstring.
 
         Returns:
             The batched graph.
@@ -172,11 +200,26 @@ class BatchedHeteroGraph:
             slices.append((start, batch_size, rel.max_edges))
             start += valid.numel()
 
+        src_row, query_row, edge_valid = torch.cat(src_rows), torch.cat(query_rows), torch.cat(valids)
+        if not compact:
+            return cls(
+                batch_size=batch_size,
+                src_row=src_row,
+                query_row=query_row,
+                edge_valid=edge_valid,
+                num_groups=num_groups,
+                edge_slices=tuple(slices),
+                segment_sizes=tuple(b * e for _, b, e in slices),
+            )
+        kept = edge_valid.nonzero().squeeze(1)
+        sizes = torch.stack([v.sum() for v in valids]).tolist()  # the one host sync
         return cls(
             batch_size=batch_size,
-            src_row=torch.cat(src_rows),
-            query_row=torch.cat(query_rows),
-            edge_valid=torch.cat(valids),
+            src_row=src_row.index_select(0, kept),
+            query_row=query_row.index_select(0, kept),
+            edge_valid=torch.ones(kept.shape[0], dtype=torch.bool, device=device),
             num_groups=num_groups,
             edge_slices=tuple(slices),
+            segment_sizes=tuple(int(n) for n in sizes),
+            kept=kept,
         )

@@ -7,6 +7,7 @@ from torch import nn
 
 from agentic_ray.envs.graph_spec import ROOT_CAUSES, GraphSpec
 from agentic_ray.models.batched_hetero_graph import node_mask
+from agentic_ray.models.reflection import ReflectionFn, readout_with_reflection
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
 __all__ = ["FlatMLPEncoder"]
@@ -65,12 +66,19 @@ class FlatMLPEncoder(nn.Module):
             out.append(counts.scatter_add_(1, flat, valid.float()))
         return out
 
-    def forward(self, obs: dict[str, torch.Tensor], return_debug: bool = False) -> StateEncoderOutput:
+    def forward(
+        self,
+        obs: dict[str, torch.Tensor],
+        return_debug: bool = False,
+        reflection_fn: ReflectionFn | None = None,
+    ) -> StateEncoderOutput:
         """Encodes a batch.
 
         Args:
             obs: Batched observation tensors (see ``graph_spec``).
             return_debug: Accepted for interface parity; the flat encoder has no attention to report.
+            reflection_fn: If given, the trunk's reflection input is ``reflection_fn(reflection_free_state)``
+                instead of ``obs["reflection"]`` (see :mod:`agentic_ray.models.reflection`).
 
         Returns:
             ``StateEncoderOutput`` with ``state (B, H)`` and ``nodes {nt: (B, N_nt, H)}``.
@@ -81,11 +89,10 @@ class FlatMLPEncoder(nn.Module):
         parts = [xs[nt].reshape(b, -1) for nt in self.spec.node_types]
         parts += [masks[nt].float() for nt in self.spec.node_types]
         parts += self.adjacency_counts(obs)
-        parts.append(obs["reflection"].float())
-        state = self.trunk(torch.cat(parts, dim=-1))
+        state, free = readout_with_reflection(self.trunk, parts, obs["reflection"].float(), reflection_fn)
         nodes = {}
         for nt in self.spec.node_types:
             n = self.spec.max_nodes[nt]
             ctx = state.unsqueeze(1).expand(b, n, self.hidden_dim)
             nodes[nt] = self.node_proj[nt](torch.cat([xs[nt], ctx], dim=-1))
-        return StateEncoderOutput(state=state, nodes=nodes, node_masks=masks)
+        return StateEncoderOutput(state=state, nodes=nodes, node_masks=masks, reflection_free_state=free)

@@ -8,6 +8,7 @@ from torch import nn
 from agentic_ray.envs.graph_spec import ROOT_CAUSES, GraphSpec
 from agentic_ray.models.batched_hetero_graph import BatchedHeteroGraph, HeteroGraphLayout, node_mask
 from agentic_ray.models.gated_hetero_attention_layer import GatedHeteroAttentionLayer
+from agentic_ray.models.reflection import ReflectionFn, readout_with_reflection
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
 __all__ = ["HeteroGNNEncoder", "masked_mean_max"]
@@ -43,6 +44,9 @@ class HeteroGNNEncoder(nn.Module):
         num_heads: Attention heads per relation.
         ffn_mult: Feed-forward width multiplier inside each layer (0 disables).
         add_reverse_relations: Add ``dst → src`` relations so every node type receives messages.
+        compact_edges: Drop padded/invalid edge slots before message passing (same result, about half the
+            per-edge work on the e-commerce env, one host sync per batch). None = only when the batch is on the
+            CPU (CUDA keeps static shapes and no host sync).
     """
 
     def __init__(
@@ -53,9 +57,11 @@ class HeteroGNNEncoder(nn.Module):
         num_heads: int = 4,
         ffn_mult: int = 2,
         add_reverse_relations: bool = True,
+        compact_edges: bool | None = None,
     ) -> None:
         super().__init__()
         self.spec = spec
+        self.compact_edges = compact_edges
         self.hidden_dim = hidden_dim
         self.layout = HeteroGraphLayout(spec, add_reverse_relations)
         self.input_proj = nn.ModuleDict(
@@ -75,19 +81,28 @@ class HeteroGNNEncoder(nn.Module):
             nn.LayerNorm(hidden_dim),
         )
 
-    def forward(self, obs: dict[str, torch.Tensor], return_debug: bool = False) -> StateEncoderOutput:
+    def forward(
+        self,
+        obs: dict[str, torch.Tensor],
+        return_debug: bool = False,
+        reflection_fn: ReflectionFn | None = None,
+    ) -> StateEncoderOutput:
         """Encodes a batch.
 
         Args:
             obs: Batched observation tensors (see ``graph_spec``): ``{nt}_x (B, N, F)``, ``{nt}_mask (B, N)``,
                 ``{rk}_ei (B, 2, E)``, ``{rk}_mask (B, E)``, ``reflection (B, C)``.
             return_debug: Also return attention weights and gate values per layer and relation.
+            reflection_fn: If given, the readout's reflection input is ``reflection_fn(reflection_free_state)``
+                instead of ``obs["reflection"]`` (see :mod:`agentic_ray.models.reflection`).
 
         Returns:
             ``StateEncoderOutput`` with ``state (B, H)`` and ``nodes {nt: (B, N_nt, H)}``; ``debug`` holds
             ``{"attention": {"layer{l}/{rel}": (B, E_r, heads)}, "gates": {"layer{l}/{rel}": (B, N_dst)}}``.
         """
-        graph = BatchedHeteroGraph.from_padded(obs, self.layout)
+        first = obs[f"{self.spec.node_types[0]}_mask"]
+        compact = first.device.type == "cpu" if self.compact_edges is None else self.compact_edges
+        graph = BatchedHeteroGraph.from_padded(obs, self.layout, compact=compact)
         masks = {nt: node_mask(obs, nt) for nt in self.spec.node_types}
         h = {
             nt: self.input_proj[nt](obs[f"{nt}_x"].float().reshape(-1, self.spec.feat_dims[nt]))
@@ -101,5 +116,7 @@ class HeteroGNNEncoder(nn.Module):
         b = graph.batch_size
         nodes = {nt: h[nt].view(b, self.spec.max_nodes[nt], self.hidden_dim) for nt in self.spec.node_types}
         pooled = [masked_mean_max(nodes[nt], masks[nt]) for nt in self.spec.node_types]
-        state = self.readout(torch.cat([*pooled, obs["reflection"].float()], dim=-1))
-        return StateEncoderOutput(state=state, nodes=nodes, node_masks=masks, debug=debug)
+        state, free = readout_with_reflection(self.readout, pooled, obs["reflection"].float(), reflection_fn)
+        return StateEncoderOutput(
+            state=state, nodes=nodes, node_masks=masks, debug=debug, reflection_free_state=free
+        )

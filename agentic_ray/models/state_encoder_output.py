@@ -18,9 +18,12 @@ class StateEncoderOutput:
         nodes: ``{node_type: (B, N_nt, H)}`` per-node embeddings, for pointer heads (padded rows included).
         node_masks: ``{node_type: (B, N_nt)}`` bool, True for real nodes.
         debug: Optional diagnostics (empty unless asked for), e.g. ``{"attention": {...}, "gates": {...}}``.
+        reflection_free_state: ``(B, H)`` the state computed with a zero reflection input (what the reflection
+            head reads with ``reflection_source="predicted"``); None when the encoder was not asked for it.
     """
 
     state: torch.Tensor
     nodes: dict[str, torch.Tensor]
     node_masks: dict[str, torch.Tensor]
     debug: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
+    reflection_free_state: torch.Tensor | None = None

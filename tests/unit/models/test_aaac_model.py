@@ -152,7 +152,7 @@ def test_parameter_groups_partition_the_model() -> None:
         assert all(groups)
         assert (len(groups[1]) > 4) == separate
     inference = AAACModel(spec, layout, TINY, build_critics=False)
-    assert not hasattr(inference, "reward_critic") and not hasattr(inference, "reflection_head")
+    assert not hasattr(inference, "reward_critic") and inference.reflection_head is None
 
 
 def test_default_size_is_near_the_seed() -> None:

@@ -89,7 +89,7 @@ def test_inference_only_module_drops_critics_and_loads_learner_weights() -> None
     _, _, obs = toy_batch(6, seed=4)
     learner_module = _module()
     env_module = _module(inference_only=True)
-    assert not hasattr(env_module.model, "reward_critic") and not hasattr(env_module.model, "reflection_head")
+    assert not hasattr(env_module.model, "reward_critic") and env_module.model.reflection_head is None
     state = learner_module.get_state(inference_only=True)
     assert not any("critic" in k or "reflection" in k for k in state)
     assert len(state) == len(env_module.state_dict())

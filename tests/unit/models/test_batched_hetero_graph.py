@@ -51,3 +51,18 @@ def test_reverse_relations_reach_every_node_type() -> None:
     with_rev = HeteroGraphLayout(spec, add_reverse_relations=True)
     assert "order" not in without.dst_types  # order is only ever a source in the observed relations
     assert set(with_rev.dst_types) == set(spec.node_types)
+
+
+def test_compact_keeps_only_valid_edges_in_relation_segments() -> None:
+    layout = HeteroGraphLayout(SPEC)
+    padded = BatchedHeteroGraph.from_padded(_obs(), layout)
+    g = BatchedHeteroGraph.from_padded(_obs(), layout, compact=True)
+    assert g.compacted and not padded.compacted
+    kept = padded.edge_valid.nonzero().squeeze(1)
+    assert torch.equal(g.kept, kept) and g.edge_valid.all()
+    assert torch.equal(g.src_row, padded.src_row[kept]) and torch.equal(g.query_row, padded.query_row[kept])
+    assert g.segment_sizes == (2, 2) and padded.segment_sizes == (6, 6)
+    assert g.edge_slices == padded.edge_slices
+    values = torch.arange(1, 5, dtype=torch.float32)
+    full = g.to_padded(values)
+    assert full.shape == (12,) and torch.equal(full[kept], values) and full.sum() == values.sum()

@@ -116,3 +116,25 @@ def test_no_lazy_or_invalid_sizes(bad: int) -> None:
         HeteroGNNEncoder(spec, hidden_dim=30, num_heads=4 if bad == 0 else 7)
     enc = HeteroGNNEncoder(spec, hidden_dim=16, num_layers=1, num_heads=2)
     assert all(not isinstance(p, torch.nn.parameter.UninitializedParameter) for p in enc.parameters())
+
+
+def test_compacted_edges_equal_padded_edges() -> None:
+    """Dropping invalid edge slots (the CPU default) changes nothing: outputs, attention and gradients."""
+    spec, _, obs = toy_batch(7, seed=5)
+    outs, grads = [], []
+    for compact in (False, True):
+        enc = _encoder(spec, compact_edges=compact).train()
+        out = enc(obs, return_debug=True)
+        (out.state.square().sum() + sum(n.sum() for n in out.nodes.values())).backward()
+        outs.append(out)
+        grads.append({n: p.grad.clone() for n, p in enc.named_parameters() if p.grad is not None})
+    padded, compacted = outs
+    torch.testing.assert_close(compacted.state, padded.state, atol=1e-5, rtol=1e-5)
+    for nt in spec.node_types:
+        torch.testing.assert_close(compacted.nodes[nt], padded.nodes[nt], atol=1e-5, rtol=1e-5)
+    for kind in ("attention", "gates"):
+        for key, value in padded.debug[kind].items():
+            torch.testing.assert_close(compacted.debug[kind][key], value, atol=1e-5, rtol=1e-5)
+    assert grads[0].keys() == grads[1].keys()
+    for name, g in grads[0].items():
+        torch.testing.assert_close(grads[1][name], g, atol=1e-4, rtol=1e-4)

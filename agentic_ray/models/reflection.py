@@ -1,0 +1,124 @@
+"""Reflection: the root-cause input of the policy and the reflection head's loss.
+
+The env writes ``obs["reflection"]``: a one-hot of the root cause (``ROOT_CAUSES``) that rule-based failure
+attribution assigns to the last step when it failed, zeros otherwise. The model feeds a reflection vector to the
+state readout (the last input of the readout's first ``Linear``):
+
+* ``reflection_source="env"``: the env's one-hot itself (the reflection head reads the resulting state);
+* ``reflection_source="predicted"``: the reflection head predicts the root cause from the state computed with a
+  ZERO reflection vector (no label leak), and the readout then gets ``softmax(logits).detach() · failed`` with
+  ``failed = obs["reflection"].sum(-1) > 0`` (a failure happened on the last step).
+
+:func:`readout_with_reflection` does the second case without running the encoder twice: the reflection enters
+only the readout's first layer, so ``W [x ‖ r] + b = (W_x x + b) + W_r r`` and only the (small) rest of the
+readout runs twice. :func:`reflection_loss` is the cross-entropy the learner adds to the policy loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from agentic_ray.envs.graph_spec import ROOT_CAUSES
+
+__all__ = ["ReflectionFn", "failed_last_step", "readout_with_reflection", "reflection_loss"]
+
+ReflectionFn = Callable[[torch.Tensor], torch.Tensor]
+"""Maps the reflection-free state ``(B, H)`` to the reflection input ``(B, C)`` of the readout."""
+
+
+def failed_last_step(obs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``(B,)`` bool: the env attributed a root cause to the last step (it failed)."""
+    return obs["reflection"].sum(-1) > 0
+
+
+def readout_with_reflection(
+    readout: nn.Sequential,
+    features: torch.Tensor | list[torch.Tensor],
+    reflection: torch.Tensor | None = None,
+    reflection_fn: ReflectionFn | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Runs ``readout([features ‖ reflection])``; the reflection is the last ``len(ROOT_CAUSES)`` inputs.
+
+    Args:
+        readout: ``nn.Sequential`` whose first module is a ``Linear`` over ``[features ‖ reflection]``.
+        features: ``(B, D)`` everything but the reflection vector, or the parts to concatenate into it.
+        reflection: ``(B, C)`` reflection input (used when ``reflection_fn`` is None).
+        reflection_fn: Computes the reflection input from the reflection-free state (the readout with a zero
+            reflection vector).
+
+    Returns:
+        ``(state, reflection_free_state)``; the second is None without ``reflection_fn``.
+    """
+    if reflection_fn is None:
+        if reflection is None:
+            raise ValueError("readout_with_reflection needs reflection or reflection_fn")
+        parts = list(features) if isinstance(features, list) else [features]
+        return readout(torch.cat([*parts, reflection.to(parts[0].dtype)], dim=-1)), None
+    if isinstance(features, list):
+        features = torch.cat(features, dim=-1)
+    first, rest = readout[0], readout[1:]
+    if not isinstance(first, nn.Linear):
+        raise TypeError(f"the readout must start with nn.Linear, got {type(first).__name__}")
+    c = len(ROOT_CAUSES)
+    pre = F.linear(features, first.weight[:, :-c], first.bias)
+    free = rest(pre)
+    refl = reflection_fn(free)
+    return rest(pre + F.linear(refl.to(pre.dtype), first.weight[:, -c:])), free
+
+
+def _model_of(module_or_model: Any) -> Any:
+    """The :class:`AAACModel` of an ``AAACRLModule`` (or the model itself)."""
+    model = getattr(module_or_model, "model", module_or_model)
+    if getattr(model, "reflection_head", None) is None:
+        raise ValueError(
+            "this model has no reflection head (an inference-only model with reflection_source='env')"
+        )
+    return model
+
+
+def reflection_loss(
+    module_or_model: Any,
+    obs_batch: dict[str, torch.Tensor],
+    embeddings: torch.Tensor | None = None,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Cross-entropy of the reflection head against the env's root cause, on rows that carry a label.
+
+    Args:
+        module_or_model: An ``AAACRLModule`` or an ``AAACModel`` with a reflection head.
+        obs_batch: Batched observations; labels are ``argmax(obs["reflection"])`` on rows where it is non-zero.
+        embeddings: The reflection head's input ``(B, H)`` if already computed (``forward_train``'s
+            ``REFLECTION_EMBEDDINGS``); else the policy encoder runs on ``obs_batch``.
+        mask: Optional ``(B,)`` bool row mask (e.g. RLlib's ``LOSS_MASK``), and-ed with the label mask.
+
+    Returns:
+        ``(loss, stats)``: ``loss`` is the mean cross-entropy over labelled rows (an exact, differentiable 0
+        when there are none); ``stats`` holds detached ``reflection_loss``, ``reflection_accuracy`` and
+        ``reflection_labelled_rows``.
+    """
+    model = _model_of(module_or_model)
+    if embeddings is None:
+        logits = model.reflection_logits(obs_batch)
+    else:
+        logits = model.reflection_head(embeddings)
+    target_vec = obs_batch["reflection"].to(logits.device)
+    labelled = target_vec.sum(-1) > 0
+    if mask is not None:
+        labelled = labelled & mask.to(labelled.device).bool()
+    target = target_vec.argmax(-1)
+    ce = F.cross_entropy(logits.float(), target, reduction="none")
+    count = labelled.sum()
+    denom = count.clamp(min=1).to(ce.dtype)
+    loss = torch.where(labelled, ce, torch.zeros_like(ce)).sum() / denom
+    correct = (logits.argmax(-1) == target) & labelled
+    stats = {
+        "reflection_loss": loss.detach(),
+        "reflection_accuracy": correct.sum().to(ce.dtype) / denom,
+        "reflection_labelled_rows": count.detach(),
+    }
+    return loss, stats

@@ -1,0 +1,172 @@
+"""Reflection input and loss: env vs predicted source, the CU ablation switch, the cross-entropy, inference-only
+parity with a predicted reflection input."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from ray.rllib.core.columns import Columns
+
+from agentic_ray.envs.graph_spec import ROOT_CAUSES, observation_space
+from agentic_ray.models import AAACModel
+from agentic_ray.models.aaac_rl_module import REFLECTION_EMBEDDINGS, REFLECTION_ENABLED, AAACRLModule
+from agentic_ray.models.reflection import readout_with_reflection, reflection_loss
+from agentic_ray.models.skill_argument_functional import (
+    PackedActionLayout,
+    skill_argument_logp,
+    skill_argument_sample,
+)
+from tests.unit.models.helpers import TINY, toy_batch
+
+C = len(ROOT_CAUSES)
+
+
+def _batch(n: int = 8, seed: int = 0, failed_every: int = 2) -> tuple:
+    """Toy batch whose reflection is a one-hot on every ``failed_every``-th row, zeros elsewhere."""
+    spec, layout, obs = toy_batch(n, seed=seed)
+    refl = torch.zeros(n, C)
+    rows = torch.arange(0, n, failed_every) if failed_every else torch.arange(0)
+    refl[rows, rows % C] = 1.0
+    obs["reflection"] = refl
+    return spec, layout, obs
+
+
+def _model(spec, layout, source: str, encoder: str = "gnn", **kw) -> AAACModel:
+    torch.manual_seed(0)
+    return AAACModel(
+        spec, layout, TINY.model_copy(update={"encoder": encoder, "reflection_source": source}), **kw
+    )
+
+
+def _module(source: str, inference_only: bool = False) -> AAACRLModule:
+    spec, layout, _ = toy_batch(1)
+    torch.manual_seed(0)
+    return AAACRLModule(
+        observation_space=observation_space(spec, layout),
+        action_space=layout.action_space(),
+        inference_only=inference_only,
+        model_config={
+            "graph_spec": spec,
+            "action_layout": layout,
+            **TINY.model_dump(),
+            "device": "cpu",
+            "reflection_source": source,
+        },
+    )
+
+
+def test_split_readout_equals_the_concatenated_one() -> None:
+    torch.manual_seed(0)
+    readout = torch.nn.Sequential(torch.nn.Linear(10 + C, 16), torch.nn.GELU(), torch.nn.Linear(16, 8))
+    x, r = torch.randn(5, 10), torch.rand(5, C)
+    full, free = readout_with_reflection(readout, x, r)
+    assert free is None
+    split, free = readout_with_reflection(readout, x, reflection_fn=lambda _: r)
+    torch.testing.assert_close(split, full)
+    torch.testing.assert_close(free, readout(torch.cat([x, torch.zeros(5, C)], -1)))
+
+
+@pytest.mark.parametrize("encoder", ["gnn", "flat"])
+def test_predicted_input_follows_the_head_not_the_label(encoder: str) -> None:
+    spec, layout, obs = _batch(8)
+    failed = obs["reflection"].sum(-1) > 0
+    model = _model(spec, layout, "predicted", encoder)
+    with torch.no_grad():
+        enc = model.encode(obs)
+        assert enc.reflection_free_state is not None
+        # No label leak: which root cause the env wrote does not matter, only that the last step failed.
+        relabelled = {**obs, "reflection": obs["reflection"].roll(1, dims=-1)}
+        torch.testing.assert_close(model.encode(relabelled).state, enc.state)
+        torch.testing.assert_close(model.reflection_logits(relabelled), model.reflection_logits(obs))
+        # The reflection-free state is the state of an all-zero reflection obs.
+        zero = {**obs, "reflection": torch.zeros_like(obs["reflection"])}
+        torch.testing.assert_close(enc.reflection_free_state, model.encode(zero).state)
+        # Changing the head changes the policy's state on failed rows only.
+        model.reflection_head[-1].bias.copy_(torch.arange(C, dtype=torch.float32) * 5.0)
+        changed = model.encode(obs).state
+    moved = (changed - enc.state).abs().amax(-1) > 1e-5
+    assert torch.equal(moved, failed)
+
+
+@pytest.mark.parametrize("source", ["env", "predicted"])
+def test_ablation_zeroes_the_reflection_input(source: str) -> None:
+    _, _, obs = _batch(8, seed=1)
+    module = _module(source)
+    batch = {Columns.OBS: obs}
+    zero_batch = {Columns.OBS: {**obs, "reflection": torch.zeros_like(obs["reflection"])}}
+    on = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+    reference = module.forward_inference(zero_batch)[Columns.ACTION_DIST_INPUTS]
+    assert not torch.allclose(on, reference)
+    off_kwarg = module.forward_inference(batch, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(off_kwarg, reference)
+    module.reflection_enabled = False
+    assert module.model.reflection_enabled is False
+    torch.testing.assert_close(module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS], reference)
+    torch.testing.assert_close(module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS], reference)
+    # The kwarg overrides the attribute both ways.
+    on_kwarg = module.forward_inference(batch, **{REFLECTION_ENABLED: True})[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(on_kwarg, on)
+
+
+@pytest.mark.parametrize("source", ["env", "predicted"])
+def test_reflection_loss_is_finite_masked_and_trains_the_head(source: str) -> None:
+    _, _, obs = _batch(8, seed=2)
+    module = _module(source)
+    out = module.forward_train({Columns.OBS: obs})
+    loss, stats = reflection_loss(module, obs, embeddings=out[REFLECTION_EMBEDDINGS])
+    assert loss.ndim == 0 and torch.isfinite(loss) and loss > 0
+    assert int(stats["reflection_labelled_rows"]) == 4
+    assert 0.0 <= float(stats["reflection_accuracy"]) <= 1.0
+    # Same value when the module encodes by itself, and from the plain model.
+    torch.testing.assert_close(reflection_loss(module, obs)[0], loss)
+    torch.testing.assert_close(reflection_loss(module.model, obs)[0], loss)
+    loss.backward()
+    head = list(module.model.reflection_head.parameters())
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in head)
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in module.model.encoder.parameters())
+    # A row mask (e.g. LOSS_MASK) removes rows.
+    mask = torch.zeros(8, dtype=torch.bool)
+    mask[0] = True
+    assert int(reflection_loss(module, obs, mask=mask)[1]["reflection_labelled_rows"]) == 1
+
+    _, _, clean = _batch(8, seed=2, failed_every=0)
+    module.zero_grad()
+    zero, stats = reflection_loss(module, clean)
+    assert zero.item() == 0.0 and int(stats["reflection_labelled_rows"]) == 0
+    assert float(stats["reflection_accuracy"]) == 0.0
+    zero.backward()  # differentiable, gradients are zeros
+    assert all(p.grad is None or p.grad.abs().sum() == 0 for p in head)
+
+
+def test_policy_loss_does_not_train_the_head_through_the_predicted_input() -> None:
+    spec, layout, obs = _batch(8, seed=3)
+    model = _model(spec, layout, "predicted")
+    packed = PackedActionLayout.from_action_layout(layout)
+    parts = packed.split(model.policy_logits(obs, model.encode(obs))["packed"])
+    action = skill_argument_sample(parts, packed)
+    (-skill_argument_logp(parts, packed, action).mean()).backward()
+    assert all(p.grad is None or p.grad.abs().sum() == 0 for p in model.reflection_head.parameters())
+
+
+def test_inference_only_module_with_predicted_reflection_keeps_the_head() -> None:
+    _, _, obs = _batch(8, seed=4)
+    learner_module = _module("predicted")
+    env_module = _module("predicted", inference_only=True)
+    assert env_module.model.reflection_head is not None
+    assert not hasattr(env_module.model, "reward_critic")
+    assert "model.reflection_head" not in env_module.get_non_inference_attributes()
+    assert "model.reflection_head" in _module("env").get_non_inference_attributes()
+    state = learner_module.get_state(inference_only=True)
+    assert any(k.startswith("model.reflection_head.") for k in state)
+    assert not any("critic" in k for k in state)
+    assert len(state) == len(env_module.state_dict())
+    env_module.set_state(state)
+    batch = {Columns.OBS: obs}
+    for kw in ({}, {REFLECTION_ENABLED: False}):
+        torch.testing.assert_close(
+            env_module.forward_inference(batch, **kw)[Columns.ACTION_DIST_INPUTS],
+            learner_module.forward_inference(batch, **kw)[Columns.ACTION_DIST_INPUTS],
+        )
+    torch.testing.assert_close(
+        env_module.model.reflection_logits(obs), learner_module.compute_reflection_logits(batch)
+    )
