@@ -54,3 +54,6 @@ METRIC_REWARD_STALENESS = "reward_pool_staleness"
 METRIC_REWARD_STALENESS_MAX = "reward_pool_staleness_max"
 METRIC_REWARD_DUPLICATES = "reward_pool_duplicates"
 METRIC_REWARD_RESUBMITS = "reward_pool_resubmits"
+AAAC_REFLECTION_LOSS = "reflection_loss"
+AAAC_REFLECTION_ACCURACY = "reflection_accuracy"
+METRIC_REWARD_LAYER_PREFIX = "reward_layer/"  # + layer name: raw per-episode layer value (EnvRunner metric)

@@ -38,6 +38,7 @@ from agentic_ray.keys import (
     METRIC_REWARD_DROPPED,
     METRIC_REWARD_DUPLICATES,
     METRIC_REWARD_HELD,
+    METRIC_REWARD_LAYER_PREFIX,
     METRIC_REWARD_MISSING,
     METRIC_REWARD_PENDING,
     METRIC_REWARD_RESUBMITS,
@@ -171,6 +172,7 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
         self._reward_passthrough = bool(config.in_evaluation and self._reward_cfg.evaluation == "skip")
         self._reward_counters_logged: Counter[str] = Counter()
         self._reward_wait_s_total = 0.0
+        self._layer_weights: dict[str, float] = {}  # run-time overrides (set_layer_weight)
         self.reward_staleness: list[int] = []
         super().__init__(config=config, **kwargs)
 
@@ -240,6 +242,12 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
         self._log_reward_metrics(waited)
         return out
 
+    def set_layer_weight(self, layer: str, weight: float) -> None:
+        """Change one layer's weight from now on (the reflection stage ramps L5 from 0.1 to 0.2)."""
+        if layer not in LAYER_CLASSES:
+            raise KeyError(f"unknown reward layer {layer!r}")
+        self._layer_weights[layer] = float(weight)
+
     def _finalize(self, settled: list[PendingEpisode]) -> list[SingleAgentEpisode]:
         """Write normalised, weighted rewards and side channels into the settled episodes."""
         client = self.reward_client
@@ -263,7 +271,8 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
             risk = np.zeros(t, dtype=np.float64)
             for n, v in norm.items():
                 target = risk if LAYER_CLASSES[n].stream is Stream.RISK else reward
-                target += cfg.weight(n) * v
+                target += self._layer_weights.get(n, cfg.weight(n)) * v
+                self.metrics.log_value(METRIC_REWARD_LAYER_PREFIX + n, float(np.sum(raw[n])), window=100)
             old = np.asarray(ep.get_rewards())
             ep.set_rewards(new_data=reward.astype(old.dtype if old.dtype.kind == "f" else np.float32))
             ep.custom_data[RISK_REWARDS] = risk.astype(np.float32)

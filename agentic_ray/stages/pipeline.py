@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic_ray import keys
 from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy
 from agentic_ray.eval.metrics import AutoPause, diagnosis_report
 from agentic_ray.eval.report import write_report
@@ -122,6 +123,8 @@ class Pipeline:
         if self.state.checkpoint:
             self.say(f"resuming from {self.state.checkpoint}")
             self.algo.restore_from_path(self.state.checkpoint)
+        # The reflection input (the predicted root cause of the last failure) is a stage-3 feature.
+        set_reflection_input(self.algo, False)
 
     def _checkpoint(self, name: str) -> str:
         path = (self.run_dir / "checkpoints" / name).resolve()
@@ -239,7 +242,11 @@ class Pipeline:
                 ev = self.evaluate(
                     stage,
                     it + 1,
-                    {"train_return": er.get("episode_return_mean"), "reward_layers": _reward_layers(res)},
+                    {
+                        "train_return": er.get("episode_return_mean"),
+                        "reward_layers": _reward_layers(res),
+                        "learner": _learner_stats(res),
+                    },
                 )
                 if self.auto_pause.update(ev.metrics.dvr):
                     self._pause(stage, ev)
@@ -290,6 +297,7 @@ class Pipeline:
 
         rf = self.s.stages.reflection
         _set_learner_attr(self.algo, "reflection_coeff", rf.reflection_coeff)
+        set_reflection_input(self.algo, True)
 
         def on_iter(it: int, p: float) -> None:
             set_training_progress(self.algo, 1.0)
@@ -300,6 +308,9 @@ class Pipeline:
 
     # ------------------------------------------------------------------ driver
     def run(self) -> dict[str, Any]:
+        import torch
+
+        torch.set_num_threads(self.s.ray.torch_threads)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "settings.json").write_text(self.s.model_dump_json(indent=2))
         self._init_wandb()
@@ -354,17 +365,49 @@ class Pipeline:
             self.wandb = None
 
 
+LEARNER_STATS = (
+    keys.AAAC_POLICY_LOSS,
+    keys.AAAC_VF_LOSS_REWARD,
+    keys.AAAC_VF_LOSS_RISK,
+    keys.AAAC_BETA,
+    keys.AAAC_KL,
+    keys.AAAC_ENTROPY,
+    keys.AAAC_LAMBDA_MEAN,
+    keys.AAAC_REFLECTION_LOSS,
+    keys.AAAC_REFLECTION_ACCURACY,
+)
+
+
+def _learner_stats(res: dict[str, Any]) -> dict[str, float]:
+    m = res.get("learners", {}).get("default_policy", {})
+    return {k: float(m[k]) for k in LEARNER_STATS if isinstance(m.get(k), int | float)}
+
+
 def _reward_layers(res: dict[str, Any]) -> dict[str, float]:
-    er = res.get("env_runners", {})
-    return {
-        k.split("/", 1)[1]: float(v)
-        for k, v in er.items()
-        if isinstance(k, str) and k.startswith("reward_layer/") and isinstance(v, int | float)
-    }
+    er, p = res.get("env_runners", {}), keys.METRIC_REWARD_LAYER_PREFIX
+    return {k[len(p) :]: float(v) for k, v in er.items() if k.startswith(p) and isinstance(v, int | float)}
 
 
 def _set_learner_attr(algo: Any, name: str, value: Any) -> None:
     algo.learner_group.foreach_learner(lambda learner: setattr(learner, name, value))
+
+
+def set_reflection_input(algo: Any, enabled: bool) -> None:
+    """Turn the policy's reflection input on (stage 3) or off, on the learner's and every EnvRunner's module."""
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    def _learner(learner: Any) -> None:
+        m = learner.module[DEFAULT_MODULE_ID]
+        if hasattr(m, "reflection_enabled"):
+            m.reflection_enabled = enabled
+
+    def _runner(er: Any) -> None:
+        m = getattr(er, "module", None)
+        if m is not None and hasattr(m, "reflection_enabled"):
+            m.reflection_enabled = enabled
+
+    algo.learner_group.foreach_learner(_learner)
+    algo.env_runner_group.foreach_env_runner(_runner, local_env_runner=True)
 
 
 def _set_l5_weight(algo: Any, weight: float) -> None:
@@ -373,7 +416,7 @@ def _set_l5_weight(algo: Any, weight: float) -> None:
     def _set(er: Any) -> None:
         fn = getattr(er, "set_layer_weight", None)
         if fn is not None:
-            fn("l5_long_term_value", weight)
+            fn("long_term_value", weight)
 
     algo.env_runner_group.foreach_env_runner(_set, local_env_runner=True)
 

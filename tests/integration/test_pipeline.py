@@ -43,6 +43,11 @@ def test_tiny_pipeline_writes_everything(ray_session, tmp_path):
     assert [r["stage"] for r in evals] == ["il", "rl", "rl", "reflection"]
     assert [r["iteration"] for r in evals if r["stage"] == "rl"] == [1, 2]
     assert evals[-1]["cu"] is None or -1.0 <= evals[-1]["cu"] <= 1.0
+    # stage 3 trains the reflection head alongside the policy loss; the rows carry the learner's numbers
+    assert "reflection_loss" in evals[-1]["learner"] and "reflection_loss" not in evals[1]["learner"] or (
+        evals[1]["learner"]["reflection_loss"] == 0.0
+    )
+    assert evals[-1]["learner"]["beta"] < 0.1  # beta_t = 0.1 * 0.999^t decays with learner updates
     assert any("gates" in r for r in rows)
     state = PipelineState.load(run)
     assert state.completed == ["il", "rl", "reflection"] and state.gates["il_tcsr_attempt0"]["demos"] == 30

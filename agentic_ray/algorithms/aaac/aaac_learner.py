@@ -33,6 +33,8 @@ class AAACLearner(Learner):
     @override(Learner)
     def build(self) -> None:
         self.num_updates = 0
+        # Stage override of config.reflection_coeff (the pipeline turns the reflection loss on in stage 3).
+        self.reflection_coeff: float | None = None
         super().build()
         for module_id in self.module.keys():  # noqa: SIM118 (MultiRLModule is not a Mapping)
             module = self.module[module_id].unwrapped()

@@ -129,11 +129,25 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
         kl = masked_mean(mu.kl(pi))
         entropy = masked_mean(pi.entropy())
 
+        # Reflection (stage 3): root-cause cross-entropy on the steps that follow a failure.
+        reflection_coeff = (
+            self.reflection_coeff if self.reflection_coeff is not None else config.reflection_coeff
+        )
+        loss_reflection, reflection_accuracy = torch.zeros((), device=logp.device), None
+        if reflection_coeff > 0 and hasattr(module, "compute_reflection_logits"):
+            from agentic_ray.models.reflection import REFLECTION_EMBEDDINGS, reflection_loss
+
+            loss_reflection, stats = reflection_loss(
+                module, batch[Columns.OBS], embeddings=fwd_out.get(REFLECTION_EMBEDDINGS), mask=mask
+            )
+            reflection_accuracy = stats.get("reflection_accuracy")
+
         total_loss = (
             policy_loss
             + config.vf_loss_coeff * (vf_loss_reward + vf_loss_risk)
             + beta_t * kl
             - config.entropy_coeff * entropy
+            + reflection_coeff * loss_reflection
         )
 
         self.metrics.log_dict(
@@ -149,6 +163,12 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
                 keys.AAAC_RATIO_MAX: ratio[mask].max() if mask.any() else ratio.new_ones(()),
                 keys.AAAC_ADV_REWARD_MEAN: masked_mean(adv_reward),
                 keys.AAAC_ADV_RISK_MEAN: masked_mean(adv_risk),
+                keys.AAAC_REFLECTION_LOSS: loss_reflection,
+                **(
+                    {keys.AAAC_REFLECTION_ACCURACY: reflection_accuracy}
+                    if reflection_accuracy is not None
+                    else {}
+                ),
             },
             key=module_id,
             window=1,
