@@ -114,6 +114,7 @@ class Pipeline:
         )
         self.wandb: Any = None
         self.last: dict[str, Any] = {}
+        self.last_eval: EvalResult | None = None
 
     # ------------------------------------------------------------------ plumbing
     def _build(self) -> None:
@@ -167,7 +168,7 @@ class Pipeline:
             **(extra or {}),
         }
         self._log(row)
-        self.last = row
+        self.last, self.last_eval = row, res
         cu = "n/a" if m["cu"] is None else f"{m['cu']:+.2f}"
         self.say(
             f"[{stage} {iteration:>3}] tcsr {m['tcsr']:.3f}  dvr {m['dvr']:.3f}  completion "
@@ -249,19 +250,22 @@ class Pipeline:
                     },
                 )
                 if self.auto_pause.update(ev.metrics.dvr):
-                    self._pause(stage, ev)
+                    self._stop(
+                        "paused",
+                        ev,
+                        "latest",
+                        f"[{stage}] auto-pause: DVR declined {self.auto_pause.patience} evaluations in a row",
+                    )
             self._checkpoint("latest")
 
-    def _pause(self, stage: str, ev: EvalResult) -> None:
-        diag = diagnosis_report(ev.records, self.auto_pause.history)
+    def _stop(self, status: str, ev: EvalResult, checkpoint: str, message: str, **extra: Any) -> None:
+        """End the run with a diagnosis report (top causes, example traces) and a checkpoint to resume from."""
+        diag = {**diagnosis_report(ev.records, self.auto_pause.history), **extra}
         (self.run_dir / "diagnosis.json").write_text(json.dumps(diag, indent=2, default=str))
-        self.state.status = "paused"
-        self._checkpoint("latest")
-        self.say(
-            f"[{stage}] auto-pause: DVR declined {self.auto_pause.patience} evaluations in a row; "
-            f"diagnosis in {self.run_dir / 'diagnosis.json'}"
-        )
-        raise StopPipeline("paused")
+        self.state.status = status
+        self._checkpoint(checkpoint)
+        self.say(f"{message}; diagnosis in {self.run_dir / 'diagnosis.json'}")
+        raise StopPipeline(status)
 
     def run_rl(self) -> None:
         from agentic_ray.rollout.episode_callbacks import set_training_progress
@@ -279,18 +283,15 @@ class Pipeline:
         self._log(
             {"stage": "rl", "iteration": rl.iterations, "gates": {"rl_dvr": self.state.gates["rl_dvr"]}}
         )
-        if not passed:
-            ev = self.evaluate("rl", rl.iterations)
-            diag = diagnosis_report(ev.records, self.auto_pause.history)
-            diag["gate"] = self.state.gates["rl_dvr"]
-            (self.run_dir / "diagnosis.json").write_text(json.dumps(diag, indent=2, default=str))
-            self.state.status = "gate_failed"
-            self._checkpoint("rl")
-            self.say(
-                f"[rl] gate failed: DVR {dvr:.3f} < {rl.gate_dvr}. Stopping with a diagnosis "
-                f"({self.run_dir / 'diagnosis.json'}): revisit the planning reward before training on."
+        if not passed and self.last_eval is not None:
+            self._stop(
+                "gate_failed",
+                self.last_eval,
+                "rl",
+                f"[rl] gate failed: DVR {dvr:.3f} < {rl.gate_dvr}. Stopping: revisit the planning reward "
+                "before training on",
+                gate=self.state.gates["rl_dvr"],
             )
-            raise StopPipeline("gate_failed")
 
     def run_reflection(self) -> None:
         from agentic_ray.rollout.episode_callbacks import set_training_progress

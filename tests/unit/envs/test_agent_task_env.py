@@ -207,7 +207,7 @@ def test_soft_mask_from_live_error_rate_and_cooldown() -> None:
     obs = None
     for _ in range(5):
         _, r, _, _, info = env.step(env.encode_action("order.get", {"order_id": oid}))
-        assert r == 1.0  # the caller sees a (degraded) success
+        assert r == 0.0  # a (degraded) success that advances no goal: +1 success, -1 redundant
         assert info[STEP_TRACE]["fallback_used"] == "rule:cached_order"  # degraded, not a real success
         assert info[STEP_TRACE]["goals_satisfied"] == []
     assert env.executor.sla_stats()["order.get"].attempt_error_rate == 1.0
@@ -246,7 +246,7 @@ def test_episode_record_contents_and_fast_dict() -> None:
     assert set(rec.entities_recalled) <= set(rec.entities_mentioned)
     assert rec.domain == "ecommerce" and rec.task_family == "composite"
     assert episode_record_dict(rec) == rec.to_dict()
-    assert rows[-1][1] == 2.0  # success +1 plus completion +1
+    assert rows[-1][1] == 3.0  # success +1 plus completion +2
     for *_x, info in rows[:-1]:
         assert EPISODE_RECORD not in info
 
@@ -258,7 +258,7 @@ def test_dependency_violation_and_redundancy_are_recorded() -> None:
     oid = env.task.goals[0].args["order_id"]
     # SMS before the cancellation: executes, satisfies nothing, violates the DAG.
     _, r, *_x, info = env.step(env.encode_action("sms.send", {"user_id": user, "template": "cancel_notice"}))
-    assert r == 1.0 and info[STEP_TRACE]["goals_satisfied"] == []
+    assert r == 0.0 and info[STEP_TRACE]["goals_satisfied"] == []  # +1 success, -1 redundant
     expert = ScriptedExpert()
     done = False
     while not done:
@@ -278,7 +278,7 @@ def test_unrecoverable_failure_and_truncation() -> None:
     _, r, term, trunc, info = env.step(
         env.encode_action("order.cancel", {"order_id": oid, "reason": "customer_request"})
     )
-    assert term and not trunc and r == 1.0 - 0.5  # executed, then the address goal became impossible
+    assert term and not trunc and r == 1.0 - 1.0 - 0.5  # executed (redundant), then the address goal became impossible
     rec = info[EPISODE_RECORD]
     assert rec["failed"] and not rec["completed"]
     assert rec["steps"][-1]["high_risk"]  # an unrequested high-risk action
@@ -303,7 +303,7 @@ def test_handoff_is_an_explicit_failure() -> None:
     _, r, term, _, info = env.step(
         env.encode_action("human.handoff", {"user_id": env.world.user.id, "reason": "user_request"})
     )
-    assert term and info[EPISODE_RECORD]["failed"] and r == 0.5
+    assert term and info[EPISODE_RECORD]["failed"] and r == 1.0 - 1.0 - 0.5  # success, redundant, failure
 
 
 def test_error_injection_schedule() -> None:
@@ -396,7 +396,7 @@ def test_numeric_squash_bounds_and_clipping() -> None:
     _, r, term, _, info = env.step(a)
     tr = info[STEP_TRACE]
     # Executed, but refunding the whole order leaves no room for the refund owed: unrecoverable (+1 - 0.5).
-    assert tr["result_code"] == "OK" and r == 0.5 and term and info[EPISODE_RECORD]["failed"]
+    assert tr["result_code"] == "OK" and r == -0.5 and term and info[EPISODE_RECORD]["failed"]
     assert any("clipped" in w for w in tr["warnings"])
     assert order.total * 0.999 <= tr["args"]["amount"] <= order.total  # max_from: total, tanh(5) ≈ 1
     assert order.refunded == pytest.approx(tr["args"]["amount"], abs=0.01)

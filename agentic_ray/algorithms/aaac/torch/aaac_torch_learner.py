@@ -135,7 +135,8 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
         )
         loss_reflection, reflection_accuracy = torch.zeros((), device=logp.device), None
         if reflection_coeff > 0 and hasattr(module, "compute_reflection_logits"):
-            from agentic_ray.models.reflection import REFLECTION_EMBEDDINGS, reflection_loss
+            from agentic_ray.models.aaac_rl_module import REFLECTION_EMBEDDINGS
+            from agentic_ray.models.reflection import reflection_loss
 
             loss_reflection, stats = reflection_loss(
                 module, batch[Columns.OBS], embeddings=fwd_out.get(REFLECTION_EMBEDDINGS), mask=mask
