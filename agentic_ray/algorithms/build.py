@@ -77,3 +77,20 @@ def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
         wire_reward_pool(cfg, s.rewards)
     env.close()
     return cfg
+
+
+def current_module(algo: Any, module_id: str = "default_policy") -> Any:
+    """The algorithm's current (learner-side, full) RLModule, e.g. for BC or ``ModulePolicy``.
+
+    With a local learner (``num_learners=0``) this is the learner's live module (no copy: training it trains the
+    algorithm; call it under ``torch.no_grad`` when evaluating). With remote learners, a fresh module is built
+    from the config's spec and loaded with the learner group's current weights.
+    """
+    lg = algo.learner_group
+    if lg.is_local:
+        results = lg.foreach_learner(lambda learner: learner.module[module_id].unwrapped())
+        return next(iter(results)).get()
+    spec = algo.config.get_multi_rl_module_spec().rl_module_specs[module_id]
+    module = spec.build()
+    module.set_state(lg.get_weights(module_ids=[module_id])[module_id])
+    return module

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_ray import keys
+from agentic_ray.algorithms.build import current_module
 from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy
 from agentic_ray.eval.metrics import AutoPause, diagnosis_report
 from agentic_ray.eval.report import write_report
@@ -66,16 +67,6 @@ class PipelineState:
 
 class StopPipeline(Exception):
     """A gate or auto-pause ends the run; the state says which."""
-
-
-def learner_module(algo: Any) -> Any:
-    """The learner's RLModule (local learner) — the object BC trains and the evaluator reads."""
-    from ray.rllib.core import DEFAULT_MODULE_ID
-
-    if not algo.learner_group.is_local:
-        raise NotImplementedError("the pipeline trains with a local learner (num_learners=0)")
-    results = algo.learner_group.foreach_learner(lambda learner: learner.module[DEFAULT_MODULE_ID])
-    return next(iter(results)).get()
 
 
 def sync_env_runners(algo: Any) -> None:
@@ -142,7 +133,7 @@ class Pipeline:
             self.wandb.log({k: v for k, v in row.items() if isinstance(v, int | float) and v is not None})
 
     def evaluate(self, stage: str, iteration: int, extra: dict[str, Any] | None = None) -> EvalResult:
-        module = learner_module(self.algo)
+        module = current_module(self.algo)
         policy = ModulePolicy(module, deterministic=True, debug=self.s.eval.traces_per_eval > 0)
         res = evaluate_policy(
             policy,
@@ -186,7 +177,7 @@ class Pipeline:
         for attempt in range(il.max_repeats + 1):
             t0 = time.time()
             demos = collect_demos(self.s.env, n, il.wrong_sample_share, seed=self.s.seed + attempt)
-            module = learner_module(self.algo)
+            module = current_module(self.algo)
             stats = behaviour_cloning(
                 module,
                 demos,
