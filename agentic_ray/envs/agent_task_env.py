@@ -35,8 +35,9 @@ crashes the env: it returns a typed error step (``PRECONDITION_FAILED``/``CIRCUI
 ``INVALID_INPUT`` otherwise) with the configured penalty.
 
 Reward (cheap, synchronous; seed 000's execution layer plus the completion signal): success +1, timeout -2,
-bad parameters -3, open breaker -5, other availability errors -1, masked action -3; +1 when every goal is
-satisfied, -0.5 on an explicit failure.
+bad parameters -3, open breaker -5, other availability errors -1, masked action -3; -1 more for a successful
+call that advanced no goal (redundant, so it nets 0); +2 when every goal is satisfied, -0.5 on an explicit
+failure.
 
 Termination: every goal satisfied (success); explicit failure (a human handoff, or a pending goal made
 impossible, e.g. cancelling the order the customer wanted refunded); truncation when the step budget is spent.
