@@ -69,6 +69,11 @@ class ImitationSettings(_Strict):
     freeze_encoder: bool = Field(
         default=False, description="Train only the heads (seed 000 froze the backbone)."
     )
+    reflection_coeff: float = Field(
+        default=0.5,
+        ge=0,
+        description="Weight of the reflection head's root-cause cross-entropy during imitation.",
+    )
     gate_tcsr: float = Field(default=0.8, ge=0, le=1, description="Gate: validation TCSR after IL.")
     max_repeats: int = Field(
         default=2, ge=0, description="IL repeats with more demonstrations if the gate fails."

@@ -46,9 +46,14 @@ def behaviour_cloning(
     minibatch_size: int = 256,
     lr: float = 1e-3,
     freeze_encoder: bool = False,
+    reflection_coeff: float = 0.0,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Train ``module`` (an AAAC RLModule) on the demonstrations in place.
+
+    With ``reflection_coeff > 0`` the reflection head also learns, by cross-entropy, the root cause the env
+    attributed to the previous step on every step that follows a failure (the wrong samples provide those), so
+    the policy's predicted-cause input is meaningful from the first RL iteration on.
 
     Returns:
         ``{"nll": [mean weighted NLL per epoch], "samples": imitated steps}``.
@@ -82,6 +87,12 @@ def behaviour_cloning(
                 dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
                 logp = dist.logp(stack_actions([acts[i] for i in idx], device))
                 loss = -(logp * wb).sum() / wb.sum()
+                if reflection_coeff > 0 and hasattr(module, "compute_reflection_logits"):
+                    from agentic_ray.models.aaac_rl_module import REFLECTION_EMBEDDINGS
+                    from agentic_ray.models.reflection import reflection_loss
+
+                    loss_r, _ = reflection_loss(module, batch, embeddings=out.get(REFLECTION_EMBEDDINGS))
+                    loss = loss + reflection_coeff * loss_r
                 opt.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0)

@@ -99,6 +99,9 @@ class AAACConfig(AlgorithmConfig):
         self.is_ratio_cap = 1.0
         self.vf_loss_coeff = 1.0
         self.reflection_coeff = 0.0  # root-cause cross-entropy (stage 3 turns it on)
+        self.critic_warmup_updates = (
+            0  # learner updates that train only the critics (e.g. right after imitation)
+        )
 
         # Optimizers: one per parameter group, each with its own global-norm gradient clip.
         self.critic_lr: float | None = None
@@ -126,6 +129,7 @@ class AAACConfig(AlgorithmConfig):
         is_ratio_cap: float | _NotProvided = NotProvided,
         vf_loss_coeff: float | _NotProvided = NotProvided,
         reflection_coeff: float | _NotProvided = NotProvided,
+        critic_warmup_updates: int | _NotProvided = NotProvided,
         critic_lr: float | _NotProvided | None = NotProvided,
         policy_grad_clip: float | _NotProvided = NotProvided,
         reward_critic_grad_clip: float | _NotProvided = NotProvided,
@@ -148,6 +152,9 @@ class AAACConfig(AlgorithmConfig):
             vf_loss_coeff: Weight of both critics' losses in the summed loss, ``>= 0``. With separate critics and
                 Adam it mostly matters for gradients into a shared encoder.
             reflection_coeff: Weight of the reflection head's root-cause cross-entropy (0: off), ``>= 0``.
+            critic_warmup_updates: The first this many learner updates train only the two critics (policy,
+                KL and entropy terms weighted 0), so a policy from imitation is not pushed around by the
+                advantages of untrained critics.
             critic_lr: Learning rate of both critic optimizers; ``None`` uses ``lr``.
             policy_grad_clip: Global-norm clip of the policy group's gradients (incl. a shared encoder), ``> 0``.
             reward_critic_grad_clip: Global-norm clip of the reward critic's gradients, ``> 0``.
@@ -180,6 +187,8 @@ class AAACConfig(AlgorithmConfig):
             self.vf_loss_coeff = vf_loss_coeff
         if not isinstance(reflection_coeff, _NotProvided):
             self.reflection_coeff = reflection_coeff
+        if not isinstance(critic_warmup_updates, _NotProvided):
+            self.critic_warmup_updates = critic_warmup_updates
         if not isinstance(critic_lr, _NotProvided):
             self.critic_lr = critic_lr
         if not isinstance(policy_grad_clip, _NotProvided):
@@ -225,6 +234,8 @@ class AAACConfig(AlgorithmConfig):
             self._value_error(f"`beta_decay` ({self.beta_decay}) must be in (0, 1].")
         if self.entropy_coeff < 0:
             self._value_error(f"`entropy_coeff` ({self.entropy_coeff}) must be >= 0.")
+        if self.critic_warmup_updates < 0:
+            self._value_error(f"`critic_warmup_updates` ({self.critic_warmup_updates}) must be >= 0.")
         if self.reflection_coeff < 0:
             self._value_error(f"`reflection_coeff` ({self.reflection_coeff}) must be >= 0.")
         if self.vf_loss_coeff < 0:

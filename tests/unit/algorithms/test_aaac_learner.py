@@ -81,6 +81,39 @@ def loop_td_lambda(rewards, value, bootstrap, terminated, gamma, lam):
     return adv, [a + value for a in adv]
 
 
+def fixed_batch() -> tuple[dict, dict]:
+    batch = {
+        Columns.OBS: torch.zeros(3, 3),
+        Columns.LOSS_MASK: torch.tensor([True, True, False]),
+        Columns.ACTIONS: torch.tensor([0, 1, 1]),
+        Columns.ACTION_DIST_INPUTS: torch.tensor([[0.0, math.log(3.0)], [0.0, 0.0], [0.0, 1.0]]),
+        Columns.ACTION_LOGP: torch.tensor([math.log(0.25), math.log(0.5), 0.0]),
+        Columns.ADVANTAGES: torch.tensor([1.0, -2.0, 5.0]),
+        Columns.VALUE_TARGETS: torch.tensor([1.0, 0.0, 9.0]),
+        keys.RISK_VALUE_TARGETS: torch.tensor([0.0, -1.0, 9.0]),
+        keys.REWARD_ADVANTAGES: torch.tensor([0.1, 0.2, 0.3]),
+        keys.RISK_ADVANTAGES: torch.tensor([0.0, 0.0, 0.0]),
+        keys.TD_LAMBDA: torch.tensor([0.95, 0.55, 0.55]),
+    }
+    fwd_out = {Columns.ACTION_DIST_INPUTS: torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])}
+    return batch, fwd_out
+
+
+def test_critic_warmup_trains_only_the_critics_first() -> None:
+    learner = make_learner(critic_warmup_updates=2, vf_loss_coeff=0.5)
+    module = learner.module[MID]
+    set_constant_critics(module)
+    batch, fwd_out = fixed_batch()
+    vf_reward = 0.5 * ((V_REWARD - 1.0) ** 2 + (V_REWARD - 0.0) ** 2)
+    vf_risk = 0.5 * ((V_RISK - 0.0) ** 2 + (V_RISK + 1.0) ** 2)
+    learner.num_updates = 1  # still warming up: the loss is the critics' only
+    loss = learner.compute_loss_for_module(module_id=MID, config=learner.config, batch=batch, fwd_out=fwd_out)
+    assert loss.item() == pytest.approx(0.5 * (vf_reward + vf_risk), rel=1e-5)
+    learner.num_updates = 2  # warm-up over: policy, KL and entropy terms are back
+    loss = learner.compute_loss_for_module(module_id=MID, config=learner.config, batch=batch, fwd_out=fwd_out)
+    assert loss.item() != pytest.approx(0.5 * (vf_reward + vf_risk), rel=1e-3)
+
+
 def test_loss_on_fixed_batch_matches_hand_computation() -> None:
     learner = make_learner(beta_0=0.3, entropy_coeff=0.02, vf_loss_coeff=0.5, is_ratio_cap=1.0)
     module = learner.module[MID]

@@ -143,11 +143,12 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
             )
             reflection_accuracy = stats.get("reflection_accuracy")
 
+        # Critic warm-up: the first updates after imitation fit the critics only.
+        policy_on = float(self.num_updates >= config.critic_warmup_updates)
+
         total_loss = (
-            policy_loss
+            policy_on * (policy_loss + beta_t * kl - config.entropy_coeff * entropy)
             + config.vf_loss_coeff * (vf_loss_reward + vf_loss_risk)
-            + beta_t * kl
-            - config.entropy_coeff * entropy
             + reflection_coeff * loss_reflection
         )
 
