@@ -264,6 +264,8 @@ class Pipeline:
         from agentic_ray.rollout.episode_callbacks import set_training_progress
 
         rl = self.s.stages.rl
+        # The reflection head keeps learning while the encoder moves, or its predictions (a policy input) drift.
+        _set_learner_attr(self.algo, "reflection_coeff", self.s.stages.il.reflection_coeff)
 
         def on_iter(it: int, p: float) -> None:
             if rl.curriculum:
