@@ -16,6 +16,9 @@ from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
 from agentic_ray.models.aaac_model import AAACModelConfig
 from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
 
+StageName = Literal["il", "rl", "reflection"]
+ALL_STAGES: tuple[StageName, ...] = ("il", "rl", "reflection")
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -102,8 +105,8 @@ class StagesSettings(_Strict):
     il: ImitationSettings = Field(default_factory=ImitationSettings, description="Stage 1.")
     rl: RLSettings = Field(default_factory=RLSettings, description="Stage 2.")
     reflection: ReflectionSettings = Field(default_factory=ReflectionSettings, description="Stage 3.")
-    run: list[Literal["il", "rl", "reflection"]] = Field(
-        default_factory=lambda: ["il", "rl", "reflection"], description="Stages to run, in this order."
+    run: list[StageName] = Field(
+        default_factory=lambda: list(ALL_STAGES), description="Stages to run, in order."
     )
 
 

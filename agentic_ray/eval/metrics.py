@@ -196,7 +196,8 @@ def attribute_failures(episodes: Iterable[EpisodeRecord | dict[str, Any]]) -> di
     eps = as_records(episodes)
     codes = Counter(s.result_code for e in eps for s in e.steps if not s.ok)
     by_skill = Counter((s.skill, s.result_code) for e in eps for s in e.steps if not s.ok)
-    viol, miss = Counter(), Counter()
+    viol: Counter[str] = Counter()
+    miss: Counter[str] = Counter()
     for e in eps:
         pv = plan_violations(e)
         viol.update(f"{a}->{b}" for a, b in pv["violations"])

@@ -26,6 +26,6 @@ def load_policy_module(checkpoint: str | Path) -> Any:
 
     p = Path(checkpoint)
     path = p / MODULE_SUBDIR if (p / MODULE_SUBDIR).exists() else p
-    module = RLModule.from_checkpoint(str(path))
+    module: Any = RLModule.from_checkpoint(str(path))
     module.eval()
     return module

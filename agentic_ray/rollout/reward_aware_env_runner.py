@@ -272,7 +272,11 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
             for n, v in norm.items():
                 target = risk if LAYER_CLASSES[n].stream is Stream.RISK else reward
                 target += self._layer_weights.get(n, cfg.weight(n)) * v
-                self.metrics.log_value(METRIC_REWARD_LAYER_PREFIX + n, float(np.sum(raw[n])), window=100)
+                self.metrics.log_value(
+                    METRIC_REWARD_LAYER_PREFIX + n,
+                    float(np.sum(np.asarray(raw[n], dtype=np.float64))),
+                    window=100,
+                )
             old = np.asarray(ep.get_rewards())
             ep.set_rewards(new_data=reward.astype(old.dtype if old.dtype.kind == "f" else np.float32))
             ep.custom_data[RISK_REWARDS] = risk.astype(np.float32)

@@ -319,9 +319,9 @@ class HttpBackend:
         idempotency_key: str | None = None,
     ) -> RawOutcome:
         t0 = time.perf_counter()
-        body = {"world_id": world_id, "params": params, "idempotency_key": idempotency_key}
+        request = {"world_id": world_id, "params": params, "idempotency_key": idempotency_key}
         try:
-            r = self._client.post(f"/skills/{contract.name}", json=body, timeout=timeout_s)
+            r = self._client.post(f"/skills/{contract.name}", json=request, timeout=timeout_s)
         except httpx.TimeoutException:
             return RawOutcome(
                 False, error_code="TOOL_TIMEOUT", message="http timeout", latency_ms=_ms_since(t0)

@@ -47,6 +47,7 @@ def candidate_params(c: SkillContract, world: Any) -> list[dict[str, Any]]:
     """Argument sets to try, derived from the contract and the world's entities."""
     axes: list[list[tuple[str, Any]]] = []
     for name, p in c.input.items():
+        vals: list[Any]
         if isinstance(p, EntityParam):
             vals = entity_ids(world, p.node_type) or ["unknown"]
         elif isinstance(p, FloatParam):

@@ -147,7 +147,7 @@ class _SkillState:
             ),
             retry=tenacity.retry_if_result(lambda o: (not o.ok) and bool(o.retryable)),
             sleep=clock.sleep,
-            retry_error_callback=lambda rs: rs.outcome.result(),
+            retry_error_callback=_last_outcome,
         )
 
 
@@ -476,6 +476,12 @@ class ToolExecutor:
             handoff=True,
             payload={"handoff": True, "trace_id": primary.trace_id, "reason": primary.error_code},
         )
+
+
+def _last_outcome(rs: tenacity.RetryCallState) -> Any:
+    """When retries run out, return the last attempt's outcome (a typed failure) instead of raising."""
+    assert rs.outcome is not None
+    return rs.outcome.result()
 
 
 def _backoff_ms(c: SkillContract, i: int) -> float:

@@ -139,7 +139,10 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
             from agentic_ray.models.reflection import reflection_loss
 
             loss_reflection, stats = reflection_loss(
-                module, batch[Columns.OBS], embeddings=fwd_out.get(REFLECTION_EMBEDDINGS), mask=mask
+                module,
+                batch[Columns.OBS],
+                embeddings=cast(Any, fwd_out.get(REFLECTION_EMBEDDINGS)),
+                mask=mask,
             )
             reflection_accuracy = stats.get("reflection_accuracy")
 
