@@ -3,9 +3,9 @@
 Runs ``configs/quickstart.yaml`` (all three stages, about 2-5 minutes on 2 idle CPUs).
 
 Status (2026-11-30): the imitation half holds (TCSR 0.85 after 1,000 demonstrations, completion 0.60); the RL
-half does not: completion falls to 0.35-0.55 over the RL stage while the high-risk share falls from 0.25 to
-0.09 (the risk stream works, task completion does not improve within 8 iterations of 512 steps under the
-100% → 5% fault curriculum). Kept strict and marked slow (not in CI) until RL after imitation improves.
+half does not: with the critics on their own encoders RL keeps completion at 0.60 (8 iterations, and also over
+20) but does not raise it; with a shared encoder it fell to 0.30 (critic regression wiped out the imitation
+features). Kept strict and marked slow (not in CI) until RL after imitation improves.
 """
 
 from __future__ import annotations
