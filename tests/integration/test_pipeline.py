@@ -44,8 +44,8 @@ def test_tiny_pipeline_writes_everything(ray_session, tmp_path):
     assert [r["iteration"] for r in evals if r["stage"] == "rl"] == [1, 2]
     assert evals[-1]["cu"] is None or -1.0 <= evals[-1]["cu"] <= 1.0
     # stage 3 trains the reflection head alongside the policy loss; the rows carry the learner's numbers
-    assert evals[1]["learner"]["reflection_loss"] == 0.0  # off in the RL stage (coefficient 0)
-    assert "reflection_loss" in evals[-1]["learner"]
+    # the reflection head learns (cross-entropy) alongside the policy in RL and reflection; rows carry the numbers
+    assert all("reflection_loss" in r["learner"] for r in evals[1:])
     assert evals[-1]["learner"]["beta"] < 0.1  # beta_t = 0.1 * 0.999^t decays with learner updates
     assert any("gates" in r for r in rows)
     state = PipelineState.load(run)
