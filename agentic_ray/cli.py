@@ -91,7 +91,7 @@ def skills_check(
         for r in rows:
             typer.echo(json.dumps(r))
     else:
-        typer.echo(_table(rows, ["skill", "code", "ok", "latency_ms", "attempts", "fallback", "warnings"]))
+        typer.echo(_table(rows, ["skill", "code", "ok", "latency_ms", "attempts", "fallback", "via"]))
     failed = [r for r in rows if not r["ok"]]
     typer.echo(f"\n{len(rows) - len(failed)}/{len(rows)} skills returned OK through the executor")
     raise typer.Exit(1 if failed else 0)
