@@ -119,21 +119,7 @@ def test_loss_on_fixed_batch_matches_hand_computation() -> None:
     module = learner.module[MID]
     set_constant_critics(module)
     learner.num_updates = 10
-
-    batch = {
-        Columns.OBS: torch.zeros(3, 3),
-        Columns.LOSS_MASK: torch.tensor([True, True, False]),
-        Columns.ACTIONS: torch.tensor([0, 1, 1]),
-        Columns.ACTION_DIST_INPUTS: torch.tensor([[0.0, math.log(3.0)], [0.0, 0.0], [0.0, 1.0]]),
-        Columns.ACTION_LOGP: torch.tensor([math.log(0.25), math.log(0.5), 0.0]),
-        Columns.ADVANTAGES: torch.tensor([1.0, -2.0, 5.0]),
-        Columns.VALUE_TARGETS: torch.tensor([1.0, 0.0, 9.0]),
-        keys.RISK_VALUE_TARGETS: torch.tensor([0.0, -1.0, 9.0]),
-        keys.REWARD_ADVANTAGES: torch.tensor([0.1, 0.2, 0.3]),
-        keys.RISK_ADVANTAGES: torch.tensor([0.0, 0.0, 0.0]),
-        keys.TD_LAMBDA: torch.tensor([0.95, 0.55, 0.55]),
-    }
-    fwd_out = {Columns.ACTION_DIST_INPUTS: torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])}
+    batch, fwd_out = fixed_batch()
     loss = learner.compute_loss_for_module(module_id=MID, config=learner.config, batch=batch, fwd_out=fwd_out)
 
     e = math.e
