@@ -28,8 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
 from agentic_ray import keys
-from agentic_ray.algorithms.build import current_module
+from agentic_ray.algorithms.build import build_algo_config, current_module
 from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy
 from agentic_ray.eval.metrics import AutoPause, diagnosis_report
 from agentic_ray.eval.report import write_report
@@ -109,8 +112,6 @@ class Pipeline:
 
     # ------------------------------------------------------------------ plumbing
     def _build(self) -> None:
-        from agentic_ray.algorithms.build import build_algo_config
-
         self.algo = build_algo_config(self.s).build_algo()
         if self.state.checkpoint:
             self.say(f"resuming from {self.state.checkpoint}")
@@ -227,12 +228,10 @@ class Pipeline:
         for it in range(start, iterations):
             on_iter(it, (it + 1) / max(1, iterations))
             res = self.algo.train()
-            self.state.env_steps = int(
-                res.get("env_runners", {}).get("num_env_steps_sampled_lifetime", 0) or self.state.env_steps
-            )
+            er = res.get(ENV_RUNNER_RESULTS, {})
+            self.state.env_steps = int(er.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0) or self.state.env_steps)
             self.state.iteration = it + 1
             if (it + 1) % self.s.eval.every == 0 or it + 1 == iterations:
-                er = res.get("env_runners", {})
                 ev = self.evaluate(
                     stage,
                     it + 1,
@@ -375,12 +374,12 @@ LEARNER_STATS = (
 
 
 def _learner_stats(res: dict[str, Any]) -> dict[str, float]:
-    m = res.get("learners", {}).get("default_policy", {})
+    m = res.get(LEARNER_RESULTS, {}).get(DEFAULT_MODULE_ID, {})
     return {k: float(m[k]) for k in LEARNER_STATS if isinstance(m.get(k), int | float)}
 
 
 def _reward_layers(res: dict[str, Any]) -> dict[str, float]:
-    er, p = res.get("env_runners", {}), keys.METRIC_REWARD_LAYER_PREFIX
+    er, p = res.get(ENV_RUNNER_RESULTS, {}), keys.METRIC_REWARD_LAYER_PREFIX
     return {k[len(p) :]: float(v) for k, v in er.items() if k.startswith(p) and isinstance(v, int | float)}
 
 
@@ -390,8 +389,6 @@ def _set_learner_attr(algo: Any, name: str, value: Any) -> None:
 
 def set_reflection_input(algo: Any, enabled: bool) -> None:
     """Turn the policy's reflection input on (stage 3) or off, on the learner's and every EnvRunner's module."""
-    from ray.rllib.core import DEFAULT_MODULE_ID
-
     def _learner(learner: Any) -> None:
         m = learner.module[DEFAULT_MODULE_ID]
         if hasattr(m, "reflection_enabled"):
