@@ -29,7 +29,10 @@ CONTRACTS = {
             "name": "bench.primary",
             "description": "A no-op skill with the default contract and one fallback.",
             "handler": "agentic_ray.skills.builtin:noop",
-            "input": {"x": {"type": "float", "min": 0.0, "max": 1.0}, "mode": {"type": "enum", "choices": ["a", "b"]}},
+            "input": {
+                "x": {"type": "float", "min": 0.0, "max": 1.0},
+                "mode": {"type": "enum", "choices": ["a", "b"]},
+            },
             "output": {"fields": {"done": "bool"}},
             "fallback": [{"skill": "bench.backup"}],
         },
@@ -37,7 +40,10 @@ CONTRACTS = {
             "name": "bench.backup",
             "description": "The fallback skill.",
             "handler": "agentic_ray.skills.builtin:noop",
-            "input": {"x": {"type": "float", "min": 0.0, "max": 1.0}, "mode": {"type": "enum", "choices": ["a", "b"]}},
+            "input": {
+                "x": {"type": "float", "min": 0.0, "max": 1.0},
+                "mode": {"type": "enum", "choices": ["a", "b"]},
+            },
             "output": {"fields": {"done": "bool"}},
         },
     ],
@@ -67,7 +73,9 @@ def overhead_us(n: int = 20000) -> tuple[float, float]:
 
 def tcsr(rate: float, n: int = 20000) -> float:
     faults = FaultConfig(failure_rate=rate, seed=1)
-    ex = ToolExecutor(DomainContracts.model_validate(CONTRACTS), PythonBackend(faults=faults), clock=SimClock())
+    ex = ToolExecutor(
+        DomainContracts.model_validate(CONTRACTS), PythonBackend(faults=faults), clock=SimClock()
+    )
     ok = sum(ex.call("bench.primary", PARAMS, intent_id="t").ok for _ in range(n))
     return ok / n
 

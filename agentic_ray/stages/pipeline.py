@@ -389,6 +389,7 @@ def _set_learner_attr(algo: Any, name: str, value: Any) -> None:
 
 def set_reflection_input(algo: Any, enabled: bool) -> None:
     """Turn the policy's reflection input on (stage 3) or off, on the learner's and every EnvRunner's module."""
+
     def _learner(learner: Any) -> None:
         m = learner.module[DEFAULT_MODULE_ID]
         if hasattr(m, "reflection_enabled"):

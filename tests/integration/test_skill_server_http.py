@@ -24,8 +24,14 @@ def toy_contract_file(tmp_path_factory) -> Path:
     # Fast backoff so the test spends its time on HTTP, not sleeping; breaker tuned for the test.
     for s in data["skills"]:
         s["retry"] = {"max_retries": 2, "backoff_initial_ms": 1.0, "backoff_max_ms": 4.0}
-    data["skills"][0]["sla"] = {"timeout_ms": 500, "p95_ms": 200, "error_budget": 0.2, "window": 20,
-                                "breaker_min_calls": 10, "breaker_reset_s": 0.5}
+    data["skills"][0]["sla"] = {
+        "timeout_ms": 500,
+        "p95_ms": 200,
+        "error_budget": 0.2,
+        "window": 20,
+        "breaker_min_calls": 10,
+        "breaker_reset_s": 0.5,
+    }
     p = tmp_path_factory.mktemp("contracts") / "toy.yaml"
     p.write_text(yaml.safe_dump(data))
     return p
@@ -50,7 +56,9 @@ def test_http_server_with_transient_faults(toy_contract_file, tmp_path):
         assert all(r.latency_ms > 0 for r in results)
 
         # 2) An outage trips the breaker; recovery half-opens and closes it.
-        httpx.put(f"{url}/faults", json={"per_skill": {"detect.run": {"failure_rate": 1.0}}}).raise_for_status()
+        httpx.put(
+            f"{url}/faults", json={"per_skill": {"detect.run": {"failure_rate": 1.0}}}
+        ).raise_for_status()
         for _ in range(10):
             r = ex.call("detect.run", {"confidence": 0.5}, intent_id="http")
             assert r.ok and r.fallback_used == "detect.backup"

@@ -278,7 +278,9 @@ def test_unrecoverable_failure_and_truncation() -> None:
     _, r, term, trunc, info = env.step(
         env.encode_action("order.cancel", {"order_id": oid, "reason": "customer_request"})
     )
-    assert term and not trunc and r == 1.0 - 1.0 - 0.5  # executed (redundant), then the address goal became impossible
+    assert (
+        term and not trunc and r == 1.0 - 1.0 - 0.5
+    )  # executed (redundant), then the address goal became impossible
     rec = info[EPISODE_RECORD]
     assert rec["failed"] and not rec["completed"]
     assert rec["steps"][-1]["high_risk"]  # an unrequested high-risk action
