@@ -141,6 +141,18 @@ def create_app(
     return app
 
 
+def stop_process_group(proc: subprocess.Popen[Any], timeout_s: float) -> None:
+    """SIGTERM a process started with ``start_new_session=True`` and its group; SIGKILL after ``timeout_s``."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def free_port() -> int:
     """A free TCP port on loopback."""
     with socket.socket() as s:
@@ -184,11 +196,4 @@ def skill_server_process(
             time.sleep(0.2)
         yield url
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc, timeout_s=10)

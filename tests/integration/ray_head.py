@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from agentic_ray.skills.server import free_port
+from agentic_ray.skills.server import free_port, stop_process_group
 
 
 @contextlib.contextmanager
@@ -75,22 +75,16 @@ def private_ray_head(num_cpus: int = 2, startup_timeout_s: float = 120.0) -> Ite
         cli_env = {**env, "RAY_AUTH_MODE": "token", "RAY_ADDRESS": dash}
         yield {"dashboard": dash, "gcs": f"127.0.0.1:{ports['port']}", "temp_dir": temp_dir, "env": cli_env}
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc, timeout_s=15)
         log.close()
-        _kill_leftovers(temp_dir)
+        kill_matching(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def _kill_leftovers(temp_dir: str) -> None:
-    """Kill processes of this cluster that outlived the head's process group (matched by our temp dir)."""
-    out = subprocess.run(["pgrep", "-f", temp_dir], capture_output=True, text=True).stdout.split()
+def kill_matching(pattern: str) -> None:
+    """SIGKILL processes whose command line contains ``pattern`` (a private temp dir): Ray processes that
+    outlived their process group."""
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
     for pid in out:
         with contextlib.suppress(ProcessLookupError, ValueError):
             os.kill(int(pid), signal.SIGKILL)

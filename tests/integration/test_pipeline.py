@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -20,6 +19,7 @@ from agentic_ray.eval.report import read_metrics
 from agentic_ray.settings import load_settings
 from agentic_ray.stages import pipeline as pipeline_mod
 from agentic_ray.stages.pipeline import PipelineState, run_pipeline
+from tests.integration.ray_head import kill_matching
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "configs" / "tiny.yaml"
@@ -168,7 +168,7 @@ def test_resume_after_kill_mid_stage(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:
-        _kill_matching(str(tmpdir))
+        kill_matching(str(tmpdir))
     killed = PipelineState.load(run)
     assert killed.completed == ["il"] and killed.stage == "rl" and 2 <= killed.iteration < 5
     before = [r for r in read_metrics(run / "metrics.jsonl") if r.get("stage") == "rl" and "tcsr" in r]
@@ -181,7 +181,7 @@ def test_resume_after_kill_mid_stage(tmp_path):
         text=True,
         timeout=900,
     )
-    _kill_matching(str(tmpdir))
+    kill_matching(str(tmpdir))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "resuming from" in r.stdout
     final = PipelineState.load(run)
@@ -193,10 +193,3 @@ def test_resume_after_kill_mid_stage(tmp_path):
     assert after[-1]["iteration"] == 5
     last_before = max((x for x in before if x["iteration"] == killed.iteration), key=lambda x: x["time"])
     assert after[0]["learner_updates"] == last_before["learner_updates"] + 1
-
-
-def _kill_matching(pattern: str) -> None:
-    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
-    for pid in out:
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            os.kill(int(pid), signal.SIGKILL)
