@@ -246,7 +246,7 @@ class AgentTaskEnv(gym.Env):
         self.prototypes: list[Prototype] = (
             load_prototypes(config.prototypes_path) if config.action_mode == "prototype" else []
         )
-        self.graph_spec, self.layout = ecommerce_specs(len(self.prototypes))
+        self.graph_spec, self.layout = ecommerce_specs([p.skill for p in self.prototypes])
         self.observation_space = observation_space(self.graph_spec, self.layout)
         self.action_space = (
             self.layout.prototype_action_space() if self.prototypes else self.layout.action_space()

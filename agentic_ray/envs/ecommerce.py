@@ -27,8 +27,10 @@ goal       skill one-hot (13), pending / ready / done, priority, required enum o
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,15 +128,22 @@ RELATIONS: tuple[RelationSpec, ...] = (
 )
 
 
-def ecommerce_specs(num_prototypes: int = 0) -> tuple[GraphSpec, ActionLayout]:
+def ecommerce_specs(prototype_skills: Sequence[str] | int = ()) -> tuple[GraphSpec, ActionLayout]:
     """The e-commerce :class:`GraphSpec` and :class:`ActionLayout`.
 
     Args:
-        num_prototypes: 0 for the structured action mode; the number of mined prototypes for prototype mode
-            (``len(load_prototypes())``), which adds ``proto_mask`` to the observation space.
+        prototype_skills: Empty for the structured action mode; for prototype mode the skill name of each mined
+            prototype (``[p.skill for p in load_prototypes()]``), which adds ``proto_mask`` to the observation
+            space and lets the model ground each prototype in its tool node. A bare count is accepted for shape-
+            only uses (the layout then has no prototype → skill map).
     """
     contracts = ecommerce_contracts()
-    layout = layout_from_contracts(contracts, MAX_NODES, num_prototypes)
+    n = prototype_skills if isinstance(prototype_skills, int) else len(prototype_skills)
+    layout = layout_from_contracts(contracts, MAX_NODES, n)
+    if not isinstance(prototype_skills, int) and prototype_skills:
+        layout = dataclasses.replace(
+            layout, prototype_skills=tuple(layout.skill_index(s) for s in prototype_skills)
+        )
     spec = GraphSpec(
         max_nodes=dict(MAX_NODES),
         feat_dims=_feat_dims(layout.num_skills, layout.enum_max),

@@ -109,6 +109,18 @@ class ActionLayout:
     max_pointer: int
     num_prototypes: int = 0
     pointer_node_types: tuple[str, ...] = field(default=())
+    prototype_skills: tuple[int, ...] = field(default=())
+    """Skill index of each prototype (empty when unknown, e.g. in specs built for shape tests only)."""
+
+    def __post_init__(self) -> None:
+        if self.prototype_skills and len(self.prototype_skills) != self.num_prototypes:
+            raise ValueError(
+                f"prototype_skills has {len(self.prototype_skills)} entries for {self.num_prototypes} prototypes"
+            )
+        if any(not 0 <= k < len(self.skills) for k in self.prototype_skills):
+            raise ValueError(
+                f"prototype_skills {self.prototype_skills} out of range for {len(self.skills)} skills"
+            )
 
     @property
     def num_skills(self) -> int:
@@ -243,5 +255,6 @@ def toy_specs() -> tuple[GraphSpec, ActionLayout]:
         max_pointer=4,
         num_prototypes=6,
         pointer_node_types=("user", "product", "order"),
+        prototype_skills=(0, 1, 1, 2, 3, 4),
     )
     return spec, layout

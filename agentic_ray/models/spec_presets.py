@@ -55,6 +55,7 @@ def ecommerce_like_specs() -> tuple[GraphSpec, ActionLayout]:
         max_pointer=6,
         num_prototypes=16,
         pointer_node_types=("user", "product", "order"),
+        prototype_skills=tuple(i % 13 for i in range(16)),
     )
     return spec, layout
 

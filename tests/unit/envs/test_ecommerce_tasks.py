@@ -161,7 +161,7 @@ def test_specs_are_consistent_with_contracts() -> None:
         "goal__requires__goal",
         "goal__needs__tool",
     }
-    _, playout = ecommerce_specs(len(load_prototypes()))
+    _, playout = ecommerce_specs([p.skill for p in load_prototypes()])
     assert "proto_mask" in observation_space(spec, playout).spaces
 
 
