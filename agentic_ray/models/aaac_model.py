@@ -15,6 +15,7 @@ from agentic_ray.models.reflection import failed_last_step
 from agentic_ray.models.skill_argument_functional import masked_fill_value
 from agentic_ray.models.skill_argument_heads import SkillArgumentHeads, SkillArgumentLogits, mlp
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
+from agentic_ray.models.tool_grounded_scorer import ToolGroundedScorer
 
 __all__ = ["AAACModel", "AAACModelConfig", "build_state_encoder", "default_device"]
 
@@ -57,6 +58,15 @@ class AAACModelConfig(BaseModel):
     head_hidden_dim: int | None = Field(
         default=None, description="Hidden width of heads and critics (None: hidden_dim)."
     )
+    action_scorer: Literal["tool_nodes", "state"] = Field(
+        default="tool_nodes",
+        description=(
+            "How skill (structured mode) and prototype logits are computed. 'tool_nodes': each action is also "
+            "scored from the embedding of the tool node it calls (ToolGroundedScorer), so what message passing "
+            "brings to a tool (e.g. a ready goal that needs it) drives that tool's logit directly. 'state': an MLP "
+            "on the pooled state only."
+        ),
+    )
     separate_critic_encoders: bool = Field(
         default=False, description="Give each critic its own encoder (trunk) instead of reading the policy's."
     )
@@ -89,6 +99,19 @@ class AAACModelConfig(BaseModel):
     def resolved_device(self) -> torch.device:
         """The device this config asks for (``auto`` → :func:`default_device`)."""
         return default_device() if self.device == "auto" else torch.device(self.device)
+
+
+TOOL_NODE_TYPE = "tool"
+"""The node type whose node ``k`` is skill ``k`` (what ``action_scorer='tool_nodes'`` reads)."""
+
+
+def check_tool_nodes(spec: GraphSpec, layout: ActionLayout) -> None:
+    """Raises unless the spec has one ``tool`` node per skill (node ``k`` = skill ``k``)."""
+    if spec.max_nodes.get(TOOL_NODE_TYPE) != layout.num_skills:
+        raise ValueError(
+            f"action_scorer='tool_nodes' needs exactly one {TOOL_NODE_TYPE!r} node per skill "
+            f"({layout.num_skills}); the spec has {spec.max_nodes.get(TOOL_NODE_TYPE)}"
+        )
 
 
 def build_state_encoder(spec: GraphSpec, config: AAACModelConfig) -> HeteroGNNEncoder | FlatMLPEncoder:
@@ -158,9 +181,22 @@ class AAACModel(nn.Module):
         if prototype_mode:
             if not layout.num_prototypes:
                 raise ValueError("prototype_mode needs an action layout with num_prototypes > 0")
-            self.prototype_head = mlp(h, hh, layout.num_prototypes)
+            if config.action_scorer == "tool_nodes":
+                if len(layout.prototype_skills) != layout.num_prototypes:
+                    raise ValueError(
+                        "action_scorer='tool_nodes' needs the layout's prototype_skills; use "
+                        "action_scorer='state' for layouts without them"
+                    )
+                check_tool_nodes(spec, layout)
+                self.prototype_head = ToolGroundedScorer(h, h, hh, layout.prototype_skills)
+            else:
+                self.prototype_head = mlp(h, hh, layout.num_prototypes)
         else:
-            self.policy_heads = SkillArgumentHeads(layout, spec.max_nodes, h, h, hh)
+            if config.action_scorer == "tool_nodes":
+                check_tool_nodes(spec, layout)
+            self.policy_heads = SkillArgumentHeads(
+                layout, spec.max_nodes, h, h, hh, tool_scoring=config.action_scorer == "tool_nodes"
+            )
         self.has_critics = build_critics
         self.reflection_enabled = True
         self.reflection_head: nn.Module | None = None
@@ -236,7 +272,10 @@ class AAACModel(nn.Module):
         """``(B, num_prototypes)`` logits masked by ``proto_mask``."""
         if self.prototype_head is None:
             raise ValueError("this model was built for structured actions; use policy_logits")
-        logits = self.prototype_head(enc.state)
+        if isinstance(self.prototype_head, ToolGroundedScorer):
+            logits = self.prototype_head(enc.state, enc.nodes[TOOL_NODE_TYPE])
+        else:
+            logits = self.prototype_head(enc.state)
         return logits.masked_fill(obs["proto_mask"] <= 0, masked_fill_value(logits.dtype))
 
     def reward_values(

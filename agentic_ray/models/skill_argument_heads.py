@@ -15,6 +15,7 @@ from agentic_ray.models.skill_argument_functional import (
     masked_fill_value,
 )
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
+from agentic_ray.models.tool_grounded_scorer import ToolGroundedScorer
 
 __all__ = ["SkillArgumentHeads", "SkillArgumentLogits", "mlp"]
 
@@ -49,6 +50,8 @@ class SkillArgumentHeads(nn.Module):
         state_dim: Width of the state embedding.
         node_dim: Width of node embeddings.
         hidden_dim: Width of the heads' hidden layers.
+        tool_scoring: Score each skill from its tool node too (:class:`ToolGroundedScorer`; tool node ``k`` must
+            be skill ``k``) instead of from the pooled state only.
     """
 
     type_index: torch.Tensor
@@ -58,7 +61,13 @@ class SkillArgumentHeads(nn.Module):
     numeric_used: torch.Tensor
 
     def __init__(
-        self, layout: ActionLayout, max_nodes: dict[str, int], state_dim: int, node_dim: int, hidden_dim: int
+        self,
+        layout: ActionLayout,
+        max_nodes: dict[str, int],
+        state_dim: int,
+        node_dim: int,
+        hidden_dim: int,
+        tool_scoring: bool = False,
     ) -> None:
         super().__init__()
         self.layout = layout
@@ -90,7 +99,11 @@ class SkillArgumentHeads(nn.Module):
         self.register_buffer("enum_used", torch.tensor(pk.enum_used).view(k, e), persistent=False)
         self.register_buffer("numeric_used", torch.tensor(pk.numeric_used).view(k, n), persistent=False)
 
-        self.skill_head = mlp(state_dim, hidden_dim, k)
+        self.skill_head: nn.Module = (
+            ToolGroundedScorer(state_dim, node_dim, hidden_dim, range(k))
+            if tool_scoring
+            else mlp(state_dim, hidden_dim, k)
+        )
         self.skill_embedding = nn.Embedding(k, hidden_dim)
         self.argument_context = nn.Sequential(
             nn.Linear(state_dim + hidden_dim, hidden_dim),
@@ -135,7 +148,10 @@ class SkillArgumentHeads(nn.Module):
         b, k, p = state.shape[0], pk.num_skills, pk.pointer_slots
         fill = masked_fill_value(state.dtype)
 
-        skill = self.skill_head(state)
+        if isinstance(self.skill_head, ToolGroundedScorer):
+            skill = self.skill_head(state, enc.nodes["tool"])
+        else:
+            skill = self.skill_head(state)
         skill = skill.masked_fill(obs["skill_mask"] <= 0, fill)
 
         ctx_in = torch.cat(

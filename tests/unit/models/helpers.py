@@ -26,10 +26,14 @@ def toy_batch(batch_size: int, seed: int = 0) -> tuple[GraphSpec, ActionLayout, 
 
 
 def permute_nodes(
-    obs: dict[str, torch.Tensor], spec: GraphSpec, layout: ActionLayout, seed: int
+    obs: dict[str, torch.Tensor],
+    spec: GraphSpec,
+    layout: ActionLayout,
+    seed: int,
+    fixed: tuple[str, ...] = (),
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """Permutes the padded node rows of every type (same permutation for every batch row), remaps edges and
-    shuffles edge columns.
+    """Permutes the padded node rows of every type but ``fixed`` (same permutation for every batch row), remaps
+    edges and shuffles edge columns.
 
     Returns:
         ``(permuted_obs, perms)`` where ``perms[nt][new_position] = old_position``.
@@ -38,7 +42,7 @@ def permute_nodes(
     out = dict(obs)
     perms, inverse = {}, {}
     for nt, n in spec.max_nodes.items():
-        perm = torch.randperm(n, generator=gen)
+        perm = torch.arange(n) if nt in fixed else torch.randperm(n, generator=gen)
         perms[nt] = perm
         inverse[nt] = torch.argsort(perm)
         out[f"{nt}_x"] = obs[f"{nt}_x"][:, perm]

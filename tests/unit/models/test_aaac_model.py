@@ -87,10 +87,15 @@ def test_masked_skills_nodes_and_prototypes_are_never_sampled() -> None:
     assert (obs["proto_mask"].gather(1, draws.T) == 1).all()
 
 
-def test_distribution_is_invariant_to_node_order() -> None:
+@pytest.mark.parametrize("scorer", ["state", "tool_nodes"])
+def test_distribution_is_invariant_to_node_order(scorer: str) -> None:
+    """Invariant to the order of every node type; with tool-node scoring, tool node ``k`` *is* skill ``k``, so
+    tool nodes keep their positions (their order is part of the action space, like the skill index)."""
     spec, layout, obs = toy_batch(8, seed=3)
-    model = _model(spec, layout).eval()
-    perm_obs, perms = permute_nodes(obs, spec, layout, seed=11)
+    torch.manual_seed(0)
+    model = AAACModel(spec, layout, TINY.model_copy(update={"action_scorer": scorer})).eval()
+    fixed = ("tool",) if scorer == "tool_nodes" else ()
+    perm_obs, perms = permute_nodes(obs, spec, layout, seed=11, fixed=fixed)
     with torch.no_grad():
         a = model.policy_logits(obs, model.encode(obs))
         b = model.policy_logits(perm_obs, model.encode(perm_obs))
@@ -105,6 +110,31 @@ def test_distribution_is_invariant_to_node_order() -> None:
             pa = a["pointer"][:, k, i, :n].softmax(-1)[:, perms[nt]]
             pb = b["pointer"][:, k, i, :n].softmax(-1)
             torch.testing.assert_close(pa, pb, atol=1e-5, rtol=1e-5)
+
+
+def test_tool_node_scoring_reads_the_tool_node_of_each_action() -> None:
+    """A change confined to one tool node's features moves only the logits of actions on that tool."""
+    spec, layout, obs = toy_batch(4, seed=5)
+    for prototype_mode in (False, True):
+        torch.manual_seed(0)
+        model = AAACModel(
+            spec, layout, TINY.model_copy(update={"encoder": "flat"}), prototype_mode=prototype_mode
+        )
+        enc = model.encode(obs)
+        bumped_nodes = dict(enc.nodes)
+        bumped_nodes["tool"] = enc.nodes["tool"].clone()
+        bumped_nodes["tool"][:, 1] += 1.0
+        bumped = type(enc)(state=enc.state, nodes=bumped_nodes, node_masks=enc.node_masks)
+        with torch.no_grad():
+            if prototype_mode:
+                a, b = model.prototype_logits(obs, enc), model.prototype_logits(obs, bumped)
+                on_tool = torch.tensor([k == 1 for k in layout.prototype_skills])
+            else:
+                a, b = model.policy_logits(obs, enc)["skill"], model.policy_logits(obs, bumped)["skill"]
+                on_tool = torch.arange(layout.num_skills) == 1
+        valid = (obs["proto_mask"] if prototype_mode else obs["skill_mask"]).bool()
+        moved = ~torch.isclose(a, b) & valid
+        assert moved[:, on_tool].any() and not moved[:, ~on_tool].any()
 
 
 def test_gradients_reach_every_head_and_parameter() -> None:
