@@ -6,7 +6,8 @@ AAAC, as described in seed 002 (``docs/seed-digest.md`` §B):
 * two critics, one per stream: the reward critic on the env/reward stream, the risk critic on the risk stream
   (``episode.custom_data[keys.RISK_REWARDS]``; zeros if absent); ``A = w_reward·A_reward + (1−w_reward)·A_risk``;
 * a progressive KL penalty to the behaviour policy, ``β_t = β_0·0.999^t`` (t = learner updates), plus an entropy
-  bonus and truncated importance weights for episodes that arrive off-policy;
+  bonus and importance-weighted advantages for episodes that arrive off-policy (clipped surrogate by default,
+  truncated weights as an option);
 * one optimizer per parameter group so each gets its own gradient clip (risk critic 1.0, reward critic 2.0).
 
 Files follow RLlib's layout: this module (``AAACConfig``, ``AAAC``), ``aaac_learner.py`` (connectors, β counter),
@@ -66,7 +67,7 @@ class AAACConfig(AlgorithmConfig):
 
     AAAC-specific attributes (set through :meth:`training`; Tune may also set them directly):
     ``w_reward``, ``lambda_short``, ``lambda_long``, ``lambda_length_threshold``, ``lambda_smooth_width``,
-    ``beta_0``, ``beta_decay``, ``entropy_coeff``, ``is_ratio_cap``, ``vf_loss_coeff``, ``critic_lr``,
+    ``beta_0``, ``beta_decay``, ``entropy_coeff``, ``is_ratio_cap``, ``policy_clip``, ``vf_loss_coeff``, ``critic_lr``,
     ``policy_grad_clip``, ``reward_critic_grad_clip``, ``risk_critic_grad_clip``. ``w_risk`` is not stored: it is
     always ``1 − w_reward`` (see :attr:`w_risk`).
     """
@@ -97,6 +98,9 @@ class AAACConfig(AlgorithmConfig):
         self.beta_decay = 0.999
         self.entropy_coeff = 0.01
         self.is_ratio_cap = 1.0
+        # Trust region: with None (truncated IS alone) the policy's entropy collapsed within ~8k env steps on the
+        # e-commerce env (2.4 -> 0.55 nats) and completion fell back to 12%; with 0.2 it reached 45% (README).
+        self.policy_clip: float | None = 0.2
         self.vf_loss_coeff = 1.0
         self.reflection_coeff = 0.0  # root-cause cross-entropy (stage 3 turns it on)
         self.critic_warmup_updates = (
@@ -127,6 +131,7 @@ class AAACConfig(AlgorithmConfig):
         beta_decay: float | _NotProvided = NotProvided,
         entropy_coeff: float | _NotProvided = NotProvided,
         is_ratio_cap: float | _NotProvided = NotProvided,
+        policy_clip: float | _NotProvided | None = NotProvided,
         vf_loss_coeff: float | _NotProvided = NotProvided,
         reflection_coeff: float | _NotProvided = NotProvided,
         critic_warmup_updates: int | _NotProvided = NotProvided,
@@ -149,6 +154,9 @@ class AAACConfig(AlgorithmConfig):
             beta_decay: β multiplies by this after each learner update, in ``(0, 1]`` (0.999 per the seed).
             entropy_coeff: Entropy bonus coefficient, ``>= 0``.
             is_ratio_cap: Truncation ``ρ̄`` of the importance weights ``min(π/μ, ρ̄)``, ``> 0``.
+            policy_clip: ``ε`` in ``(0, 1)`` (default 0.2) for the clipped importance-weighted surrogate
+                ``min(ρA, clip(ρ, 1−ε, 1+ε)A)``; ``None`` for truncated importance weights ``min(ρ, ρ̄)·A·∇log π``
+                alone (no trust region besides the KL penalty; see the torch learner's docstring).
             vf_loss_coeff: Weight of both critics' losses in the summed loss, ``>= 0``. With separate critics and
                 Adam it mostly matters for gradients into a shared encoder.
             reflection_coeff: Weight of the reflection head's root-cause cross-entropy (0: off), ``>= 0``.
@@ -183,6 +191,8 @@ class AAACConfig(AlgorithmConfig):
             self.entropy_coeff = entropy_coeff
         if not isinstance(is_ratio_cap, _NotProvided):
             self.is_ratio_cap = is_ratio_cap
+        if not isinstance(policy_clip, _NotProvided):
+            self.policy_clip = policy_clip
         if not isinstance(vf_loss_coeff, _NotProvided):
             self.vf_loss_coeff = vf_loss_coeff
         if not isinstance(reflection_coeff, _NotProvided):
@@ -242,6 +252,8 @@ class AAACConfig(AlgorithmConfig):
             self._value_error(f"`vf_loss_coeff` ({self.vf_loss_coeff}) must be >= 0.")
         if self.is_ratio_cap <= 0:
             self._value_error(f"`is_ratio_cap` ({self.is_ratio_cap}) must be > 0.")
+        if self.policy_clip is not None and not 0 < self.policy_clip < 1:
+            self._value_error(f"`policy_clip` ({self.policy_clip}) must be None or in (0, 1).")
         if self.critic_lr is not None and self.critic_lr <= 0:
             self._value_error(f"`critic_lr` ({self.critic_lr}) must be None or > 0.")
         for name in ("policy_grad_clip", "reward_critic_grad_clip", "risk_critic_grad_clip"):

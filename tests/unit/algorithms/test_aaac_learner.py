@@ -115,7 +115,9 @@ def test_critic_warmup_trains_only_the_critics_first() -> None:
 
 
 def test_loss_on_fixed_batch_matches_hand_computation() -> None:
-    learner = make_learner(beta_0=0.3, entropy_coeff=0.02, vf_loss_coeff=0.5, is_ratio_cap=1.0)
+    learner = make_learner(
+        beta_0=0.3, entropy_coeff=0.02, vf_loss_coeff=0.5, is_ratio_cap=1.0, policy_clip=None
+    )
     module = learner.module[MID]
     set_constant_critics(module)
     learner.num_updates = 10
@@ -147,6 +149,32 @@ def test_loss_on_fixed_batch_matches_hand_computation() -> None:
     assert logged[keys.AAAC_ENTROPY].peek() == pytest.approx(entropy, rel=1e-5)
     assert logged[keys.AAAC_LAMBDA_MEAN].peek() == pytest.approx(0.75)
     assert logged[keys.AAAC_IS_WEIGHT_MEAN].peek() == pytest.approx(0.5 * (1.0 + rho1), rel=1e-5)
+
+
+def test_policy_clip_gives_the_clipped_surrogate_and_stops_clipped_gradients() -> None:
+    learner = make_learner(beta_0=0.0, entropy_coeff=0.0, vf_loss_coeff=0.0, policy_clip=0.2)
+    module = learner.module[MID]
+    set_constant_critics(module)
+    batch, fwd_out = fixed_batch()
+    logits = fwd_out[Columns.ACTION_DIST_INPUTS].clone().requires_grad_(True)
+    loss = learner.compute_loss_for_module(
+        module_id=MID, config=learner.config, batch=batch, fwd_out={Columns.ACTION_DIST_INPUTS: logits}
+    )
+    e = math.e
+    rho0, rho1 = 0.5 / 0.25, (1 / (1 + e)) / 0.5  # 2.0 (A = +1) and 0.54 (A = -2): both outside [0.8, 1.2]
+    surrogate0 = min(rho0 * 1.0, 1.2 * 1.0)
+    surrogate1 = min(rho1 * -2.0, 0.8 * -2.0)
+    assert loss.item() == pytest.approx(-0.5 * (surrogate0 + surrogate1), rel=1e-5)
+    # Each ratio left the trust region in its advantage's direction: no policy gradient at all.
+    (grad,) = torch.autograd.grad(loss, logits)
+    assert torch.count_nonzero(grad) == 0
+
+
+def test_policy_clip_must_be_a_fraction() -> None:
+    with pytest.raises(ValueError, match="policy_clip"):
+        AAACConfig().environment(observation_space=OBS_SPACE, action_space=ACT_SPACE).training(
+            policy_clip=1.5
+        ).validate()
 
 
 def test_connector_two_streams_adaptive_lambda_and_w_reward_sweep() -> None:
