@@ -715,7 +715,7 @@ class AgentTaskEnv(gym.Env):
             st.last_call_time[k] = self.clock.now()
         st.last_ok, st.last_failed = ok, not ok
         st.consecutive_failures = 0 if ok else st.consecutive_failures + 1
-        cause = self._root_cause(code, ok, masked, violation, high_risk, params)
+        cause = self._root_cause(skill, code, ok, masked, violation, high_risk, params)
         if cause is not None:
             st.reflection[:] = 0.0
             st.reflection[_CAUSE[cause]] = 1.0
@@ -810,8 +810,20 @@ class AgentTaskEnv(gym.Env):
         return [], False
 
     def _root_cause(
-        self, code: str, ok: bool, masked: bool, violation: bool, high_risk: bool, params: dict[str, Any]
+        self,
+        skill: str,
+        code: str,
+        ok: bool,
+        masked: bool,
+        violation: bool,
+        high_risk: bool,
+        params: dict[str, Any],
     ) -> str | None:
+        """The step's root cause (one of ``ROOT_CAUSES``), or None for a successful step.
+
+        A caller error is a *forgotten entity* only when an entity argument (a pointer: user, order, sku) is not
+        one the customer mentioned; enum values are strings too, but a wrong one is a bad parameter.
+        """
         assert self.task is not None
         if high_risk:
             return "risk_violation"
@@ -822,8 +834,10 @@ class AgentTaskEnv(gym.Env):
         if code == "PRECONDITION_FAILED" or (masked and code != "CIRCUIT_OPEN"):
             return "missing_prerequisite"
         if code in CALLER_ERRORS:
-            ents = [v for v in params.values() if isinstance(v, str)]
-            if ents and any(v not in self.task.entities for v in ents):
+            k = self._skill_idx.get(skill)
+            pointers = self._params[k] if k is not None else []
+            ents = [params[n] for n, kind, _, _ in pointers if kind == "pointer" and n in params]
+            if any(v not in self.task.entities for v in ents):
                 return "forgotten_entity"
             return "bad_parameters"
         return "tool_timeout"
@@ -869,6 +883,12 @@ class AgentTaskEnv(gym.Env):
     @property
     def proto_mask(self) -> np.ndarray:
         return self._proto_mask
+
+    @property
+    def last_step(self) -> StepRecord | None:
+        """The record of the last step of this episode (None before the first step)."""
+        steps = getattr(self, "_steps", None)
+        return steps[-1] if steps else None
 
     def close(self) -> None:
         if not self._closed:

@@ -2,10 +2,17 @@
 
 :class:`ScriptedExpert` reads the goal DAG and the masks: it takes the most urgent *ready* subgoal (prerequisites
 satisfied; highest priority, then DAG order), fills the goal's required arguments and the first valid choice for
-free ones, and emits it in the env's own action format (structured Dict or prototype index). A failed call is
-simply retried next step (the goal stays pending). If the goal's skill is masked (an outage tripped the soft
-mask), it hands off to a human when that is allowed, since waiting is not an action. Without faults it solves
-every task family in exactly ``task.optimal_steps`` steps.
+free ones, and emits it in the env's own action format (structured Dict or prototype index). If the goal's skill
+is masked (an outage tripped the soft mask), it hands off to a human when that is allowed, since waiting is not
+an action. Without faults it solves every task family in exactly ``task.optimal_steps`` steps.
+
+After a failed call the correction depends on the root cause of that step (``env.state.reflection``, the
+policy's reflection input), as in the evaluator's reflection triples: a tool error (``tool_timeout``) is retried
+as is; a missing prerequisite, dependency violation or forgotten entity is fixed by the plan itself (the ready
+prerequisite, the request's entity); after ``bad_parameters`` it first re-reads the entity the rejected call
+referred to (``order.get`` / ``inventory.check``, the minimal experiment) and then calls again with the goal's
+values. ``bad_parameters`` and ``forgotten_entity`` leave the same trace in the rest of the observation (a failed
+call, no tool error) but need different corrections, so only the reflection input tells them apart.
 
 :class:`RandomMaskedPolicy` samples uniformly among what the observation's masks allow: a skill from
 ``skill_mask`` (or a prototype from ``proto_mask``), pointers from ``ptr_mask_<type>``, enum values within the
@@ -18,11 +25,31 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agentic_ray.envs.graph_spec import NUMERIC_BOUND, ActionLayout
+from agentic_ray.envs.graph_spec import NUMERIC_BOUND, ROOT_CAUSES, ActionLayout
 from agentic_ray.skills.contracts import EnumParam
 
 if TYPE_CHECKING:
     from agentic_ray.envs.agent_task_env import AgentTaskEnv
+
+REREAD_SKILLS: tuple[tuple[str, str], ...] = (("order_id", "order.get"), ("sku", "inventory.check"))
+"""``(argument, read-only skill)``: how to re-read the entity a call referred to, in order of preference."""
+
+_BAD_PARAMETERS = ROOT_CAUSES.index("bad_parameters")
+
+
+def reread_after_bad_parameters(env: AgentTaskEnv) -> tuple[str, dict[str, Any]] | None:
+    """The re-read call after a step the env attributed to ``bad_parameters``, else None.
+
+    Returns ``(read skill, {argument: entity of the rejected call})`` for the first :data:`REREAD_SKILLS` entry
+    whose argument the rejected call had and whose read skill is allowed now.
+    """
+    st, last = env.state, env.last_step
+    if st is None or last is None or not st.last_failed or st.reflection[_BAD_PARAMETERS] == 0:
+        return None
+    for arg, read in REREAD_SKILLS:
+        if arg in last.args and last.skill != read and env.skill_mask[env.skills.index(read)]:
+            return read, {arg: last.args[arg]}
+    return None
 
 
 class ScriptedExpert:
@@ -32,6 +59,9 @@ class ScriptedExpert:
         """The next call as ``(skill, params)``."""
         task, state = env.task, env.state
         assert task is not None and state is not None
+        reread = reread_after_bad_parameters(env)
+        if reread is not None:
+            return reread
         ready = env.builder.goal_ready(state)
         cands = [i for i in range(len(task.goals)) if ready[i]]
         if not cands:

@@ -1,15 +1,25 @@
 """Scripted-expert demonstrations for imitation, with controlled wrong samples (seed 000: 18%).
 
-Three kinds of trajectory, all on *training* task seeds:
+Four kinds of trajectory, all on *training* task seeds:
 
 * ``clean``: the expert solves the task;
 * ``garbled``: every tool reply may arrive garbled (a valid JSON shell with garbled content); the expert sees
-  the failed call and retries, so the data shows recovery from tool errors;
+  the failed call and retries, so the data shows recovery from tool errors (``tool_timeout``);
 * ``reversed``: the first step runs a goal whose prerequisite is not done yet (a reversed-step plan); the gateway
-  rejects it, and from then on the expert follows the correct DAG.
+  rejects it, and from then on the expert follows the correct DAG;
+* ``wrong_args``: one of the expert's calls goes out with a look-alike argument that the gateway rejects: in
+  half of them another enum choice or another entity the customer mentioned (``bad_parameters``: the expert
+  re-reads the entity the call referred to, then calls with the goal's values), in the other half an entity the
+  customer never mentioned (``forgotten_entity``: the expert calls again on the request's entity).
+
+The wrong samples are split evenly between the three kinds. Their corrections differ by root cause (retry, run
+the prerequisite, re-read first, call on the right entity), which is what the policy's reflection input is for.
+The two caller errors leave the same trace in the rest of the observation (a failed call, no tool error), so
+only the root cause tells their corrections apart.
 
 Every step carries a weight: 1 for an expert action (imitated), 0 for the injected wrong step (never imitated).
-Each wrong-sample episode is labelled with its root-cause class (``ROOT_CAUSES``) for the reflection stage.
+Each wrong-sample episode is labelled with the root-cause class (``ROOT_CAUSES``) that the env attributed to its
+first failed step; the reflection head itself learns from every step's ``obs["reflection"]``.
 """
 
 from __future__ import annotations
@@ -22,17 +32,28 @@ import numpy as np
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.expert import ScriptedExpert
 from agentic_ray.envs.graph_spec import ROOT_CAUSES
-from agentic_ray.eval.metrics import root_cause
 from agentic_ray.keys import EPISODE_RECORD
 from agentic_ray.rewards.episode_record import EpisodeRecord
+from agentic_ray.skills.contracts import EntityParam, EnumParam
 
 GARBLED_RATE = 0.8
 """Per-attempt garble rate of ``garbled`` demos: with two retries, about half of their calls still fail."""
 
+MAX_PROBES = 12
+"""Look-alike arguments tried per task of a ``wrong_args`` demo."""
+
+MAX_TASKS = 4
+"""Tasks tried per ``wrong_args`` demo (some families have no look-alike the gateway rejects) before it falls
+back to a clean one."""
+
+WRONG_KINDS = ("garbled", "reversed", "wrong_args")
+WRONG_ARG_CAUSES = ("bad_parameters", "forgotten_entity")
+"""Root causes of ``wrong_args`` demos, alternating."""
+
 
 @dataclass
 class Demo:
-    kind: str  # clean | garbled | reversed
+    kind: str  # clean | garbled | reversed | wrong_args
     family: str
     obs: list[dict[str, np.ndarray]] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
@@ -54,10 +75,60 @@ def _wrong_first_action(env: AgentTaskEnv) -> Any | None:
     return None
 
 
+def _look_alikes(env: AgentTaskEnv, skill: str, params: dict[str, Any], cause: str) -> list[dict[str, Any]]:
+    """``params`` with one argument changed so that a rejection would be ``cause``: another enum choice or another
+    mentioned entity for ``bad_parameters``, an entity the customer never mentioned for ``forgotten_entity``."""
+    assert env.task is not None
+    mentioned = set(env.task.entities)
+    out = []
+    for name, p in env.by_name[skill].input.items():
+        if isinstance(p, EnumParam) and cause == "bad_parameters":
+            alts: list[Any] = list(p.choices)
+        elif isinstance(p, EntityParam):
+            ids = env.builder.node_index[p.node_type]
+            alts = [e for e in ids if (e in mentioned) == (cause == "bad_parameters")]
+        else:
+            continue
+        out += [{**params, name: v} for v in alts if v != params.get(name)]
+    return out
+
+
+def _wrong_args_step(
+    env: AgentTaskEnv, seed: int, cause: str, expert: ScriptedExpert, rng: np.random.Generator
+) -> tuple[int, Any] | None:
+    """``(t, action)``: the expert's ``t``-th call with a look-alike argument that the env attributes to ``cause``,
+    or None when none of :data:`MAX_PROBES` random candidates is.
+
+    Probes by replaying the episode, which is deterministic for a fault-free env reset with the same seed.
+    """
+    env.reset(seed=seed)
+    plan: list[tuple[str, dict[str, Any]]] = []
+    cands: list[tuple[int, str, dict[str, Any]]] = []
+    done = False
+    while not done:
+        skill, params = expert.plan(env)
+        cands += [(len(plan), skill, p) for p in _look_alikes(env, skill, params, cause)]
+        plan.append((skill, params))
+        _, _, term, trunc, _ = env.step(env.encode_action(skill, params))
+        done = term or trunc
+    target = ROOT_CAUSES.index(cause)
+    for i in rng.permutation(len(cands))[:MAX_PROBES]:
+        t, skill, params = cands[int(i)]
+        env.reset(seed=seed)
+        for s, p in plan[:t]:
+            env.step(env.encode_action(s, p))
+        wrong = env.encode_action(skill, params)
+        env.step(wrong)
+        assert env.state is not None
+        if env.state.last_failed and env.state.reflection[target] > 0:
+            return t, wrong
+    return None
+
+
 def collect_demos(
     env_config: AgentTaskEnvConfig, n: int, wrong_share: float = 0.18, seed: int = 0
 ) -> list[Demo]:
-    """``n`` expert trajectories; ``wrong_share`` of them are controlled wrong samples (half garbled, half reversed)."""
+    """``n`` expert trajectories; ``wrong_share`` of them are controlled wrong samples (a third of each kind)."""
     rng = np.random.default_rng(seed)
     clean_cfg = env_config.model_copy(
         update={"faults": env_config.faults.model_copy(update={"enabled": False})}
@@ -76,57 +147,47 @@ def collect_demos(
         }
     )
     envs = {"clean": AgentTaskEnv(clean_cfg), "garbled": AgentTaskEnv(garbled_cfg)}
-    envs["reversed"] = envs["clean"]
+    envs["reversed"] = envs["wrong_args"] = envs["clean"]
     expert = ScriptedExpert()
     demos: list[Demo] = []
     n_wrong = round(n * wrong_share)
-    kinds = ["clean"] * (n - n_wrong) + ["garbled"] * (n_wrong // 2) + ["reversed"] * (n_wrong - n_wrong // 2)
+    kinds = ["clean"] * (n - n_wrong)
+    for j, kind in enumerate(WRONG_KINDS):
+        kinds += [kind] * ((n_wrong + j) // len(WRONG_KINDS))
     rng.shuffle(kinds)
+    n_wrong_args = 0
     for i, kind in enumerate(kinds):
         env = envs[kind]
-        obs, _ = env.reset(seed=int(seed * 1_000_003 + i))
-        d = Demo(kind=kind, family=env.task.family if env.task else "")
+        demo_seed = int(seed * 1_000_003 + i)
+        wrong_at, wrong = -1, None
+        if kind == "wrong_args":
+            cause = WRONG_ARG_CAUSES[n_wrong_args % len(WRONG_ARG_CAUSES)]
+            n_wrong_args += 1
+            for retry in range(MAX_TASKS):  # other tasks: seeds past the n demos' own
+                found = _wrong_args_step(env, demo_seed + retry * n, cause, expert, rng)
+                if found is not None:
+                    demo_seed, (wrong_at, wrong) = demo_seed + retry * n, found
+                    break
+        obs, _ = env.reset(seed=demo_seed)
         if kind == "reversed":
-            wrong = _wrong_first_action(env)
-            if wrong is None:  # every goal is ready from the start: nothing to reverse
-                d.kind = "clean"
-            else:
-                d.obs.append(obs)
-                d.actions.append(wrong)
-                d.weights.append(0.0)
-                obs, _, term, trunc, info = env.step(wrong)
-                if term or trunc:  # the wrong step ended it: keep as a labelled failure
-                    _finish(d, info)
-                    demos.append(d)
-                    continue
+            wrong_at, wrong = 0, _wrong_first_action(env)
+        d = Demo(
+            kind=kind if wrong is not None or kind == "garbled" else "clean",
+            family=env.task.family if env.task else "",
+        )
         while True:
-            a = expert.act(env)
+            injected = len(d.obs) == wrong_at and wrong is not None
+            a = wrong if injected else expert.act(env)
             d.obs.append(obs)
             d.actions.append(a)
-            d.weights.append(1.0)
+            d.weights.append(0.0 if injected else 1.0)
             obs, _, term, trunc, info = env.step(a)
+            if d.kind != "clean" and d.root_cause < 0 and obs["reflection"].any():
+                d.root_cause = int(obs["reflection"].argmax())  # the env's cause of the first failed step
             if term or trunc:
-                _finish(d, info)
+                d.completed = EpisodeRecord.from_dict(info[EPISODE_RECORD]).completed
                 break
         demos.append(d)
     for e in {id(v): v for v in envs.values()}.values():
         e.close()
     return demos
-
-
-def _finish(d: Demo, info: dict[str, Any]) -> None:
-    rec = EpisodeRecord.from_dict(info[EPISODE_RECORD])
-    d.completed = rec.completed
-    if d.kind != "clean":
-        failed_steps = [s for s in rec.steps if not s.ok]
-        cause = root_cause(rec) if not rec.completed else None
-        if cause is None and failed_steps:
-            code = failed_steps[0].result_code
-            cause = (
-                "tool_timeout"
-                if code in ("INVALID_OUTPUT", "TOOL_TIMEOUT", "UPSTREAM_ERROR")
-                else ("missing_prerequisite" if code == "PRECONDITION_FAILED" else "dependency_violation")
-            )
-        if cause is None and d.kind == "reversed":  # the early step ran out of DAG order without an error
-            cause = "dependency_violation"
-        d.root_cause = ROOT_CAUSES.index(cause) if cause else -1

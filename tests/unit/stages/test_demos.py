@@ -1,0 +1,63 @@
+"""Controlled wrong samples: every kind is present, the wrong step is never imitated, and the expert's step right
+after a failure depends on the failure's root cause."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+
+from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
+from agentic_ray.envs.graph_spec import ROOT_CAUSES
+from agentic_ray.stages.demos import WRONG_KINDS, Demo, collect_demos
+
+ORDER_GET, HANDOFF = "order.get", "human.handoff"
+
+
+@pytest.fixture(scope="module")
+def demos() -> list[Demo]:
+    return collect_demos(AgentTaskEnvConfig(), n=120, wrong_share=0.5, seed=0)
+
+
+def _post_failure_steps(demos: list[Demo]) -> dict[str, list[tuple[dict, dict]]]:
+    """Root cause → (failed action, imitated action right after it)."""
+    out: dict[str, list[tuple[dict, dict]]] = defaultdict(list)
+    for d in demos:
+        for i, o in enumerate(d.obs):
+            failed_last = o["session_x"][0, 4] > 0
+            if i and d.weights[i] > 0 and failed_last and o["reflection"].any():
+                out[ROOT_CAUSES[int(o["reflection"].argmax())]].append((d.actions[i - 1], d.actions[i]))
+    return out
+
+
+def _same_call(a: dict, b: dict) -> bool:
+    return all(np.array_equal(a[k], b[k]) for k in ("skill", "pointer", "enum"))
+
+
+def test_kinds_labels_and_weights(demos: list[Demo]) -> None:
+    kinds = Counter(d.kind for d in demos)
+    assert set(WRONG_KINDS) <= set(kinds), kinds
+    assert kinds["clean"] >= 60
+    for d in demos:
+        assert len(d.obs) == len(d.actions) == len(d.weights)
+        assert d.weights.count(0.0) == (0 if d.kind in ("clean", "garbled") else 1), d.kind
+    labels = {ROOT_CAUSES[d.root_cause] for d in demos if d.kind == "wrong_args"}
+    assert labels == {"bad_parameters", "forgotten_entity"}
+    assert all(d.completed for d in demos if d.kind in ("clean", "wrong_args"))
+
+
+def test_correction_depends_on_the_root_cause(demos: list[Demo]) -> None:
+    from agentic_ray.envs.agent_task_env import AgentTaskEnv
+
+    skills = AgentTaskEnv().skills
+    post = _post_failure_steps(demos)
+    assert {"tool_timeout", "bad_parameters", "forgotten_entity"} <= set(post), set(post)
+    # tool error: the same call again (or a handoff once the soft mask has taken the failing tool away)
+    assert all(_same_call(a, b) or skills[int(b["skill"])] == HANDOFF for a, b in post["tool_timeout"])
+    assert sum(_same_call(a, b) for a, b in post["tool_timeout"]) >= 0.9 * len(post["tool_timeout"])
+    # bad parameters: re-read the entity first (never the same call)
+    assert all(skills[int(b["skill"])] == ORDER_GET for _, b in post["bad_parameters"])
+    # forgotten entity: the same skill, now on another (the requested) entity
+    for a, b in post["forgotten_entity"]:
+        assert int(a["skill"]) == int(b["skill"]) and not np.array_equal(a["pointer"], b["pointer"])
