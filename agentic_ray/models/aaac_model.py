@@ -68,7 +68,15 @@ class AAACModelConfig(BaseModel):
         ),
     )
     separate_critic_encoders: bool = Field(
-        default=False, description="Give each critic its own encoder (trunk) instead of reading the policy's."
+        default=False,
+        description="Critics read their own encoder instead of the policy's (critic regression then cannot "
+        "reshape the policy's features; it wiped out an imitation policy through a shared one).",
+    )
+    critics_share_encoder: bool = Field(
+        default=True,
+        description="With separate_critic_encoders: both critics read ONE critic encoder (trained by the reward "
+        "critic's optimizer and clip; the risk head keeps its own), so two critics cost what one does. False "
+        "gives each critic an encoder of its own (one more encoder pass per learner step).",
     )
     reflection_source: Literal["env", "predicted"] = Field(
         default="env",
@@ -208,7 +216,8 @@ class AAACModel(nn.Module):
         if build_critics:
             if config.separate_critic_encoders:
                 self.reward_critic_encoder = build_state_encoder(spec, config)
-                self.risk_critic_encoder = build_state_encoder(spec, config)
+                if not config.critics_share_encoder:
+                    self.risk_critic_encoder = build_state_encoder(spec, config)
 
     @property
     def predicts_reflection(self) -> bool:
@@ -258,8 +267,26 @@ class AAACModel(nn.Module):
         self, which: str, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None
     ) -> torch.Tensor:
         if self.config.separate_critic_encoders:
-            return getattr(self, f"{which}_encoder")(obs).state
+            return self.critic_encoder(which)(obs).state
         return (enc if enc is not None else self.encode(obs)).state
+
+    def critic_encoder(self, which: str) -> nn.Module:
+        """The encoder critic ``which`` (``"reward_critic"`` or ``"risk_critic"``) reads, when critics have their
+        own (``separate_critic_encoders``); the risk critic reads the reward critic's when they share one."""
+        if which == "risk_critic" and self.config.critics_share_encoder:
+            which = "reward_critic"
+        return getattr(self, f"{which}_encoder")
+
+    def critic_values(
+        self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(reward values, risk values)``, each ``(B,)``, running a shared encoder only once."""
+        if self.config.separate_critic_encoders and self.config.critics_share_encoder:
+            state = self.reward_critic_encoder(obs).state
+            return self.reward_critic(state).squeeze(-1), self.risk_critic(state).squeeze(-1)
+        if not self.config.separate_critic_encoders and enc is None:
+            enc = self.encode(obs)
+        return self.reward_values(obs, enc), self.risk_values(obs, enc)
 
     # -- heads ------------------------------------------------------------------------------------------
     def policy_logits(self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput) -> SkillArgumentLogits:
@@ -337,7 +364,7 @@ class AAACModel(nn.Module):
         return self._params("encoder", "policy_heads", "prototype_head", "reflection_head")
 
     def reward_critic_parameters(self) -> list[nn.Parameter]:
-        """Reward critic head (and its encoder when separate)."""
+        """Reward critic head (and the critic encoder when separate, also when the risk critic shares it)."""
         return self._params("reward_critic", "reward_critic_encoder")
 
     def risk_critic_parameters(self) -> list[nn.Parameter]:

@@ -170,8 +170,18 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
             return embeddings
         obs = self._obs(batch)
         if self.aaac_config.separate_critic_encoders:
-            return getattr(self.model, f"{which}_encoder")(obs).state
+            return self.model.critic_encoder(which)(obs).state
         return self.model.encode(obs).state
+
+    @override(TwoCriticAPI)
+    def compute_both_values(
+        self, batch: dict[str, Any], embeddings: Any | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both critics, running a critic encoder the two share only once."""
+        if self.aaac_config.separate_critic_encoders and self.aaac_config.critics_share_encoder:
+            state = self.model.reward_critic_encoder(self._obs(batch)).state
+            return self.model.reward_critic(state).squeeze(-1), self.model.risk_critic(state).squeeze(-1)
+        return self.compute_values(batch, embeddings), self.compute_risk_values(batch, embeddings)
 
     @override(TwoCriticAPI)
     def compute_values(self, batch: dict[str, Any], embeddings: Any | None = None) -> torch.Tensor:

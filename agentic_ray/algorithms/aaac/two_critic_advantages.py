@@ -139,8 +139,9 @@ class TwoCriticAdvantages(ConnectorV2):
     ) -> None:
         """Fills the AAAC columns of one module's batch (rows are episode-contiguous in ``episodes`` order)."""
         with torch.no_grad():
-            values_reward = torch.as_tensor(module.compute_values(module_batch))
-            values_risk = torch.as_tensor(module.compute_risk_values(module_batch))
+            values_reward, values_risk = (
+                torch.as_tensor(v) for v in module.compute_both_values(module_batch)
+            )
         device, dtype = values_reward.device, values_reward.dtype
 
         rows_per_episode = [len(e) for e in episodes]  # real steps + 1 artificial bootstrap step

@@ -45,6 +45,15 @@ class TwoCriticAPI(ValueFunctionAPI, abc.ABC):
             ``(B,)`` (or ``(B, T)``) float tensor, already squeezed.
         """
 
+    def compute_both_values(
+        self, batch: dict[str, Any], embeddings: Any | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(reward values, risk values)``; override when the two critics share work (e.g. one encoder).
+
+        The learner's loss and the advantage connector call this, not the two methods one by one.
+        """
+        return self.compute_values(batch, embeddings), self.compute_risk_values(batch, embeddings)
+
     @abc.abstractmethod
     def policy_parameters(self) -> list[torch.nn.Parameter]:
         """Parameters trained by the policy optimizer: actor head plus any shared encoder."""

@@ -174,15 +174,28 @@ def test_gradients_reach_every_head_and_parameter() -> None:
 
 def test_parameter_groups_partition_the_model() -> None:
     spec, layout, _ = toy_batch(1)
-    for separate in (False, True):
-        model = AAACModel(spec, layout, TINY.model_copy(update={"separate_critic_encoders": separate}))
+    for separate, shared in ((False, True), (True, True), (True, False)):
+        update = {"separate_critic_encoders": separate, "critics_share_encoder": shared}
+        model = AAACModel(spec, layout, TINY.model_copy(update=update))
         groups = [model.policy_parameters(), model.reward_critic_parameters(), model.risk_critic_parameters()]
         ids = [id(p) for g in groups for p in g]
         assert len(ids) == len(set(ids)) == len(list(model.parameters()))
         assert all(groups)
         assert (len(groups[1]) > 4) == separate
+        assert (len(groups[2]) > 4) == (separate and not shared)
     inference = AAACModel(spec, layout, TINY, build_critics=False)
     assert not hasattr(inference, "reward_critic") and inference.reflection_head is None
+
+
+@pytest.mark.parametrize("separate,shared", [(False, True), (True, True), (True, False)])
+def test_critic_values_match_the_two_critics_one_by_one(separate: bool, shared: bool) -> None:
+    spec, layout, obs = toy_batch(5, seed=6)
+    update = {"separate_critic_encoders": separate, "critics_share_encoder": shared}
+    model = AAACModel(spec, layout, TINY.model_copy(update=update)).eval()
+    with torch.no_grad():
+        reward, risk = model.critic_values(obs)
+        torch.testing.assert_close(reward, model.reward_values(obs))
+        torch.testing.assert_close(risk, model.risk_values(obs))
 
 
 def test_default_size_is_near_the_seed() -> None:

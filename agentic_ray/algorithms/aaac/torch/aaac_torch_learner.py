@@ -130,8 +130,7 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
 
         # Two critics, each regressed on its own stream's λ-returns.
         embeddings = fwd_out.get(Columns.EMBEDDINGS)
-        values_reward = module.compute_values(batch, embeddings=embeddings)
-        values_risk = module.compute_risk_values(batch, embeddings=embeddings)
+        values_reward, values_risk = module.compute_both_values(batch, embeddings=embeddings)
         vf_loss_reward = masked_mean((values_reward - batch[Columns.VALUE_TARGETS]) ** 2)
         vf_loss_risk = masked_mean((values_risk - batch[keys.RISK_VALUE_TARGETS]) ** 2)
 
