@@ -15,14 +15,14 @@ Every ``--eval-every`` iterations the current module is evaluated greedily on th
 the first evaluation whose completion reaches ``--target`` (null if never). ``env_steps_per_s`` is env steps
 over training wall time (sampling + learning, without evaluation). Each (algo, seed) runs in its own subprocess
 (private Ray, ``num_env_runners=0``: sampling and learning in that process), so ``peak_rss_mb`` is that process's
-peak RSS; per algorithm the maximum over seeds is reported. Runs are interleaved (aaac s0, ppo s0, aaac s1, ...)
-so that load changes on a shared box hit both alike.
+peak RSS; per algorithm the maximum over seeds is reported. Each seed's AAAC and PPO runs go side by side
+(``--jobs 2``, one core each on a 2-CPU box) so that load changes hit both alike.
 
 Prints one JSON line per algorithm (means over seeds; ``per_seed`` has the rest) and writes a markdown table.
 
 Run from the repository root::
 
-    python benchmarks/aaac_vs_ppo.py --env-steps 15000 --seeds 0 1 2
+    python benchmarks/aaac_vs_ppo.py --seeds 0 1 2
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,13 @@ ALGOS = ("aaac", "ppo")
 def settings_for(algo: str, seed: int, a: argparse.Namespace) -> Any:
     from agentic_ray.settings import ExperimentSettings
 
-    model: dict[str, Any] = {"encoder": a.encoder, "hidden_dim": a.hidden, "num_heads": 4, "device": "cpu"}
+    model: dict[str, Any] = {
+        "encoder": a.encoder,
+        "hidden_dim": a.hidden,
+        "num_heads": a.heads,
+        "separate_critic_encoders": a.separate_critic_encoders,
+        "device": "cpu",
+    }
     if a.encoder == "flat":
         model |= {"flat_hidden_dim": a.flat_hidden, "flat_layers": a.flat_layers}
     else:
@@ -56,27 +63,40 @@ def settings_for(algo: str, seed: int, a: argparse.Namespace) -> Any:
     training: dict[str, Any] = {}
     if algo == "ppo":
         training = {"lambda_": 0.95}  # RLlib's default is 1.0; 0.95 is the usual GAE setting
-    return ExperimentSettings.model_validate(
-        {
-            "seed": seed,
-            "ray": {"num_env_runners": 0, "num_envs_per_env_runner": a.num_envs},
-            "env": {
-                "action_mode": a.action_mode,
-                "rewards": rewards_of(a),
-                "faults": {"enabled": True, "start_share": a.fault_start, "end_share": a.fault_end},
-            },
-            "model": model,
-            "algo": {
-                "name": algo,
-                "lr": a.lr,
-                "train_batch_size": a.batch,
-                "minibatch_size": a.minibatch,
-                "num_epochs": a.epochs,
-                "entropy_coeff": a.entropy,
-                "training": training,
-            },
-        }
-    )
+    raw: dict[str, Any] = {
+        "seed": seed,
+        "ray": {"num_env_runners": 0, "num_envs_per_env_runner": a.num_envs},
+        "env": {
+            "action_mode": a.action_mode,
+            "rewards": rewards_of(a),
+            "faults": {"enabled": True, "start_share": a.fault_start, "end_share": a.fault_end},
+        },
+        "model": model,
+        "algo": {
+            "name": algo,
+            "lr": a.lr,
+            "train_batch_size": a.batch,
+            "minibatch_size": a.minibatch,
+            "num_epochs": a.epochs,
+            "entropy_coeff": a.entropy,
+            "training": training,
+        },
+    }
+    for item in a.set + (a.aaac_set if algo == "aaac" else []):
+        apply_override(raw, item)
+    return ExperimentSettings.model_validate(raw)
+
+
+def apply_override(raw: dict[str, Any], item: str) -> None:
+    """``dotted.key=value`` (value parsed as YAML) merged into the raw settings dict."""
+    import yaml
+
+    key, _, value = item.partition("=")
+    d = raw
+    *head, last = key.split(".")
+    for h in head:
+        d = d.setdefault(h, {})
+    d[last] = yaml.safe_load(value)
 
 
 def rewards_of(a: argparse.Namespace) -> dict[str, float]:
@@ -221,12 +241,13 @@ def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Nam
         + (
             f", flat trunk {a.flat_layers}×{a.flat_hidden}"
             if a.encoder == "flat"
-            else f", {a.gnn_layers} GNN layers"
+            else f", {a.gnn_layers} GNN layers × {a.heads} heads"
         )
+        + f", separate critic encoders {a.separate_critic_encoders}, action scoring from tool nodes"
         + f"; batch {a.batch}, minibatch {a.minibatch}, epochs {a.epochs}, lr {a.lr}, entropy {a.entropy}; "
         f"budget {a.env_steps} env steps; seeds {a.seeds}; validation {a.tasks_per_family} tasks × 8 families, greedy.",
         f"Env reward (both): success {a.reward_success:+g}, completion {a.reward_completion:+g}, failure "
-        f"{a.reward_failure:+g}, error penalties as shipped. "
+        f"{a.reward_failure:+g}, redundant call −1, error penalties as shipped. "
         "PPO: env reward only. AAAC: env reward + risk stream (−w per high-risk step), A = 0.7·A_r + 0.3·A_risk.",
         "",
         "| metric | PPO | AAAC | goal |",
@@ -257,14 +278,21 @@ def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Nam
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--env-steps", type=int, default=15000, help="Env-step budget per run.")
+    p.add_argument("--env-steps", type=int, default=20000, help="Env-step budget per run.")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--eval-every", type=int, default=4, help="Evaluate every k training iterations.")
     p.add_argument("--target", type=float, default=0.2, help="Validation completion for steps_to_target.")
     p.add_argument("--tasks-per-family", type=int, default=5)
     p.add_argument("--action-mode", choices=["prototype", "structured"], default="prototype")
-    p.add_argument("--encoder", choices=["flat", "gnn"], default="flat")
-    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--encoder", choices=["flat", "gnn"], default="gnn")
+    p.add_argument("--hidden", type=int, default=32)
+    p.add_argument("--heads", type=int, default=2, help="Attention heads (GNN).")
+    p.add_argument(
+        "--separate-critic-encoders",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Critics get their own encoders (both algorithms).",
+    )
     p.add_argument("--flat-hidden", type=int, default=128)
     p.add_argument("--flat-layers", type=int, default=2)
     p.add_argument("--gnn-layers", type=int, default=2)
@@ -282,17 +310,34 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--reward-success",
         type=float,
-        default=0.0,
-        help="Env reward per successful call (shipped: +1, which makes looping a safe call optimal).",
+        default=1.0,
+        help="Env reward per successful call (shipped: +1; a redundant call adds -1, so it nets 0).",
     )
     p.add_argument(
-        "--reward-completion", type=float, default=4.0, help="Env reward on completion (shipped: +1)."
+        "--reward-completion", type=float, default=2.0, help="Env reward on completion (shipped: +2)."
     )
     p.add_argument(
-        "--reward-failure", type=float, default=-2.0, help="Env reward on failure/handoff (shipped: -0.5)."
+        "--reward-failure", type=float, default=-0.5, help="Env reward on failure/handoff (shipped: -0.5)."
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Settings override for both algorithms (dotted key, YAML value), e.g. env.rewards.redundant=-1.",
+    )
+    p.add_argument(
+        "--aaac-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Settings override for AAAC only.",
     )
     p.add_argument("--threads", type=int, default=1, help="torch threads per run.")
     p.add_argument("--algos", nargs="+", choices=ALGOS, default=list(ALGOS))
+    p.add_argument(
+        "--jobs", type=int, default=2, help="Runs at a time (2: each seed's AAAC and PPO together)."
+    )
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/aaac_vs_ppo.md"))
     p.add_argument("--worker", nargs=2, metavar=("ALGO", "SEED"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -307,27 +352,35 @@ def main() -> None:
         return
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in a.algos}
     passthrough = [x for x in sys.argv[1:]]
-    for seed in a.seeds:
-        for algo in a.algos:
-            t0 = time.time()
-            proc = subprocess.run(
-                [sys.executable, __file__, *passthrough, "--worker", algo, str(seed)],
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-            )
-            line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
-            if line is None:
-                sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
-                raise SystemExit(f"{algo} seed {seed} failed (rc {proc.returncode})")
-            r = json.loads(line[len("RESULT ") :])
+
+    def run(job: tuple[int, str]) -> dict[str, Any]:
+        seed, algo = job
+        t0 = time.time()
+        proc = subprocess.run(
+            [sys.executable, __file__, *passthrough, "--worker", algo, str(seed)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+        if line is None:
+            sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
+            raise SystemExit(f"{algo} seed {seed} failed (rc {proc.returncode})")
+        r = json.loads(line[len("RESULT ") :])
+        print(
+            f"# {algo} seed {seed}: completion {r['completion']:.3f} in {time.time() - t0:.0f}s "
+            f"({r['env_steps_per_s']:.1f} steps/s) curve {r['curve']}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return r
+
+    # Jobs in (seed, algo) order; with --jobs 2 each seed's AAAC and PPO run side by side, so both see the same
+    # machine load and env_steps_per_s stays comparable.
+    jobs = [(seed, algo) for seed in a.seeds for algo in a.algos]
+    with ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        for (_, algo), r in zip(jobs, pool.map(run, jobs), strict=True):
             runs[algo].append(r)
-            print(
-                f"# {algo} seed {seed}: completion {r['completion']:.3f} in {time.time() - t0:.0f}s "
-                f"({r['env_steps_per_s']:.1f} steps/s) curve {r['curve']}",
-                file=sys.stderr,
-                flush=True,
-            )
     rows = {k: summarize(k, v) for k, v in runs.items()}
     for k in a.algos:
         print(json.dumps({x: y for x, y in rows[k].items() if x != "per_seed"}))
