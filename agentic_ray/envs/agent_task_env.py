@@ -716,8 +716,8 @@ class AgentTaskEnv(gym.Env):
         st.last_ok, st.last_failed = ok, not ok
         st.consecutive_failures = 0 if ok else st.consecutive_failures + 1
         cause = self._root_cause(skill, code, ok, masked, violation, high_risk, params)
+        st.reflection[:] = 0.0  # the root cause of the LAST step only: zeros after a successful one
         if cause is not None:
-            st.reflection[:] = 0.0
             st.reflection[_CAUSE[cause]] = 1.0
         self._steps.append(
             StepRecord(

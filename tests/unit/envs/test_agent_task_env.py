@@ -148,6 +148,10 @@ def test_masked_and_out_of_range_actions_are_typed_error_steps() -> None:
     assert rec_step.masked and rec_step.high_risk and rec_step.risk_weight == 1.0
     assert obs["reflection"][ROOT_CAUSES.index("risk_violation")] == 1.0  # cause of the last failure
     assert obs["reflection"].sum() == 1.0
+    # The reflection input describes the last step only: a successful call clears it.
+    sku = env.task.goals[0].args["sku"]
+    obs, *_, info = env.step(env.encode_action("inventory.check", {"sku": sku}))
+    assert info[STEP_TRACE]["result_code"] == "OK" and obs["reflection"].sum() == 0.0
     bad = [
         {
             "skill": 99,
