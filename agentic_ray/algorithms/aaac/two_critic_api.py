@@ -52,7 +52,8 @@ class TwoCriticAPI(ValueFunctionAPI, abc.ABC):
 
         The learner's loss and the advantage connector call this, not the two methods one by one.
         """
-        return self.compute_values(batch, embeddings), self.compute_risk_values(batch, embeddings)
+        reward = self.compute_values(batch, embeddings)  # RLlib types it as TensorType
+        return torch.as_tensor(reward), self.compute_risk_values(batch, embeddings)
 
     @abc.abstractmethod
     def policy_parameters(self) -> list[torch.nn.Parameter]:
