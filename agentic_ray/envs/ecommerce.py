@@ -21,7 +21,10 @@ order      status one-hot (5), total, refunded share, tracking one-hot (4), days
 session    steps used / budget, steps left / budget, goals done share, last call ok, last call failed,
            consecutive failures / 5
 goal       skill one-hot (13), pending / ready / done, priority, required enum one-hot (enum_max), has numeric
-           target, numeric target as a share of its bound range (what the numeric head must output)
+           target, numeric target as a share of its bound range, and the same target in the numeric action's
+           own units (``arctanh(2·share − 1)``, what the numeric head must output, mapped from
+           ``[−NUMERIC_BOUND, NUMERIC_BOUND]`` to [0, 1]; linear where the share saturates: a full refund is
+           share 1.0 but action 5.0)
 =========  ====================================================================================================
 """
 
@@ -38,7 +41,14 @@ from typing import Any
 import numpy as np
 
 from agentic_ray.envs.ecommerce_tasks import FAMILIES, MAX_GOALS, Task, draw_training_seed, generate_task
-from agentic_ray.envs.graph_spec import ROOT_CAUSES, ActionLayout, GraphSpec, RelationSpec, SkillSlots
+from agentic_ray.envs.graph_spec import (
+    NUMERIC_BOUND,
+    ROOT_CAUSES,
+    ActionLayout,
+    GraphSpec,
+    RelationSpec,
+    SkillSlots,
+)
 from agentic_ray.envs.quantile_map import QuantileMap
 from agentic_ray.skills.contracts import (
     BoolParam,
@@ -109,7 +119,7 @@ def _feat_dims(num_skills: int, enum_max: int) -> dict[str, int]:
         "product": len(CATEGORIES) + 2 + 3 + 3,
         "order": len(ORDER_STATUSES) + 2 + len(TRACKING_STATES) + 6,
         "session": 6,
-        "goal": num_skills + 3 + 1 + enum_max + 2,
+        "goal": num_skills + 3 + 1 + enum_max + 3,
     }
 
 
@@ -531,8 +541,12 @@ class ObservationBuilder:
                 _name, target = next(iter(g.numeric.items()))
                 b = self.numeric_bound(world, g.skill, g.args)
                 if b is not None:
+                    share = float(np.clip((target - b[0]) / max(b[1] - b[0], 1e-9), 0.0, 1.0))
                     gx[i, k + 4 + em] = 1.0
-                    gx[i, k + 5 + em] = float(np.clip((target - b[0]) / max(b[1] - b[0], 1e-9), 0.0, 1.0))
+                    gx[i, k + 5 + em] = share
+                    raw = np.arctanh(np.clip(2.0 * share - 1.0, -0.99999999, 0.99999999))
+                    bounded = float(np.clip(raw, -NUMERIC_BOUND, NUMERIC_BOUND))
+                    gx[i, k + 6 + em] = 0.5 * (bounded / NUMERIC_BOUND + 1.0)  # [0, 1] like every feature
         self._goal_static = gx
         self.goal_prereq = np.zeros((max(n_g, 1), max(n_g, 1)), dtype=bool)
         for i, ds in enumerate(self.goal_deps_idx):

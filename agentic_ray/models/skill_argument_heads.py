@@ -51,7 +51,8 @@ class SkillArgumentHeads(nn.Module):
         node_dim: Width of node embeddings.
         hidden_dim: Width of the heads' hidden layers.
         tool_scoring: Score each skill from its tool node too (:class:`ToolGroundedScorer`; tool node ``k`` must
-            be skill ``k``) instead of from the pooled state only.
+            be skill ``k``) and feed tool node ``k`` to skill ``k``'s argument heads, instead of the pooled state
+            only.
     """
 
     type_index: torch.Tensor
@@ -105,8 +106,9 @@ class SkillArgumentHeads(nn.Module):
             else mlp(state_dim, hidden_dim, k)
         )
         self.skill_embedding = nn.Embedding(k, hidden_dim)
+        self.tool_scoring = tool_scoring
         self.argument_context = nn.Sequential(
-            nn.Linear(state_dim + hidden_dim, hidden_dim),
+            nn.Linear(state_dim + hidden_dim + (node_dim if tool_scoring else 0), hidden_dim),
             nn.GELU(),
             nn.Linear(hidden_dim, hidden_dim),
             nn.LayerNorm(hidden_dim),
@@ -154,10 +156,12 @@ class SkillArgumentHeads(nn.Module):
             skill = self.skill_head(state)
         skill = skill.masked_fill(obs["skill_mask"] <= 0, fill)
 
-        ctx_in = torch.cat(
-            [state.unsqueeze(1).expand(b, k, state.shape[-1]), self.skill_embedding.weight.expand(b, k, hd)],
-            dim=-1,
-        )
+        parts = [state.unsqueeze(1).expand(b, k, state.shape[-1]), self.skill_embedding.weight.expand(b, k, hd)]
+        if self.tool_scoring:
+            # Arguments of skill k also read tool node k: what the goal that needs this tool asks for (its
+            # enum values, its numeric target) reaches the tool over the goal -needs-> tool edge.
+            parts.append(enc.nodes["tool"])
+        ctx_in = torch.cat(parts, dim=-1)
         ctx = self.argument_context(ctx_in)  # (B, K, hd)
 
         query = self.pointer_query(ctx).view(b, k, p, hd)
