@@ -156,7 +156,10 @@ class SkillArgumentHeads(nn.Module):
             skill = self.skill_head(state)
         skill = skill.masked_fill(obs["skill_mask"] <= 0, fill)
 
-        parts = [state.unsqueeze(1).expand(b, k, state.shape[-1]), self.skill_embedding.weight.expand(b, k, hd)]
+        parts = [
+            state.unsqueeze(1).expand(b, k, state.shape[-1]),
+            self.skill_embedding.weight.expand(b, k, hd),
+        ]
         if self.tool_scoring:
             # Arguments of skill k also read tool node k: what the goal that needs this tool asks for (its
             # enum values, its numeric target) reaches the tool over the goal -needs-> tool edge.
