@@ -73,7 +73,7 @@ def _settings() -> ExperimentSettings:
 
 
 @pytest.mark.learning
-@pytest.mark.timeout(1800)  # 3-6 min alone on 2 CPUs; up to 15 min when the box is shared
+@pytest.mark.timeout(1800)  # about 5 min alone on 2 CPUs; 13 min when the box is shared
 def test_aaac_ecommerce_beats_random(ray_session) -> None:
     torch.manual_seed(SEED)
     settings = _settings()
