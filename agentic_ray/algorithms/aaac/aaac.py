@@ -99,8 +99,7 @@ class AAACConfig(AlgorithmConfig):
         self.entropy_coeff = 0.01
         self.is_ratio_cap = 1.0
         # Trust region: with None (truncated IS alone) the policy's entropy collapsed within ~8k env steps on the
-        # e-commerce env (2.4 -> 0.55 nats) and completion fell back to 12%; with 0.2 it reached 45% on the same seed
-        # (benchmarks/results/aaac_vs_ppo.md).
+        # e-commerce env; see the notes in benchmarks/results/aaac_vs_ppo.md.
         self.policy_clip: float | None = 0.2
         self.vf_loss_coeff = 1.0
         self.reflection_coeff = 0.0  # root-cause cross-entropy (stage 3 turns it on)

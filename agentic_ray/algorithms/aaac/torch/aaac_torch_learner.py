@@ -32,13 +32,13 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
     late. Two forms:
 
     * ``policy_clip=ε`` (default 0.2): the clipped surrogate ``−E[min(ρA, clip(ρ, 1−ε, 1+ε)A)]``, a hard trust
-      region for several epochs per batch. Measured on the e-commerce env (GNN, tool-node scoring, 20k env
-      steps, seed 0): entropy stayed above 0.85 nats and validation completion reached 45%.
+      region for several epochs per batch.
     * ``policy_clip=None``: truncated importance weights ``−E[min(ρ, ρ̄)·A·∇log π]`` with the weight held
       constant (V-trace style): every sample keeps a gradient, so a rare high-advantage sample still pushes at
       weight ≤ ρ̄ where clipping would drop it (the seed's "17 high-value feedbacks clipped away"). The only
-      brake is then the KL penalty, and on the same run entropy collapsed to 0.55 nats within 8k steps and
-      completion fell back to 12%, so this is an option, not the default.
+      brake is then the KL penalty; on the e-commerce env the policy's entropy collapsed within ~8k env steps
+      and completion fell back (notes in ``benchmarks/results/aaac_vs_ppo.md``), so this is an option, not the
+      default.
 
     Both are followed by the progressive KL penalty to the behaviour policy, ``β_t·KL(μ‖π)``, strongest early.
 
