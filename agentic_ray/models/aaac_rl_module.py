@@ -177,11 +177,12 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
     def compute_both_values(
         self, batch: dict[str, Any], embeddings: Any | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Both critics, running a critic encoder the two share only once."""
-        if self.aaac_config.separate_critic_encoders and self.aaac_config.critics_share_encoder:
-            state = self.model.reward_critic_encoder(self._obs(batch)).state
-            return self.model.reward_critic(state).squeeze(-1), self.model.risk_critic(state).squeeze(-1)
-        return self.compute_values(batch, embeddings), self.compute_risk_values(batch, embeddings)
+        """Both critics, running each encoder they read only once (see :meth:`AAACModel.critic_values`)."""
+        if embeddings is not None and not self.aaac_config.separate_critic_encoders:
+            return self.model.reward_critic(embeddings).squeeze(-1), self.model.risk_critic(
+                embeddings
+            ).squeeze(-1)
+        return self.model.critic_values(self._obs(batch))
 
     @override(TwoCriticAPI)
     def compute_values(self, batch: dict[str, Any], embeddings: Any | None = None) -> torch.Tensor:
