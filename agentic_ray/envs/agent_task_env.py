@@ -81,7 +81,7 @@ from agentic_ray.envs.ecommerce_tasks import (
     validation_seeds,
 )
 from agentic_ray.envs.goal_dag import goal_edges, plan_validity
-from agentic_ray.envs.graph_spec import NUMERIC_BOUND, ROOT_CAUSES, observation_space
+from agentic_ray.envs.graph_spec import NUMERIC_BOUND, ROOT_CAUSES, numeric_action, observation_space
 from agentic_ray.envs.prototypes import ExpertStep, Prototype, load_prototypes
 from agentic_ray.keys import EPISODE_RECORD, MASK_REASONS, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
@@ -581,12 +581,7 @@ class AgentTaskEnv(gym.Env):
     def _inverse_squash(v: float, lo: float, hi: float) -> float:
         if hi <= lo:
             return 0.0
-        f = min(max((v - lo) / (hi - lo), 0.0), 1.0)
-        return float(
-            np.clip(
-                np.arctanh(np.clip(2.0 * f - 1.0, -0.99999999, 0.99999999)), -NUMERIC_BOUND, NUMERIC_BOUND
-            )
-        )
+        return numeric_action((v - lo) / (hi - lo))
 
     def ground_prototype(self, index: int) -> dict[str, Any]:
         """Prototype → structured action: entity arguments bind to the most urgent pending goal that asks for

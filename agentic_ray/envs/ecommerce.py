@@ -48,6 +48,7 @@ from agentic_ray.envs.graph_spec import (
     GraphSpec,
     RelationSpec,
     SkillSlots,
+    numeric_action,
 )
 from agentic_ray.envs.quantile_map import QuantileMap
 from agentic_ray.skills.contracts import (
@@ -544,9 +545,7 @@ class ObservationBuilder:
                     share = float(np.clip((target - b[0]) / max(b[1] - b[0], 1e-9), 0.0, 1.0))
                     gx[i, k + 4 + em] = 1.0
                     gx[i, k + 5 + em] = share
-                    raw = np.arctanh(np.clip(2.0 * share - 1.0, -0.99999999, 0.99999999))
-                    bounded = float(np.clip(raw, -NUMERIC_BOUND, NUMERIC_BOUND))
-                    gx[i, k + 6 + em] = 0.5 * (bounded / NUMERIC_BOUND + 1.0)  # [0, 1] like every feature
+                    gx[i, k + 6 + em] = 0.5 * (numeric_action(share) / NUMERIC_BOUND + 1.0)  # in [0, 1]
         self._goal_static = gx
         self.goal_prereq = np.zeros((max(n_g, 1), max(n_g, 1)), dtype=bool)
         for i, ds in enumerate(self.goal_deps_idx):

@@ -40,6 +40,16 @@ if TYPE_CHECKING:  # gymnasium is imported where spaces are built, so the spec d
 NUMERIC_BOUND = 5.0
 """Raw numeric actions live in [-5, 5]; tanh(5) = 0.99991, so contract bounds are reachable to 1e-4."""
 
+
+def numeric_action(share: float) -> float:
+    """The raw numeric action for a value at ``share`` of its bound range: ``arctanh(2·share − 1)``, clipped to
+    ``[-NUMERIC_BOUND, NUMERIC_BOUND]`` (the env maps an action ``v`` back to ``lo + (tanh(v) + 1)/2·(hi − lo)``)."""
+    f = min(max(share, 0.0), 1.0)
+    return float(
+        np.clip(np.arctanh(np.clip(2.0 * f - 1.0, -0.99999999, 0.99999999)), -NUMERIC_BOUND, NUMERIC_BOUND)
+    )
+
+
 ROOT_CAUSES: tuple[str, ...] = (
     "tool_timeout",
     "bad_parameters",
