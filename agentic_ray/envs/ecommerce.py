@@ -139,19 +139,17 @@ RELATIONS: tuple[RelationSpec, ...] = (
 )
 
 
-def ecommerce_specs(prototype_skills: Sequence[str] | int = ()) -> tuple[GraphSpec, ActionLayout]:
+def ecommerce_specs(prototype_skills: Sequence[str] = ()) -> tuple[GraphSpec, ActionLayout]:
     """The e-commerce :class:`GraphSpec` and :class:`ActionLayout`.
 
     Args:
         prototype_skills: Empty for the structured action mode; for prototype mode the skill name of each mined
             prototype (``[p.skill for p in load_prototypes()]``), which adds ``proto_mask`` to the observation
-            space and lets the model ground each prototype in its tool node. A bare count is accepted for shape-
-            only uses (the layout then has no prototype → skill map).
+            space and lets the model ground each prototype in its tool node.
     """
     contracts = ecommerce_contracts()
-    n = prototype_skills if isinstance(prototype_skills, int) else len(prototype_skills)
-    layout = layout_from_contracts(contracts, MAX_NODES, n)
-    if not isinstance(prototype_skills, int) and prototype_skills:
+    layout = layout_from_contracts(contracts, MAX_NODES, len(prototype_skills))
+    if prototype_skills:
         layout = dataclasses.replace(
             layout, prototype_skills=tuple(layout.skill_index(s) for s in prototype_skills)
         )

@@ -15,7 +15,7 @@ from agentic_ray.models.reflection import failed_last_step
 from agentic_ray.models.skill_argument_functional import masked_fill_value
 from agentic_ray.models.skill_argument_heads import SkillArgumentHeads, SkillArgumentLogits, mlp
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
-from agentic_ray.models.tool_grounded_scorer import ToolGroundedScorer
+from agentic_ray.models.tool_grounded_scorer import TOOL_NODE_TYPE, ToolGroundedScorer
 
 __all__ = ["AAACModel", "AAACModelConfig", "build_state_encoder", "default_device"]
 
@@ -107,10 +107,6 @@ class AAACModelConfig(BaseModel):
     def resolved_device(self) -> torch.device:
         """The device this config asks for (``auto`` → :func:`default_device`)."""
         return default_device() if self.device == "auto" else torch.device(self.device)
-
-
-TOOL_NODE_TYPE = "tool"
-"""The node type whose node ``k`` is skill ``k`` (what ``action_scorer='tool_nodes'`` reads)."""
 
 
 def check_tool_nodes(spec: GraphSpec, layout: ActionLayout) -> None:

@@ -15,7 +15,7 @@ from agentic_ray.models.skill_argument_functional import (
     masked_fill_value,
 )
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
-from agentic_ray.models.tool_grounded_scorer import ToolGroundedScorer
+from agentic_ray.models.tool_grounded_scorer import TOOL_NODE_TYPE, ToolGroundedScorer
 
 __all__ = ["SkillArgumentHeads", "SkillArgumentLogits", "mlp"]
 
@@ -151,7 +151,7 @@ class SkillArgumentHeads(nn.Module):
         fill = masked_fill_value(state.dtype)
 
         if isinstance(self.skill_head, ToolGroundedScorer):
-            skill = self.skill_head(state, enc.nodes["tool"])
+            skill = self.skill_head(state, enc.nodes[TOOL_NODE_TYPE])
         else:
             skill = self.skill_head(state)
         skill = skill.masked_fill(obs["skill_mask"] <= 0, fill)
@@ -163,7 +163,7 @@ class SkillArgumentHeads(nn.Module):
         if self.tool_scoring:
             # Arguments of skill k also read tool node k: what the goal that needs this tool asks for (its
             # enum values, its numeric target) reaches the tool over the goal -needs-> tool edge.
-            parts.append(enc.nodes["tool"])
+            parts.append(enc.nodes[TOOL_NODE_TYPE])
         ctx_in = torch.cat(parts, dim=-1)
         ctx = self.argument_context(ctx_in)  # (B, K, hd)
 

@@ -11,7 +11,7 @@ learns once.
 per-action bias), ``e_j`` a learned embedding of action ``j`` (which tells a prototype's enum variant apart from
 the others on the same tool), ``score`` a small MLP shared by all actions. Measured on the e-commerce env (see
 ``benchmarks/aaac_vs_ppo.py``): from-scratch RL with the state-only head repeated one safe call regardless of
-the goals; see the README's benchmark table for the numbers with this head.
+the goals (numbers in the notes of ``benchmarks/results/aaac_vs_ppo.md``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["ToolGroundedScorer"]
+__all__ = ["TOOL_NODE_TYPE", "ToolGroundedScorer"]
+
+TOOL_NODE_TYPE = "tool"
+"""The node type whose node ``k`` is skill ``k`` (what tool-grounded scoring reads)."""
 
 
 def _mlp(in_dim: int, hidden_dim: int, out_dim: int) -> nn.Sequential:
