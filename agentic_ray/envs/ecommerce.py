@@ -46,6 +46,7 @@ from agentic_ray.envs.graph_spec import (
     ROOT_CAUSES,
     ActionLayout,
     GraphSpec,
+    NumericTargetSpec,
     RelationSpec,
     SkillSlots,
     numeric_action,
@@ -157,6 +158,12 @@ def ecommerce_specs(prototype_skills: Sequence[str] = ()) -> tuple[GraphSpec, Ac
         max_nodes=dict(MAX_NODES),
         feat_dims=_feat_dims(layout.num_skills, layout.enum_max),
         relations=RELATIONS,
+        numeric_targets=NumericTargetSpec(
+            "goal",
+            flag_col=layout.num_skills + 4 + layout.enum_max,
+            value_col=layout.num_skills + 6 + layout.enum_max,
+            skill_col=0,
+        ),
     )
     return spec, layout
 

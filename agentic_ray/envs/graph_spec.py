@@ -85,12 +85,35 @@ class RelationSpec:
 
 
 @dataclass(frozen=True)
+class NumericTargetSpec:
+    """Where observations state numeric targets, so the policy can copy them instead of regressing them.
+
+    Nodes of ``node_type`` with feature ``flag_col`` = 1 carry, in feature ``value_col``, the target of the first
+    numeric argument of a skill, in the numeric action's own units mapped to [0, 1]: the raw action is
+    ``(2·x − 1)·NUMERIC_BOUND`` (see :func:`numeric_action`). With ``skill_col`` set, features
+    ``skill_col .. skill_col + K − 1`` are a one-hot of the skill the target belongs to, and skill ``k`` copies only
+    from nodes whose one-hot is ``k``.
+    """
+
+    node_type: str
+    flag_col: int
+    value_col: int
+    skill_col: int | None = None
+
+    def action_value(self, x: float) -> float:
+        """The raw numeric action stated by feature value ``x``."""
+        return (2.0 * x - 1.0) * NUMERIC_BOUND
+
+
+@dataclass(frozen=True)
 class GraphSpec:
     """Node types, their padded sizes and feature widths, and the relations between them."""
 
     max_nodes: dict[str, int]
     feat_dims: dict[str, int]
     relations: tuple[RelationSpec, ...]
+    numeric_targets: NumericTargetSpec | None = None
+    """Optional: which node features state numeric targets (the policy's numeric head can then copy them)."""
 
     @property
     def node_types(self) -> tuple[str, ...]:

@@ -67,6 +67,14 @@ class AAACModelConfig(BaseModel):
             "on the pooled state only."
         ),
     )
+    copy_numeric_targets: bool = Field(
+        default=True,
+        description=(
+            "Structured mode, when the graph spec declares numeric_targets: the first numeric argument's mean is "
+            "copied from a target the observation states (attention over the stating nodes plus a bounded "
+            "offset) instead of regressed through the encoder."
+        ),
+    )
     separate_critic_encoders: bool = Field(
         default=False,
         description="Critics read their own encoder instead of the policy's (critic regression then cannot "
@@ -199,7 +207,13 @@ class AAACModel(nn.Module):
             if config.action_scorer == "tool_nodes":
                 check_tool_nodes(spec, layout)
             self.policy_heads = SkillArgumentHeads(
-                layout, spec.max_nodes, h, h, hh, tool_scoring=config.action_scorer == "tool_nodes"
+                layout,
+                spec.max_nodes,
+                h,
+                h,
+                hh,
+                tool_scoring=config.action_scorer == "tool_nodes",
+                numeric_targets=spec.numeric_targets if config.copy_numeric_targets else None,
             )
         self.has_critics = build_critics
         self.reflection_enabled = True
