@@ -144,14 +144,15 @@ def eval_cmd(
     tasks_per_family: Annotated[int | None, typer.Option(help="Validation tasks per family.")] = None,
 ) -> None:
     """Re-evaluate a run's checkpoint on the fixed validation tasks and print the metrics."""
-    from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy
+    from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy, validation_env_config
     from agentic_ray.eval.policy_loading import load_policy_module, pick_checkpoint
     from agentic_ray.settings import ExperimentSettings
 
     settings = ExperimentSettings.model_validate_json((run_dir / "settings.json").read_text())
     ckpt = pick_checkpoint(run_dir, checkpoint or None)
     module = load_policy_module(ckpt)
-    env_cfg = settings.env.model_copy(update={"split": "validation"})
+    # The same validation env as the run's own evaluations (fixed fault share, no curriculum).
+    env_cfg = validation_env_config(settings.env, settings.eval.fault_share)
     res = evaluate_policy(
         ModulePolicy(module),
         env_cfg,

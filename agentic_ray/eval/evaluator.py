@@ -220,6 +220,15 @@ class EvalResult:
     after_failure: list[bool] = field(default_factory=list)
 
 
+def validation_env_config(env_config: AgentTaskEnvConfig, fault_share: float) -> AgentTaskEnvConfig:
+    """The training env config on the validation split, with a fixed share ``fault_share`` of faulty episodes
+    (no curriculum), as every evaluation of a run uses it."""
+    faults = env_config.faults.model_copy(
+        update={"enabled": fault_share > 0, "start_share": fault_share, "end_share": fault_share}
+    )
+    return env_config.model_copy(update={"faults": faults, "split": "validation"})
+
+
 def validation_tasks(env_config: AgentTaskEnvConfig, tasks_per_family: int) -> list[tuple[str, int]]:
     return [(f, s) for f in env_config.families for s in validation_seeds(f, tasks_per_family)]
 

@@ -33,7 +33,7 @@ from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, NUM_ENV
 
 from agentic_ray import keys
 from agentic_ray.algorithms.build import build_algo_config, current_module
-from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy
+from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy, validation_env_config
 from agentic_ray.eval.metrics import AutoPause, diagnosis_report
 from agentic_ray.eval.report import write_report
 from agentic_ray.eval.traces import append_traces
@@ -94,18 +94,7 @@ class Pipeline:
         self.auto_pause = AutoPause(settings.eval.auto_pause_patience)
         if self.state.auto_pause:
             self.auto_pause.set_state(self.state.auto_pause)
-        self.eval_env = settings.env.model_copy(
-            update={
-                "faults": settings.env.faults.model_copy(
-                    update={
-                        "enabled": settings.eval.fault_share > 0,
-                        "start_share": settings.eval.fault_share,
-                        "end_share": settings.eval.fault_share,
-                    }
-                ),
-                "split": "validation",
-            }
-        )
+        self.eval_env = validation_env_config(settings.env, settings.eval.fault_share)
         self.wandb: Any = None
         self.last: dict[str, Any] = {}
         self.last_eval: EvalResult | None = None

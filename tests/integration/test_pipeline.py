@@ -63,6 +63,12 @@ def test_tiny_pipeline_writes_everything(ray_session, tmp_path):
     assert CliRunner().invoke(app, ["trace", str(run), step_id]).exit_code == 0
     r = CliRunner().invoke(app, ["eval", str(run), "--tasks-per-family", "1"])
     assert r.exit_code == 0 and "completion" in r.output
+    # `agentic-ray eval` re-runs the run's own validation (same tasks, same fault share), so the final
+    # checkpoint's figures come back as the run recorded them.
+    for key in ("completion", "tcsr", "spt"):
+        assert f"{evals[-1][key]:.3f}" in next(
+            line for line in r.output.splitlines() if f" {key} " in f" {line} "
+        )
 
 
 def _scripted(monkeypatch, field: str, values: list[float]) -> list[float]:
