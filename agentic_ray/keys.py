@@ -23,11 +23,13 @@ TD_LAMBDA = "td_lambda"  # (N,) λ chosen for the episode each row belongs to
 
 # AAAC learner state and metrics.
 AAAC_NUM_UPDATES = "aaac_num_updates"  # learner state: Learner.update() calls so far (β schedule's t)
+AAAC_REFERENCE_POLICY = "aaac_reference_policy"  # learner state: frozen π_ref module states of the anchor KL
 AAAC_POLICY_LOSS = "policy_loss"
 AAAC_VF_LOSS_REWARD = "vf_loss_reward"
 AAAC_VF_LOSS_RISK = "vf_loss_risk"
 AAAC_BETA = "beta"
 AAAC_KL = "mean_kl"
+AAAC_ANCHOR_KL = "anchor_kl"
 AAAC_ENTROPY = "entropy"
 AAAC_LAMBDA_MEAN = "lambda_mean"
 AAAC_IS_WEIGHT_MEAN = "is_weight_mean"

@@ -255,6 +255,11 @@ class Pipeline:
         # The reflection head keeps learning while the encoder moves, or its predictions (a policy input) drift.
         _set_learner_attr(self.algo, "reflection_coeff", self.s.stages.il.reflection_coeff)
 
+        if self.state.iteration == 0 and getattr(self.algo.config, "anchor_kl_coeff", 0.0) > 0:
+            # The imitation policy becomes π_ref of AAAC's anchor KL (part of the learner state from here on,
+            # so a run resumed mid-stage keeps it).
+            self.algo.learner_group.foreach_learner(lambda learner: learner.set_reference_policy())
+
         def on_iter(it: int, p: float) -> None:
             if rl.curriculum:
                 set_training_progress(self.algo, p)
@@ -355,6 +360,7 @@ LEARNER_STATS = (
     keys.AAAC_VF_LOSS_RISK,
     keys.AAAC_BETA,
     keys.AAAC_KL,
+    keys.AAAC_ANCHOR_KL,
     keys.AAAC_ENTROPY,
     keys.AAAC_LAMBDA_MEAN,
     keys.AAAC_REFLECTION_LOSS,

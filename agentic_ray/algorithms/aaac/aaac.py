@@ -68,7 +68,8 @@ class AAACConfig(AlgorithmConfig):
     AAAC-specific attributes (set through :meth:`training`; Tune may also set them directly):
     ``w_reward``, ``lambda_short``, ``lambda_long``, ``lambda_length_threshold``, ``lambda_smooth_width``,
     ``beta_0``, ``beta_decay``, ``entropy_coeff``, ``is_ratio_cap``, ``policy_clip``, ``vf_loss_coeff``, ``critic_lr``,
-    ``policy_grad_clip``, ``reward_critic_grad_clip``, ``risk_critic_grad_clip``. ``w_risk`` is not stored: it is
+    ``policy_grad_clip``, ``reward_critic_grad_clip``, ``risk_critic_grad_clip``, ``anchor_kl_coeff``. ``w_risk`` is
+    not stored: it is
     always ``1 − w_reward`` (see :attr:`w_risk`).
     """
 
@@ -106,6 +107,8 @@ class AAACConfig(AlgorithmConfig):
         self.critic_warmup_updates = (
             0  # learner updates that train only the critics (e.g. right after imitation)
         )
+        # KL(π_ref‖π) to a frozen reference policy the learner snapshots (the pipeline: the imitation policy).
+        self.anchor_kl_coeff = 0.0
 
         # Optimizers: one per parameter group, each with its own global-norm gradient clip.
         self.critic_lr: float | None = None
@@ -139,6 +142,7 @@ class AAACConfig(AlgorithmConfig):
         policy_grad_clip: float | _NotProvided = NotProvided,
         reward_critic_grad_clip: float | _NotProvided = NotProvided,
         risk_critic_grad_clip: float | _NotProvided = NotProvided,
+        anchor_kl_coeff: float | _NotProvided = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Sets AAAC's training settings (plus any of ``AlgorithmConfig.training``'s, e.g. ``lr``, ``gamma``).
@@ -167,6 +171,10 @@ class AAACConfig(AlgorithmConfig):
             policy_grad_clip: Global-norm clip of the policy group's gradients (incl. a shared encoder), ``> 0``.
             reward_critic_grad_clip: Global-norm clip of the reward critic's gradients, ``> 0``.
             risk_critic_grad_clip: Global-norm clip of the risk critic's gradients, ``> 0``.
+            anchor_kl_coeff: Weight of ``KL(π_ref‖π)``, a penalty for leaving a frozen reference policy that
+                :meth:`AAACLearner.set_reference_policy` snapshots (the three-stage pipeline snapshots the
+                imitation policy when RL starts), ``>= 0``; 0 turns it off. Unlike the β term, whose μ moves with
+                every update, this one keeps fine-tuning from drifting away from what imitation got right.
             **kwargs: Forwarded to ``AlgorithmConfig.training``.
 
         Returns:
@@ -207,6 +215,8 @@ class AAACConfig(AlgorithmConfig):
             self.reward_critic_grad_clip = reward_critic_grad_clip
         if not isinstance(risk_critic_grad_clip, _NotProvided):
             self.risk_critic_grad_clip = risk_critic_grad_clip
+        if not isinstance(anchor_kl_coeff, _NotProvided):
+            self.anchor_kl_coeff = anchor_kl_coeff
         return self
 
     @override(AlgorithmConfig)
@@ -248,6 +258,8 @@ class AAACConfig(AlgorithmConfig):
             self._value_error(f"`critic_warmup_updates` ({self.critic_warmup_updates}) must be >= 0.")
         if self.reflection_coeff < 0:
             self._value_error(f"`reflection_coeff` ({self.reflection_coeff}) must be >= 0.")
+        if self.anchor_kl_coeff < 0:
+            self._value_error(f"`anchor_kl_coeff` ({self.anchor_kl_coeff}) must be >= 0.")
         if self.vf_loss_coeff < 0:
             self._value_error(f"`vf_loss_coeff` ({self.vf_loss_coeff}) must be >= 0.")
         if self.is_ratio_cap <= 0:

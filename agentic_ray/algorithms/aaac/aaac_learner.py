@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Collection
 from typing import Any, cast
 
@@ -28,11 +29,16 @@ class AAACLearner(Learner):
 
     ``num_updates`` counts completed ``Learner.update()`` calls (one per ``AAAC.training_step``; all epochs and
     minibatches of one call share the same β). It is part of ``get_state()``, so it survives checkpoints.
+
+    :meth:`set_reference_policy` snapshots each module as the frozen reference ``π_ref`` of the anchor term
+    ``anchor_kl_coeff·KL(π_ref‖π)``; the snapshot is part of ``get_state()`` too, so a resumed run keeps its
+    anchor.
     """
 
     @override(Learner)
     def build(self) -> None:
         self.num_updates = 0
+        self.reference_modules: dict[str, Any] = {}
         # Stage override of config.reflection_coeff (the pipeline turns the reflection loss on in stage 3).
         self.reflection_coeff: float | None = None
         super().build()
@@ -59,6 +65,21 @@ class AAACLearner(Learner):
         """
         return beta_schedule(config.beta_0, self.num_updates, config.beta_decay)
 
+    def set_reference_policy(self) -> None:
+        """Freezes a copy of every module's current weights as ``π_ref`` for the anchor KL term."""
+        self.reference_modules = {}
+        for module_id in self.module.keys():  # noqa: SIM118 (MultiRLModule is not a Mapping)
+            self.reference_modules[module_id] = self._frozen_copy(module_id, None)
+
+    def _frozen_copy(self, module_id: str, state: StateDict | None) -> Any:
+        ref = copy.deepcopy(self.module[module_id].unwrapped())
+        if state is not None:
+            ref.set_state(state)
+        ref.eval()
+        for p in ref.parameters():
+            p.requires_grad_(False)
+        return ref
+
     @OverrideToImplementCustomLogic_CallToSuperRecommended
     @override(Learner)
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
@@ -75,6 +96,10 @@ class AAACLearner(Learner):
     ) -> StateDict:
         state = super().get_state(components, not_components=not_components, **kwargs)
         state[keys.AAAC_NUM_UPDATES] = self.num_updates
+        if self.reference_modules:
+            state[keys.AAAC_REFERENCE_POLICY] = {
+                mid: ref.get_state(inference_only=True) for mid, ref in self.reference_modules.items()
+            }
         return state
 
     @override(Learner)
@@ -82,6 +107,10 @@ class AAACLearner(Learner):
         super().set_state(state)
         if keys.AAAC_NUM_UPDATES in state:
             self.num_updates = int(state[keys.AAAC_NUM_UPDATES])
+        if keys.AAAC_REFERENCE_POLICY in state:
+            self.reference_modules = {
+                mid: self._frozen_copy(mid, s) for mid, s in state[keys.AAAC_REFERENCE_POLICY].items()
+            }
 
     @classmethod
     @override(Learner)

@@ -252,6 +252,34 @@ def test_beta_counter_counts_updates_and_survives_state_round_trip() -> None:
     assert fresh.current_beta(fresh.config) == pytest.approx(0.2 * 0.999**3)
 
 
+def test_anchor_kl_to_the_reference_policy_is_added_and_survives_state_round_trip() -> None:
+    learner = make_learner(beta_0=0.0, entropy_coeff=0.0, vf_loss_coeff=0.0, anchor_kl_coeff=0.7)
+    module = learner.module[MID]
+    batch, fwd_out = fixed_batch()
+    base = learner.compute_loss_for_module(module_id=MID, config=learner.config, batch=batch, fwd_out=fwd_out)
+    # No reference yet: the term is off.
+    assert learner.metrics.reduce()[MID][keys.AAAC_ANCHOR_KL].peek() == 0.0
+
+    learner.set_reference_policy()
+    with torch.no_grad():  # the policy moves on after the snapshot; the reference stays where it was
+        for p in module.parameters():
+            p.add_(0.3)
+    ref_logits = learner.reference_modules[MID].forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
+    pi_logits = fwd_out[Columns.ACTION_DIST_INPUTS]
+    p_ref, p_pi = torch.softmax(ref_logits, -1)[:2], torch.softmax(pi_logits, -1)[:2]
+    expected_kl = float((p_ref * (p_ref.log() - p_pi.log())).sum(-1).mean())
+    assert expected_kl > 0.01
+    loss = learner.compute_loss_for_module(module_id=MID, config=learner.config, batch=batch, fwd_out=fwd_out)
+    assert loss.item() == pytest.approx(base.item() + 0.7 * expected_kl, rel=1e-5)
+    assert learner.metrics.reduce()[MID][keys.AAAC_ANCHOR_KL].peek() == pytest.approx(expected_kl, rel=1e-5)
+    assert all(not p.requires_grad for p in learner.reference_modules[MID].parameters())
+
+    fresh = make_learner(anchor_kl_coeff=0.7)
+    fresh.set_state(learner.get_state())
+    again = fresh.reference_modules[MID].forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
+    assert torch.allclose(again, ref_logits)
+
+
 def test_three_optimizers_with_their_own_gradient_clips() -> None:
     learner = make_learner(policy_grad_clip=0.5, reward_critic_grad_clip=2.0, risk_critic_grad_clip=1.0)
     module = learner.module[MID]

@@ -49,7 +49,9 @@ def models() -> tuple[AAACModel, AAACModel]:
     return copy, plain
 
 
-def test_a_single_stated_target_is_copied_exactly_before_any_training(models: tuple[AAACModel, AAACModel]) -> None:
+def test_a_single_stated_target_is_copied_exactly_before_any_training(
+    models: tuple[AAACModel, AAACModel],
+) -> None:
     copy, _plain = models
     obs = _obs_with_goals([("coupon.issue", 9.0 / 49.0), ("refund.trigger", 1.0)])
     assert _numeric_mean(copy, obs, "coupon.issue") == pytest.approx(numeric_action(9.0 / 49.0), abs=1e-5)

@@ -40,7 +40,9 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
       and completion fell back (notes in ``benchmarks/results/aaac_vs_ppo.md``), so this is an option, not the
       default.
 
-    Both are followed by the progressive KL penalty to the behaviour policy, ``β_t·KL(μ‖π)``, strongest early.
+    Both are followed by the progressive KL penalty to the behaviour policy, ``β_t·KL(μ‖π)``, strongest early,
+    and, with ``anchor_kl_coeff > 0`` and a reference set (:meth:`AAACLearner.set_reference_policy`), by
+    ``anchor_kl_coeff·KL(π_ref‖π)`` to the frozen reference.
 
     Critics: the reward critic (``compute_values``) regresses on ``Columns.VALUE_TARGETS``, the risk critic
     (``compute_risk_values``) on ``keys.RISK_VALUE_TARGETS``; both targets are TD(λ) λ-returns from
@@ -138,6 +140,12 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
         beta_t = self.current_beta(config)
         kl = masked_mean(mu.kl(pi))
         entropy = masked_mean(pi.entropy())
+        anchor_kl = torch.zeros((), device=logp.device)
+        ref = self.reference_modules.get(module_id)
+        if config.anchor_kl_coeff > 0 and ref is not None:
+            with torch.no_grad():
+                ref_inputs = ref.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
+            anchor_kl = masked_mean(pi.__class__.from_logits(ref_inputs).kl(pi))
 
         # Reflection (stage 3): root-cause cross-entropy on the steps that follow a failure.
         reflection_coeff = (
@@ -160,7 +168,13 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
         policy_on = float(self.num_updates >= config.critic_warmup_updates)
 
         total_loss = (
-            policy_on * (policy_loss + beta_t * kl - config.entropy_coeff * entropy)
+            policy_on
+            * (
+                policy_loss
+                + beta_t * kl
+                + config.anchor_kl_coeff * anchor_kl
+                - config.entropy_coeff * entropy
+            )
             + config.vf_loss_coeff * (vf_loss_reward + vf_loss_risk)
             + reflection_coeff * loss_reflection
         )
@@ -172,6 +186,7 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
                 keys.AAAC_VF_LOSS_RISK: vf_loss_risk,
                 keys.AAAC_BETA: beta_t,
                 keys.AAAC_KL: kl,
+                keys.AAAC_ANCHOR_KL: anchor_kl,
                 keys.AAAC_ENTROPY: entropy,
                 keys.AAAC_LAMBDA_MEAN: masked_mean(lambda_),
                 keys.AAAC_IS_WEIGHT_MEAN: masked_mean(is_weight),
