@@ -165,6 +165,31 @@ def test_specs_are_consistent_with_contracts() -> None:
     assert "proto_mask" in observation_space(spec, playout).spaces
 
 
+@pytest.mark.parametrize("family", ["quality_refund", "late_delivery", "composite"])
+def test_stated_numeric_targets_are_the_expert_actions(family: str) -> None:
+    """``GraphSpec.numeric_targets`` points at the goal features the policy copies: for every goal with a numeric
+    target, the stated value is the expert's own numeric action for that goal (so a copy completes it)."""
+    spec, layout = ecommerce_specs()
+    nt = spec.numeric_targets
+    assert nt is not None and nt.node_type == "goal" and nt.skill_col == 0
+    env = AgentTaskEnv()
+    seen = 0
+    for seed in range(8):
+        obs, _ = env.reset(seed=seed, options={"family": family})
+        x = obs["goal_x"]
+        for i, g in enumerate(env.task.goals):
+            k = layout.skill_index(g.skill)
+            assert x[i, nt.skill_col + k] == 1.0
+            assert x[i, nt.flag_col] == float(bool(g.numeric))
+            if g.numeric:
+                expert = env.encode_action(g.skill, {**g.args, **g.numeric})
+                assert nt.action_value(float(x[i, nt.value_col])) == pytest.approx(
+                    float(expert["numeric"][0]), abs=1e-5
+                )
+                seen += 1
+    assert seen >= 2
+
+
 def test_prototypes_cover_every_expert_step() -> None:
     protos = load_prototypes()
     sigs = {(p.skill, p.enum) for p in protos}
