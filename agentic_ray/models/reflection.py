@@ -86,6 +86,7 @@ def reflection_loss(
     obs_batch: dict[str, torch.Tensor],
     embeddings: torch.Tensor | None = None,
     mask: torch.Tensor | None = None,
+    train_encoder: bool = True,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Cross-entropy of the reflection head against the env's root cause, on rows that carry a label.
 
@@ -95,6 +96,8 @@ def reflection_loss(
         embeddings: The reflection head's input ``(B, H)`` if already computed (``forward_train``'s
             ``REFLECTION_EMBEDDINGS``); else the policy encoder runs on ``obs_batch``.
         mask: Optional ``(B,)`` bool row mask (e.g. RLlib's ``LOSS_MASK``), and-ed with the label mask.
+        train_encoder: Let the gradient reach the encoder the head reads (the policy encoder). False trains the
+            head alone, on detached features.
 
     Returns:
         ``(loss, stats)``: ``loss`` is the mean cross-entropy over labelled rows (an exact, differentiable 0
@@ -103,9 +106,10 @@ def reflection_loss(
     """
     model = _model_of(module_or_model)
     if embeddings is None:
-        logits = model.reflection_logits(obs_batch)
-    else:
-        logits = model.reflection_head(embeddings)
+        embeddings = model.reflection_state(model.encode(obs_batch))
+    if not train_encoder:
+        embeddings = embeddings.detach()
+    logits = model.reflection_head(embeddings)
     target_vec = obs_batch["reflection"].to(logits.device)
     labelled = target_vec.sum(-1) > 0
     if mask is not None:

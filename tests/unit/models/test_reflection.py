@@ -124,6 +124,13 @@ def test_reflection_loss_is_finite_masked_and_trains_the_head(source: str) -> No
     head = list(module.model.reflection_head.parameters())
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in head)
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in module.model.encoder.parameters())
+    # train_encoder=False: same value, but only the head learns (what the AAAC learner does by default).
+    module.zero_grad()
+    head_only, _ = reflection_loss(module, obs, train_encoder=False)
+    torch.testing.assert_close(head_only, loss)
+    head_only.backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in head)
+    assert all(p.grad is None or p.grad.abs().sum() == 0 for p in module.model.encoder.parameters())
     # A row mask (e.g. LOSS_MASK) removes rows.
     mask = torch.zeros(8, dtype=torch.bool)
     mask[0] = True

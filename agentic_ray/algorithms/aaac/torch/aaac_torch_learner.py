@@ -161,6 +161,7 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
                 batch[Columns.OBS],
                 embeddings=cast(Any, fwd_out.get(REFLECTION_EMBEDDINGS)),
                 mask=mask,
+                train_encoder=config.reflection_trains_encoder,
             )
             reflection_accuracy = stats.get("reflection_accuracy")
 
