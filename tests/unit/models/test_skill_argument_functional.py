@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from agentic_ray.envs.graph_spec import toy_specs
@@ -187,3 +188,24 @@ def test_mode_is_argmax() -> None:
             assert mode["pointer"][b, i] == parts.pointer[b, k, i].argmax()
         for i in range(s.numeric_count):
             assert math.isclose(float(mode["numeric"][b, i]), float(parts.numeric_mean[b, k, i]))
+
+
+def test_numeric_mean_gradient_is_scaled_by_its_sigma() -> None:
+    """Same logp values, but d logp / d mean = (x − μ)/σ (= ε) instead of (x − μ)/σ²."""
+    x = _logits(32, 7)
+    torch.manual_seed(3)
+    action = skill_argument_sample(PACKED.split(x), PACKED)
+    x = x.clone().requires_grad_(True)
+    parts = PACKED.split(x)
+    logp = skill_argument_logp(parts, PACKED, action)
+    torch.testing.assert_close(logp.detach(), _ref_logp(x.detach(), action))
+    (grad,) = torch.autograd.grad(logp.sum(), x)
+    g_mean = PACKED.split(grad).numeric_mean
+    checked = 0
+    for b, k in enumerate(action["skill"].tolist()):
+        for i in range(LAYOUT.skills[k].numeric_count):
+            mu, log_std = parts.numeric_mean[b, k, i].detach(), parts.numeric_log_std[b, k, i].detach()
+            expected = (action["numeric"][b, i] - mu) / log_std.exp()
+            assert float(g_mean[b, k, i]) == pytest.approx(float(expected), rel=1e-6)
+            checked += 1
+    assert checked > 0
