@@ -22,8 +22,12 @@ __all__ = ["SkillArgumentHeads", "SkillArgumentLogits", "mlp"]
 INITIAL_LOG_STD = -0.7
 """Initial numeric log_std (std ≈ 0.5 in raw pre-tanh units)."""
 
-COPY_RESIDUAL_MAX = 1.0
-"""Bound of the learned offset added to a copied numeric target (raw action units)."""
+COPY_OFFSET_MAX_SIGMAS = 2.0
+"""Bound of the learned offset added to a copied numeric target, in units of the argument's own σ (detached).
+
+In σ units a precise argument stays precise under RL: Adam moves the offset's parameters by about ``lr`` per
+step whatever the gradient's size, and in raw units that walked a copied 10.00 coupon (the user's cap) to 10.06
+within 24 quickstart RL iterations; scaled by σ ≈ 0.007 the same steps move it by about 1e-4."""
 
 
 def mlp(in_dim: int, hidden_dim: int, out_dim: int) -> nn.Sequential:
@@ -58,9 +62,9 @@ class SkillArgumentHeads(nn.Module):
             only.
         numeric_targets: Where the observation states numeric targets. When given, the mean of each skill's
             first numeric argument is copied: attention from the skill's argument context over the nodes that
-            state a target for that skill picks one, and a bounded learned offset is added. Regressing the value
-            through the encoder instead misses narrow tolerances (a coupon of 10 within 2% is ±0.014 raw
-            units). Skills with no stated target in a state keep the regressed mean.
+            state a target for that skill picks one, and an offset of at most ``COPY_OFFSET_MAX_SIGMAS`` σ is
+            added. Regressing the value through the encoder instead misses narrow tolerances (a coupon of 10
+            within 2% is ±0.014 raw units). Skills with no stated target in a state keep the regressed mean.
     """
 
     type_index: torch.Tensor
@@ -206,9 +210,9 @@ class SkillArgumentHeads(nn.Module):
 
         raw = self.numeric_head(ctx).view(b, k, pk.numeric_slots, 2)
         mean = NUMERIC_BOUND * torch.tanh(raw[..., 0] / NUMERIC_BOUND)
-        if self.numeric_targets is not None:
-            mean = self._copy_numeric_targets(obs, enc, ctx, mean, fill)
         log_std = LOG_STD_MIN + (LOG_STD_MAX - LOG_STD_MIN) * torch.sigmoid(raw[..., 1])
+        if self.numeric_targets is not None:
+            mean = self._copy_numeric_targets(obs, enc, ctx, mean, log_std, fill)
         mean = torch.where(self.numeric_used, mean, torch.zeros_like(mean))
         log_std = torch.where(self.numeric_used, log_std, torch.zeros_like(log_std))
 
@@ -225,10 +229,12 @@ class SkillArgumentHeads(nn.Module):
         enc: StateEncoderOutput,
         ctx: torch.Tensor,
         mean: torch.Tensor,
+        log_std: torch.Tensor,
         fill: float,
     ) -> torch.Tensor:
         """``mean (B, K, N)`` with slot 0 replaced by an attention-weighted copy of the stated targets plus an
-        offset, where skill ``k`` has at least one target node in the state."""
+        offset of at most :data:`COPY_OFFSET_MAX_SIGMAS` σ, where skill ``k`` has at least one target node in the
+        state."""
         nt = self.numeric_targets
         assert nt is not None
         x = obs[f"{nt.node_type}_x"]  # (B, G, F)
@@ -244,7 +250,8 @@ class SkillArgumentHeads(nn.Module):
         ) / math.sqrt(self.hidden_dim)
         attn = torch.softmax(score.masked_fill(~cand, fill), dim=-1)
         copied = (attn * target.unsqueeze(1)).sum(-1)  # (B, K)
-        offset = COPY_RESIDUAL_MAX * torch.tanh(self.copy_offset(ctx).squeeze(-1) / COPY_RESIDUAL_MAX)
+        sigma = log_std[..., 0].detach().exp()  # (B, K)
+        offset = sigma * COPY_OFFSET_MAX_SIGMAS * torch.tanh(self.copy_offset(ctx).squeeze(-1))
         anchored = (copied + offset).clamp(-NUMERIC_BOUND, NUMERIC_BOUND)
         use = cand.any(-1) & self.numeric_used[:, 0]  # (B, K)
         slot0 = torch.where(use, anchored, mean[..., 0])
