@@ -72,7 +72,7 @@ class AAACLearner(Learner):
             self.reference_modules[module_id] = self._frozen_copy(module_id, None)
 
     def _frozen_copy(self, module_id: str, state: StateDict | None) -> Any:
-        ref = copy.deepcopy(self.module[module_id].unwrapped())
+        ref: Any = copy.deepcopy(self.module[module_id].unwrapped())  # a torch RLModule (AAAC is torch-only)
         if state is not None:
             ref.set_state(state)
         ref.eval()
