@@ -254,6 +254,8 @@ class Pipeline:
         rl = self.s.stages.rl
         # The reflection head keeps learning while the encoder moves, or its predictions (a policy input) drift.
         _set_learner_attr(self.algo, "reflection_coeff", self.s.stages.il.reflection_coeff)
+        # Seed 000: RL trains on layers L1-L4 with L5 (long-term value) off; stage 3 ramps it in.
+        _set_l5_weight(self.algo, 0.0)
 
         if self.state.iteration == 0 and getattr(self.algo.config, "anchor_kl_coeff", 0.0) > 0:
             # The imitation policy becomes π_ref of AAAC's anchor KL (part of the learner state from here on,
