@@ -137,6 +137,35 @@ def test_auto_pause_fires_on_declining_dvr(ray_session, tmp_path, monkeypatch):
     assert diag["dvr_history"] == [0.9, 0.8, 0.7, 0.6] and diag["examples"]
 
 
+def test_rl_trains_on_l1_to_l4_and_reflection_ramps_l5_in(ray_session, tmp_path, monkeypatch):
+    """Seed 000's schedule on the reward pool: L5 (long-term value) weight 0 through RL, 0.1 -> 0.2 in stage 3."""
+    from agentic_ray.rollout.reward_aware_env_runner import RewardAwareEnvRunner
+
+    weights: list[tuple[str, float]] = []
+    real = RewardAwareEnvRunner.set_layer_weight
+
+    def spy(self, layer, weight):
+        weights.append((layer, weight))
+        real(self, layer, weight)
+
+    monkeypatch.setattr(RewardAwareEnvRunner, "set_layer_weight", spy)
+    s = load_settings(
+        TINY,
+        {
+            "wandb.mode": "disabled",
+            "stages.run": ["rl", "reflection"],
+            "stages.reflection.iterations": 2,
+            "rewards": {"mode": "async", "layers": {"execution": {}, "long_term_value": {}}},
+        },
+    )
+    out = run_pipeline(s, run_dir=tmp_path / "run", progress=_quiet)
+    assert out["status"] == "finished"
+    assert [layer for layer, _ in weights] == ["long_term_value"] * 3
+    assert [w for _, w in weights] == pytest.approx([0.0, 0.15, 0.2])
+    rows = [r for r in read_metrics(Path(out["run_dir"]) / "metrics.jsonl") if "tcsr" in r]
+    assert {"execution", "long_term_value"} <= set(rows[-1]["reward_layers"])
+
+
 def test_resume_after_kill_mid_stage(tmp_path):
     run = tmp_path / "run"
     tmpdir = Path("/tmp") / f"agray_resume_{os.getpid()}"
