@@ -6,6 +6,12 @@ scores ``masked_value`` (−3, as the env's cheap reward does; seed 000's rule a
 id, set ``masked_value=-10`` to reproduce it). Any other failure code (upstream errors, garbled output) scores
 ``other_failure`` (−1).
 
+A successful call that advanced no goal (``redundant``: asked again for what was already done, or a call no goal
+needs) scores ``redundant_value`` (0) instead of +1, as the env's own reward nets it to 0. Paying +1 for it made
+looping a harmless successful call until the step budget ran out worth more than completing the task (a loop of
+eight OK calls earns +8, a four-step completion +4 plus the +1 completion term), and RL fine-tuning learned
+exactly that: a wrong SMS template, re-sent until truncation.
+
 At the last step the completion term of seed 002 is added: +1 done, −0.5 explicit failure, 0 ongoing
 (truncated without completion).
 """
@@ -41,11 +47,12 @@ class ExecutionLayer(RewardLayer):
         code_values: result code → value; merged over :data:`DEFAULT_CODE_VALUES`.
         other_failure: value of a failed step whose code is not in the table.
         masked_value: value of a step whose action the mask forbade.
+        redundant_value: value of a successful step that advanced no goal.
         done_value, failure_value, ongoing_value: the completion term.
     """
 
     name = "execution"
-    version = "1"
+    version = "2"
     cost = CostClass.SYNC
     stream = Stream.REWARD
     granularity = Granularity.STEP
@@ -59,6 +66,7 @@ class ExecutionLayer(RewardLayer):
         done_value: float = 1.0,
         failure_value: float = -0.5,
         ongoing_value: float = 0.0,
+        redundant_value: float = 0.0,
     ) -> None:
         self.code_values = {**DEFAULT_CODE_VALUES, **(code_values or {})}
         self.other_failure = float(other_failure)
@@ -66,11 +74,14 @@ class ExecutionLayer(RewardLayer):
         self.done_value = float(done_value)
         self.failure_value = float(failure_value)
         self.ongoing_value = float(ongoing_value)
+        self.redundant_value = float(redundant_value)
 
-    def step_value(self, result_code: str, ok: bool, masked: bool) -> float:
+    def step_value(self, result_code: str, ok: bool, masked: bool, redundant: bool = False) -> float:
         """Value of one executed step."""
         if masked:
             return self.masked_value
+        if ok and redundant:
+            return self.redundant_value
         if result_code in self.code_values:
             return self.code_values[result_code]
         return self.code_values["OK"] if ok else self.other_failure
@@ -85,7 +96,8 @@ class ExecutionLayer(RewardLayer):
 
     def score(self, record: EpisodeRecord) -> np.ndarray:
         out = np.array(
-            [self.step_value(s.result_code, s.ok, s.masked) for s in record.steps], dtype=np.float32
+            [self.step_value(s.result_code, s.ok, s.masked, s.redundant) for s in record.steps],
+            dtype=np.float32,
         )
         if out.size == 0:
             raise ValueError(f"episode {record.episode_id} has no steps")

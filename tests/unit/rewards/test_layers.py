@@ -37,17 +37,31 @@ def test_layer_declarations():
 
 
 def test_execution_codes_and_completion():
-    layer = ExecutionLayer()
-    np.testing.assert_allclose(layer.score(five_step_record()), [1, 1, -2, 1, -5 + 1])
+    layer = ExecutionLayer()  # step 2 is a redundant success: 0
+    np.testing.assert_allclose(layer.score(five_step_record()), [1, 0, -2, 1, -5 + 1])
     np.testing.assert_allclose(
-        layer.score(five_step_record(completed=False, failed=True)), [1, 1, -2, 1, -5.5]
+        layer.score(five_step_record(completed=False, failed=True)), [1, 0, -2, 1, -5.5]
     )
     np.testing.assert_allclose(
-        layer.score(five_step_record(completed=False, truncated=True)), [1, 1, -2, 1, -5]
+        layer.score(five_step_record(completed=False, truncated=True)), [1, 0, -2, 1, -5]
     )
     rec = record([step("INVALID_INPUT"), step("UPSTREAM_ERROR"), step("PRECONDITION_FAILED", masked=True)])
     np.testing.assert_allclose(layer.score(rec), [-3, -1, -3 + 1])
     np.testing.assert_allclose(ExecutionLayer(masked_value=-10).score(rec), [-3, -1, -10 + 1])
+
+
+def test_execution_pays_nothing_for_a_successful_call_that_advanced_no_goal():
+    """Looping a harmless successful call must not out-earn completing the task."""
+    layer = ExecutionLayer()
+    loop = record(
+        [step(), step(), step(redundant=True), step(redundant=True), step(redundant=True)], completed=False
+    )
+    done = record([step(), step(), step()], completed=True)
+    np.testing.assert_allclose(layer.score(loop), [1, 1, 0, 0, 0])
+    assert layer.score(loop).sum() < layer.score(done).sum()
+    np.testing.assert_allclose(ExecutionLayer(redundant_value=-1).score(loop), [1, 1, -1, -1, -1])
+    # A failed call is scored by its code, redundant or not.
+    np.testing.assert_allclose(layer.score(record([step("TOOL_TIMEOUT", redundant=True)])), [-2 + 1])
 
 
 def test_efficiency_formula_optimal_plan_scores_one():
