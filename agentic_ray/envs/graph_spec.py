@@ -30,7 +30,7 @@ log-probabilities, entropy or KL.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -100,8 +100,8 @@ class NumericTargetSpec:
     value_col: int
     skill_col: int | None = None
 
-    def action_value(self, x: float) -> float:
-        """The raw numeric action stated by feature value ``x``."""
+    def action_value(self, x: Any) -> Any:
+        """The raw numeric action stated by feature value ``x`` (a float or an array/tensor of them)."""
         return (2.0 * x - 1.0) * NUMERIC_BOUND
 
 

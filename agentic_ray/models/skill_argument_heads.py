@@ -244,7 +244,7 @@ class SkillArgumentHeads(nn.Module):
         cand = stated.unsqueeze(1).expand(b, k, g)
         if nt.skill_col is not None:
             cand = cand & (x[..., nt.skill_col : nt.skill_col + k].transpose(1, 2) > 0.5)  # (B, K, G)
-        target = (2.0 * x[..., nt.value_col] - 1.0) * NUMERIC_BOUND  # (B, G)
+        target = nt.action_value(x[..., nt.value_col])  # (B, G)
         score = torch.einsum(
             "bkh,bgh->bkg", self.copy_query(ctx), self.copy_key(enc.nodes[nt.node_type])
         ) / math.sqrt(self.hidden_dim)

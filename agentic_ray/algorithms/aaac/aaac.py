@@ -69,8 +69,7 @@ class AAACConfig(AlgorithmConfig):
     ``w_reward``, ``lambda_short``, ``lambda_long``, ``lambda_length_threshold``, ``lambda_smooth_width``,
     ``beta_0``, ``beta_decay``, ``entropy_coeff``, ``is_ratio_cap``, ``policy_clip``, ``vf_loss_coeff``, ``critic_lr``,
     ``policy_grad_clip``, ``reward_critic_grad_clip``, ``risk_critic_grad_clip``, ``anchor_kl_coeff``,
-    ``reflection_trains_encoder``. ``w_risk`` is
-    not stored: it is
+    ``reflection_trains_encoder``. ``w_risk`` is not stored: it is
     always ``1 − w_reward`` (see :attr:`w_risk`).
     """
 
