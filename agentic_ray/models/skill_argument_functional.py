@@ -266,11 +266,11 @@ def skill_argument_logp(
 def sigma_scaled_mean(mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
     """``mean`` with its gradient multiplied by ``σ = exp(log_std)`` (same values; straight-through).
 
-    The score of a Gaussian mean is ``(x − μ)/σ² = ε/σ``: for an argument imitated to ``σ ≈ 0.007`` it was about
-    1,000× the discrete heads' scores (measured on the quickstart's imitation policy), so the policy group's
-    global-norm gradient clip spent nearly all of every RL update on the numeric mean, which random-walked off
-    its target, while skill, pointer and enum heads barely moved. Scaled by ``σ`` the score is ``ε``, on the
-    discrete heads' scale, and a precise mean moves in proportion to its own spread.
+    The score of a Gaussian mean is ``(x − μ)/σ² = ε/σ``. After imitation σ is small and that score dwarfs the
+    discrete heads', so the policy group's global-norm gradient clip spent nearly all of every RL update on the
+    numeric mean, which random-walked off its target, while skill, pointer and enum heads barely moved (see
+    ``benchmarks/results/quickstart.md``). Scaled by ``σ`` the score is ``ε``, on the discrete heads' scale, and
+    a precise mean moves in proportion to its own spread.
     """
     return mean.detach() + (mean - mean.detach()) * log_std.detach().exp()
 

@@ -26,8 +26,8 @@ COPY_OFFSET_MAX_SIGMAS = 2.0
 """Bound of the learned offset added to a copied numeric target, in units of the argument's own σ (detached).
 
 In σ units a precise argument stays precise under RL: Adam moves the offset's parameters by about ``lr`` per
-step whatever the gradient's size, and in raw units that walked a copied 10.00 coupon (the user's cap) to 10.06
-within 24 quickstart RL iterations; scaled by σ ≈ 0.007 the same steps move it by about 1e-4."""
+step whatever the gradient's size, and in raw units that walked a copied coupon value sitting exactly at the
+user's cap over it during a longer quickstart RL run (``benchmarks/results/quickstart.md``)."""
 
 
 def mlp(in_dim: int, hidden_dim: int, out_dim: int) -> nn.Sequential:

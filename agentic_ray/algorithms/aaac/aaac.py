@@ -104,8 +104,8 @@ class AAACConfig(AlgorithmConfig):
         self.policy_clip: float | None = 0.2
         self.vf_loss_coeff = 1.0
         self.reflection_coeff = 0.0  # root-cause cross-entropy (stage 3 turns it on)
-        # Its gradient stays out of the policy encoder: through it, 4 critic-only updates after imitation moved a
-        # policy from 0.51 to 0.36 completion (the policy terms were still off).
+        # Its gradient stays out of the policy encoder: through it, a few critic-only updates after imitation
+        # (policy terms off) moved the policy (benchmarks/results/quickstart.md).
         self.reflection_trains_encoder = False
         self.critic_warmup_updates = (
             0  # learner updates that train only the critics (e.g. right after imitation)
