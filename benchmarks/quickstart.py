@@ -23,14 +23,12 @@ KEYS = ("tcsr", "dvr", "cu", "spt", "spt_over_optimal", "completion", "high_risk
 def expert_on_the_same_tasks(run_dir: Path) -> dict[str, float]:
     """The scripted expert's figures on the run's own validation tasks (the ceiling: the tasks it fails are
     injected outages of a tool the task needs)."""
-    from agentic_ray.eval.evaluator import ExpertPolicy, rollout, validation_env_config, validation_tasks
-    from agentic_ray.eval.metrics import evaluate
+    from agentic_ray.eval.evaluator import ExpertPolicy, evaluate_policy, validation_env_config
     from agentic_ray.settings import ExperimentSettings
 
     s = ExperimentSettings.model_validate_json((run_dir / "settings.json").read_text())
     env = validation_env_config(s.env, s.eval.fault_share)
-    records, _ = rollout(ExpertPolicy(), env, validation_tasks(env, s.eval.tasks_per_family))
-    m = evaluate(records).to_dict()
+    m = evaluate_policy(ExpertPolicy(), env, s.eval.tasks_per_family).metrics.to_dict()
     return {k: m[k] for k in ("tcsr", "spt", "completion")}
 
 

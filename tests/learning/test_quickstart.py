@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentic_ray.eval.evaluator import ExpertPolicy, rollout, validation_env_config, validation_tasks
+from agentic_ray.eval.evaluator import ExpertPolicy, evaluate_policy, validation_env_config
 from agentic_ray.eval.report import read_metrics
 from agentic_ray.settings import load_settings
 from agentic_ray.stages.pipeline import run_pipeline
@@ -31,11 +31,11 @@ def test_quickstart_il_then_rl(ray_session, tmp_path) -> None:
     il = [r for r in evals if r["stage"] == "il"][-1]
     rl = [r for r in evals if r["stage"] == "rl"][-1]
 
-    env = validation_env_config(s.env, s.eval.fault_share)
-    tasks = validation_tasks(env, s.eval.tasks_per_family)
-    records, _ = rollout(ExpertPolicy(), env, tasks)
-    expert = sum(r.completed for r in records) / len(records)
-    one_task = 1.0 / len(tasks)
+    ev = evaluate_policy(
+        ExpertPolicy(), validation_env_config(s.env, s.eval.fault_share), s.eval.tasks_per_family
+    )
+    expert = ev.metrics.completion
+    one_task = 1.0 / len(ev.records)
     summary = f"expert {expert:.3f}, imitation {il['completion']:.3f}, RL {rl['completion']:.3f}"
 
     assert il["tcsr"] >= 0.8, f"TCSR after imitation {il['tcsr']:.3f} < 0.8"
