@@ -1,0 +1,11 @@
+"""The ``agentic-ray`` command line. Entry points build configuration and call one function each.
+
+One module per command group registers its commands on :data:`agentic_ray.cli.app.app`.
+"""
+
+from __future__ import annotations
+
+from agentic_ray.cli import skills_cmd, train_cmd  # noqa: F401  (register the commands)
+from agentic_ray.cli.app import app
+
+__all__ = ["app"]
