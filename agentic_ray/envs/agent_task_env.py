@@ -103,7 +103,7 @@ def episode_record_dict(rec: EpisodeRecord) -> dict[str, Any]:
     d["goal_deps"] = [tuple(e) for e in rec.goal_deps]
     for k in ("goals", "goals_done_order", "entities_mentioned", "entities_recalled"):
         d[k] = list(d[k])
-    d["user"] = dict(rec.user)
+    d["context"] = dict(rec.context)
     return d
 
 
@@ -710,6 +710,14 @@ class AgentTaskEnv(gym.Env):
             st.last_call_time[k] = self.clock.now()
         st.last_ok, st.last_failed = ok, not ok
         st.consecutive_failures = 0 if ok else st.consecutive_failures + 1
+        # A failure the injected fault caused (an availability error on a skill the fault hits), not the policy.
+        injected = (
+            res is not None
+            and not ok
+            and code not in CALLER_ERRORS
+            and self.fault_kind is not None
+            and (self.fault_kind != "outage" or skill in self._down)
+        )
         cause = self._root_cause(skill, code, ok, masked, violation, high_risk, params)
         st.reflection[:] = 0.0  # the root cause of the LAST step only: zeros after a successful one
         if cause is not None:
@@ -729,6 +737,7 @@ class AgentTaskEnv(gym.Env):
                 goals_satisfied=satisfied,
                 redundant=ok and not satisfied,
                 trace_id=trace_id,
+                injected=injected,
             )
         )
         # Dynamics: simulated time and drift.
@@ -772,6 +781,7 @@ class AgentTaskEnv(gym.Env):
                 "masked": masked,
                 "message": msg if res is None else res.message,
                 "goals_satisfied": satisfied,
+                "injected": injected,
                 "mask_reasons": decision_reasons,
                 "warnings": self._warnings + (res.warnings if res is not None else []),
             },
@@ -859,7 +869,7 @@ class AgentTaskEnv(gym.Env):
             dependency_violations=self._violations + missing,
             entities_mentioned=list(task.entities),
             entities_recalled=list(self._recalled),
-            user={
+            context={
                 "level": float(u.level),
                 "complaint_rate": u.complaint_rate,
                 "verified": float(u.verified),

@@ -27,6 +27,9 @@ class StepRecord:
     goals_satisfied: list[str] = field(default_factory=list)  # subgoals this step completed
     redundant: bool = False  # a successful call that advanced no goal
     trace_id: str = ""
+    injected: bool = (
+        False  # failed because of an injected fault (an outage, transient or garbled reply), not the policy
+    )
 
 
 @dataclass
@@ -49,7 +52,9 @@ class EpisodeRecord:
     dependency_violations: int = 0
     entities_mentioned: list[str] = field(default_factory=list)  # for memory recall (L4)
     entities_recalled: list[str] = field(default_factory=list)
-    user: dict[str, float] = field(default_factory=dict)  # level, complaint_rate, verified, ...
+    context: dict[str, float] = field(
+        default_factory=dict
+    )  # domain features for reward layers (e.g. user level)
     policy_version: int = 0
     intent_id: str = ""
 

@@ -57,9 +57,9 @@ def episode_features(record: EpisodeRecord) -> np.ndarray:
             float(np.clip((record.num_steps - opt) / opt, 0.0, 3.0)),
             fails / t,
             float(sum(1 for s in record.steps if s.high_risk)),
-            float(record.user.get("level", 0.0)),
-            float(record.user.get("complaint_rate", 0.0)),
-            float(record.user.get("verified", 0.0)),
+            float(record.context.get("level", 0.0)),
+            float(record.context.get("complaint_rate", 0.0)),
+            float(record.context.get("verified", 0.0)),
             float(np.mean([s.latency_ms for s in record.steps]) / 1000.0) if record.steps else 0.0,
             sum(1 for s in record.steps if s.redundant) / t,
         ]

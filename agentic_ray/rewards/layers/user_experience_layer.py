@@ -58,7 +58,7 @@ class UserExperienceLayer(RewardLayer):
 
     def reply_sentiments(self, record: EpisodeRecord) -> np.ndarray:
         """Simulated sentiment of each reply: one per step plus the closing reply, shape ``(T + 1,)``."""
-        c = float(np.clip(record.user.get("complaint_rate", 0.0), 0.0, 1.0))
+        c = float(np.clip(record.context.get("complaint_rate", 0.0), 0.0, 1.0))
         out = []
         for s in record.steps:
             v = 0.0

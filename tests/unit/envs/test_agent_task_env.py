@@ -408,3 +408,34 @@ def test_numeric_squash_bounds_and_clipping() -> None:
     assert order.refunded == pytest.approx(tr["args"]["amount"], abs=0.01)
     assert tr["goals_satisfied"] == []  # not the amount the customer is owed
     assert env._steps[-1].high_risk and env._steps[-1].redundant
+
+
+def test_injected_marks_only_failures_the_fault_caused() -> None:
+    cfg = AgentTaskEnvConfig()
+    cfg.faults.enabled = True
+    cfg.faults.kinds = {"outage": 1.0}
+    env = AgentTaskEnv(cfg)
+    expert = ScriptedExpert()
+    env.reset(seed=3)
+    injected = 0
+    for _ in range(10):
+        down = env._down
+        done = False
+        while not done:
+            _, _, term, trunc, info = env.step(expert.act(env))
+            st = info[STEP_TRACE]
+            assert st["injected"] == (st["result_code"] != "OK" and st["skill"] in down)
+            injected += st["injected"]
+            done = term or trunc
+        rec = EpisodeRecord.from_dict(info[EPISODE_RECORD])
+        assert [s.injected for s in rec.steps] == [
+            s.result_code != "OK" and s.skill in down for s in rec.steps
+        ]
+        env.reset()
+    assert injected > 0
+    # A caller error in a faulty episode is the policy's, not the fault's.
+    env.reset(seed=4)
+    _, _, _, _, info = env.step(
+        {"skill": 0, "pointer": np.array([99, 0]), "enum": np.zeros(2), "numeric": np.zeros(1)}
+    )
+    assert info[STEP_TRACE]["result_code"] == "INVALID_INPUT" and not info[STEP_TRACE]["injected"]
