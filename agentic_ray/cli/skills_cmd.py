@@ -79,7 +79,7 @@ def skills_check(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
 ) -> None:
     """Run every skill of a domain once through the ToolExecutor and print a table."""
-    from agentic_ray.skills.check import run_skill_check
+    from agentic_ray.envs.skill_check import run_skill_check
 
     rows = run_skill_check(domain, url=url, seed=seed)
     if as_json:

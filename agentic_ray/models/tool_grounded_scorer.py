@@ -21,10 +21,10 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from agentic_ray.graph_spec import TOOL_NODE_TYPE
+
 __all__ = ["TOOL_NODE_TYPE", "ToolGroundedScorer"]
 
-TOOL_NODE_TYPE = "tool"
-"""The node type whose node ``k`` is skill ``k`` (what tool-grounded scoring reads)."""
 
 
 def _mlp(in_dim: int, hidden_dim: int, out_dim: int) -> nn.Sequential:

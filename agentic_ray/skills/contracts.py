@@ -9,6 +9,7 @@ and which business rules must hold before it may run. Loading validates everythi
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -115,7 +116,18 @@ class StringParam(_Strict):
     max_length: int = Field(default=1024, ge=1, description="Longer strings are INVALID_INPUT.")
     required: bool = Field(default=True, description="Whether the caller must pass it.")
     default: str | None = Field(default=None, description="Used when the parameter is omitted.")
+    source: str | None = Field(
+        default=None,
+        pattern=r"^request\.[a-z][a-z0-9_]*$",
+        description="Where an agent takes the value from: `request.<fact>` copies a fact the customer gave (an "
+        "email, a name, a zip code). Strings that are not copied are enums (a declared vocabulary).",
+    )
     description: str = ""
+
+    @property
+    def request_fact(self) -> str | None:
+        """The request fact the value is copied from (``email`` for ``source: request.email``)."""
+        return self.source.split(".", 1)[1] if self.source else None
 
 
 class EntityParam(_Strict):
@@ -126,8 +138,27 @@ class EntityParam(_Strict):
     description: str = ""
 
 
+class EntityListParam(_Strict):
+    """A set of entity references of one node type, e.g. the ``item_ids`` of a return."""
+
+    type: Literal["list"] = "list"
+    node_type: str = Field(description="Graph node type of every member.")
+    min_items: int = Field(default=1, ge=0, description="Fewest members.")
+    max_items: int = Field(default=8, ge=1, description="Most members.")
+    required: bool = Field(default=True, description="Whether the caller must pass it.")
+    default: list[str] | None = Field(default=None, description="Used when the parameter is omitted.")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> EntityListParam:
+        if self.min_items > self.max_items:
+            raise ValueError(f"min_items {self.min_items} > max_items {self.max_items}")
+        return self
+
+
 ParamSpec = Annotated[
-    FloatParam | IntParam | EnumParam | BoolParam | StringParam | EntityParam, Field(discriminator="type")
+    FloatParam | IntParam | EnumParam | BoolParam | StringParam | EntityParam | EntityListParam,
+    Field(discriminator="type"),
 ]
 
 
@@ -137,13 +168,64 @@ class ErrorSpec(_Strict):
     description: str = ""
 
 
+ScalarType = Literal["float", "int", "bool", "string", "list", "dict"]
+
+
+class OutputField(_Strict):
+    """One success-payload field. Typed entity references are how a lookup *reveals* entities.
+
+    * ``type: entity`` (with ``node_type``): the value is an entity id; the agent now knows that entity.
+    * ``type: entity_list``: a list of ids, or of objects with an ``id`` key plus the ``fields`` given, each an
+      entity of ``node_type`` revealed with those fields.
+    * a scalar type with ``of: <name>``: the value is field ``<name-of-this-output>`` of the entity that input
+      parameter or output field ``<name>`` refers to (``status: {type: string, of: order_id}``).
+    * ``of`` on an entity or entity_list field links the referring entity to the revealed ones (the value is
+      also stored as that field of the ``of`` entity, e.g. an order's ``items``).
+    """
+
+    type: Literal["float", "int", "bool", "string", "list", "dict", "entity", "entity_list"] = Field(
+        description="Value type."
+    )
+    node_type: str | None = Field(default=None, description="Entity type (entity and entity_list only).")
+    of: str | None = Field(
+        default=None, description="Input parameter or output field naming the entity this value belongs to."
+    )
+    fields: dict[str, ScalarType] = Field(
+        default_factory=dict, description="entity_list of objects: the fields each object reveals."
+    )
+    as_field: str | None = Field(
+        default=None, description="Name of the entity field the value is stored as (default: this name)."
+    )
+
+    @model_validator(mode="after")
+    def _entity_type(self) -> OutputField:
+        if self.type in ("entity", "entity_list") and not self.node_type:
+            raise ValueError(f"a {self.type} output needs node_type")
+        if self.type not in ("entity", "entity_list") and (self.node_type or self.fields):
+            raise ValueError("node_type/fields are for entity and entity_list outputs only")
+        return self
+
+    @property
+    def scalar_type(self) -> str:
+        """The JSON type a payload value must have."""
+        return {"entity": "string", "entity_list": "list"}.get(self.type, self.type)
+
+
 class OutputSpec(_Strict):
-    fields: dict[str, Literal["float", "int", "bool", "string", "list", "dict"]] = Field(
+    fields: dict[str, OutputField] = Field(
         default_factory=dict,
         description="Success payload fields and their types; a payload that lacks one or has the wrong type "
-        "is INVALID_OUTPUT (a garbled payload in a valid JSON shell).",
+        "is INVALID_OUTPUT (a garbled payload in a valid JSON shell). A plain type name is short for "
+        "`{type: <name>}`.",
     )
     errors: list[ErrorSpec] = Field(default_factory=list, description="Declared error codes.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_types(cls, v: Any) -> Any:
+        if isinstance(v, dict) and isinstance(v.get("fields"), dict):
+            v = {**v, "fields": {k: {"type": t} if isinstance(t, str) else t for k, t in v["fields"].items()}}
+        return v
 
 
 class SLASpec(_Strict):
@@ -179,7 +261,9 @@ class RetrySpec(_Strict):
 
 class FallbackSpec(_Strict):
     skill: str | None = Field(default=None, description="Another skill to call with the same params.")
-    rule: str | None = Field(default=None, description="A named rule-based degrade (see skills/rules.py).")
+    rule: str | None = Field(
+        default=None, description="A named rule-based degrade the domain defines (`Domain.fallback_rules`)."
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> FallbackSpec:
@@ -191,6 +275,14 @@ class FallbackSpec(_Strict):
 class RiskSpec(_Strict):
     high_risk: bool = Field(default=False, description="Whether the skill is high-risk.")
     weight: float = Field(default=0.0, ge=0, description="Weight wᵢ in the L3 risk layer.")
+    consequence: str | None = Field(
+        default=None,
+        description="What a high-risk shortcut (the call without its safety precondition, risk_mode: soft) may "
+        "cause after the episode ends, e.g. a complaint or a chargeback.",
+    )
+    consequence_probability: float = Field(
+        default=0.0, ge=0, le=1, description="Probability that a shortcut causes the consequence."
+    )
 
 
 class RequirementSpec(_Strict):
@@ -199,7 +291,18 @@ class RequirementSpec(_Strict):
 
 
 class PreconditionSpec(_Strict):
-    after: str = Field(description="A skill that must have succeeded earlier for the same intent.")
+    """A business rule on the call history: an earlier successful call must exist.
+
+    ``after`` names one skill, ``any_of`` alternatives (the customer is identified by email *or* by name and zip
+    code). ``same`` parameters must equal the earlier call's parameter or payload field of that name. ``bind``
+    ties the earlier call to another one: ``{user_id: [user.find, ...]}`` means the earlier call's payload
+    ``user_id`` equals the ``user_id`` of a successful call of one of those skills (the order acted on belongs to
+    the customer who was identified). A ``safety`` rule is a risk check: ``risk_mode: soft`` lifts it, and the
+    call then runs as a high-risk shortcut. The one implementation is :mod:`agentic_ray.skills.preconditions`.
+    """
+
+    after: str | None = Field(default=None, description="A skill that must have succeeded earlier.")
+    any_of: list[str] = Field(default_factory=list, description="Alternatives to `after`: any one of them.")
     where: dict[str, Any] = Field(
         default_factory=dict, description="Payload fields the earlier success must have had."
     )
@@ -207,11 +310,31 @@ class PreconditionSpec(_Strict):
         default_factory=list,
         description="Parameters whose values must be equal in both calls (e.g. order_id).",
     )
+    bind: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Payload field of the earlier call -> skills one of whose successful calls has the same "
+        "value in that field.",
+    )
+    safety: bool = Field(default=False, description="A safety check that risk_mode: soft turns into a risk.")
     description: str = ""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PreconditionSpec:
+        if (self.after is None) == (not self.any_of):
+            raise ValueError("a precondition names exactly one of `after` or `any_of`")
+        return self
+
+    @property
+    def skills(self) -> list[str]:
+        """The skill(s) whose earlier success satisfies it."""
+        return [self.after] if self.after is not None else list(self.any_of)
 
 
 class SkillContract(_Strict):
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", description="e.g. refund.trigger")
+    name: str = Field(
+        pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$",
+        description="Any style: `refund.trigger`, `lookup_customer_by_email`.",
+    )
     version: str = Field(default="1.0", description="Contract version.")
     description: str = Field(min_length=1, description="What the skill does.")
     handler: str | None = Field(
@@ -248,8 +371,6 @@ class DomainContracts(_Strict):
         if dup:
             raise ValueError(f"duplicate skill names: {sorted(dup)}")
         known = set(names)
-        from agentic_ray.skills.rules import RULES
-
         for i, s in enumerate(self.skills):
             for j, fb in enumerate(s.fallback):
                 if fb.skill is not None and fb.skill not in known:
@@ -258,21 +379,39 @@ class DomainContracts(_Strict):
                     raise ValueError(
                         f"skills.{i} ({s.name}).fallback.{j}.skill: a skill cannot fall back to itself"
                     )
-                if fb.rule is not None and fb.rule not in RULES:
-                    raise ValueError(
-                        f"skills.{i} ({s.name}).fallback.{j}.rule: unknown rule {fb.rule!r} (known: {sorted(RULES)})"
-                    )
             for j, pc in enumerate(s.preconditions):
-                if pc.after not in known:
-                    raise ValueError(
-                        f"skills.{i} ({s.name}).preconditions.{j}.after: unknown skill {pc.after!r}"
-                    )
+                where = f"skills.{i} ({s.name}).preconditions.{j}"
+                for a in pc.skills + [x for v in pc.bind.values() for x in v]:
+                    if a not in known:
+                        raise ValueError(f"{where}: unknown skill {a!r}")
                 for p in pc.same:
                     if p not in s.input:
-                        raise ValueError(
-                            f"skills.{i} ({s.name}).preconditions.{j}.same: {p!r} is not an input"
-                        )
+                        raise ValueError(f"{where}.same: {p!r} is not an input")
+                # The action mask checks `same` per pointer slot; a joint constraint over two arguments, or one on
+                # a value the policy picks in the same action (an enum), would make the mask disagree with the
+                # gateway, so `same` names at most one single-entity parameter.
+                if any(not isinstance(s.input[p], EntityParam) for p in pc.same) or len(pc.same) > 1:
+                    raise ValueError(f"{where}.same: at most one entity parameter per precondition")
+            for name, p in s.input.items():
+                if isinstance(p, EntityListParam) and p.min_items < 1 and p.required:
+                    raise ValueError(f"skills.{i} ({s.name}).input.{name}: a required list needs min_items >= 1")
+            for name, f in s.output.fields.items():
+                if f.of is not None and f.of not in s.input and f.of not in s.output.fields:
+                    raise ValueError(
+                        f"skills.{i} ({s.name}).output.fields.{name}.of: {f.of!r} is neither an input nor an output"
+                    )
         return self
+
+    def check_rules(self, rules: Iterable[str]) -> None:
+        """Raises :class:`ContractError` if a fallback names a rule the domain does not define."""
+        known = set(rules)
+        for s in self.skills:
+            for fb in s.fallback:
+                if fb.rule is not None and fb.rule not in known:
+                    raise ContractError(
+                        f"{self.source or self.domain}: skill {s.name}: fallback rule {fb.rule!r} is not defined "
+                        f"by the domain (known: {sorted(known)})"
+                    )
 
     def by_name(self) -> dict[str, SkillContract]:
         return {s.name: s for s in self.skills}

@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,8 @@ from agentic_ray.skills.backends import Backend, RawOutcome
 from agentic_ray.skills.circuit_breaker import CircuitBreaker
 from agentic_ray.skills.contracts import DomainContracts, SkillContract
 from agentic_ray.skills.param_validation import InvalidParams, output_problem, validate_params
-from agentic_ray.skills.rules import RULES
+from agentic_ray.skills.preconditions import Call
+from agentic_ray.skills.preconditions import precondition_status as _precondition_status
 
 CALLER_ERRORS = frozenset(
     {"INVALID_INPUT", "PRECONDITION_FAILED", "NOT_FOUND", "CONFLICT", "NOT_WHITELISTED", "DEPENDENCY_MISSING"}
@@ -161,6 +162,9 @@ class ToolExecutor:
         clock: time source (default: real time).
         whitelist: names allowed to run (default: every contract with ``allowed: true``).
         max_intents: how many intents' call histories to keep for precondition checks (LRU).
+        rules: the domain's named rule-based degrades (``fallback: [{rule: ...}]``); a contract naming a rule
+            that is not here is refused.
+        enforce_safety: False lifts the contracts' ``safety`` preconditions (``risk_mode: soft``).
     """
 
     def __init__(
@@ -172,7 +176,12 @@ class ToolExecutor:
         clock: Clock | None = None,
         whitelist: set[str] | None = None,
         max_intents: int = 10_000,
+        rules: Mapping[str, Callable[[str, dict[str, Any]], dict[str, Any]]] | None = None,
+        enforce_safety: bool = True,
     ) -> None:
+        self.rules = dict(rules or {})
+        contracts.check_rules(self.rules)
+        self.enforce_safety = enforce_safety
         self.contracts = contracts.by_name()
         self.backend = backend
         self.clock = clock or RealClock()
@@ -180,7 +189,7 @@ class ToolExecutor:
         allowed = {n for n, c in self.contracts.items() if c.allowed}
         self.whitelist = allowed if whitelist is None else allowed & set(whitelist)
         self._state = {n: _SkillState(c, self.clock) for n, c in self.contracts.items()}
-        self._history: OrderedDict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = OrderedDict()
+        self._history: OrderedDict[str, list[Call]] = OrderedDict()
         self._max_intents = max_intents
         self._hist_lock = threading.Lock()
         base = Path(contracts.source).parent if contracts.source else Path.cwd()
@@ -259,23 +268,16 @@ class ToolExecutor:
         return self._state[skill].breaker.state
 
     def precondition_status(self, skill: str, params: dict[str, Any], intent_id: str) -> tuple[bool, str]:
-        """Whether the contract's business preconditions hold for this intent. Returns (ok, reason)."""
+        """Whether the contract's business preconditions hold for this intent. Returns (ok, reason).
+
+        The one implementation is :func:`agentic_ray.skills.preconditions.precondition_status` (the env's
+        action mask uses the same functions)."""
         c = self.contracts.get(skill)
         if c is None or not c.preconditions:
             return True, ""
         with self._hist_lock:
             hist = list(self._history.get(intent_id, ()))
-        for pc in c.preconditions:
-            if not any(
-                s == pc.after
-                and all(pay.get(k) == v for k, v in pc.where.items())
-                and all(p.get(k) == params.get(k) for k in pc.same)
-                for s, p, pay in hist
-            ):
-                cond = f" with {pc.where}" if pc.where else ""
-                same = f" for the same {', '.join(pc.same)}" if pc.same else ""
-                return False, pc.description or f"{skill} requires a prior successful {pc.after}{cond}{same}"
-        return True, ""
+        return _precondition_status(c, params, hist, enforce_safety=self.enforce_safety)
 
     def forget_intent(self, intent_id: str) -> None:
         with self._hist_lock:
@@ -334,11 +336,11 @@ class ToolExecutor:
         res.trace_id, res.intent_id, res.params, res.warnings = trace_id, intent_id, clean, warnings
         if not res.ok and res.error_code not in CALLER_ERRORS:
             res = self._fallback(c, clean, world_id, res)
-        if res.ok:
+        if res.ok and res.fallback_used is None:  # a degraded reply satisfies no precondition
             with self._hist_lock:
                 h = self._history.setdefault(intent_id, [])
                 self._history.move_to_end(intent_id)
-                h.append((skill, clean, res.payload))
+                h.append(Call(skill, clean, res.payload))
                 while len(self._history) > self._max_intents:
                     self._history.popitem(last=False)
         res.skill = skill
@@ -456,7 +458,7 @@ class ToolExecutor:
                     )
             elif fb.rule is not None:
                 try:
-                    payload = RULES[fb.rule](c.name, params)
+                    payload = self.rules[fb.rule](c.name, params)
                 except Exception:
                     continue
                 return _replace(

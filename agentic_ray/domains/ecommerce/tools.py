@@ -1,4 +1,4 @@
-"""The thirteen atomic e-commerce tools: ``handler(world, params) -> payload``, with real effects on a ShopWorld.
+"""The atomic e-commerce tools: ``handler(world, params) -> payload``, with real effects on a ShopWorld.
 
 Each handler checks the business state and raises :class:`~agentic_ray.skills.backends.ToolError` with a typed
 code on a bad call (``NOT_FOUND``, ``CONFLICT``, ``PRECONDITION_FAILED``); parameters arrive already validated and
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentic_ray.skills.backends import ToolError
-from agentic_ray.skills.domains.ecommerce.world import PICKUP_POINT, Order, ShopWorld
+from agentic_ray.domains.ecommerce.world import PICKUP_POINT, Order, ShopWorld
 
 EPS = 1e-6
 
@@ -52,21 +52,95 @@ def sms_send(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     return {"message_id": mid, "delivered": True}
 
 
+def _user_record(w: ShopWorld) -> dict[str, Any]:
+    u = w.user
+    return {
+        "user_id": u.id,
+        "level": u.level,
+        "verified": u.verified,
+        "complaint_rate": u.complaint_rate,
+        "balance": u.balance,
+        "device": u.device,
+    }
+
+
+def user_find(world: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Identify the customer by the email they gave."""
+    w = _world(world)
+    if params["email"].strip().lower() != w.user.email.lower():
+        raise ToolError("NOT_FOUND", "no customer with that email")
+    return _user_record(w)
+
+
+def lookup_customer_by_name(world: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Identify the customer by name and zip code."""
+    w = _world(world)
+    if params["name"].strip().lower() != w.user.name.lower() or params["zip"].strip() != w.user.zip:
+        raise ToolError("NOT_FOUND", "no customer with that name and zip code")
+    return _user_record(w)
+
+
+def order_list(world: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The customer's orders, newest first, with their status."""
+    w = _world(world)
+    _user(w, params["user_id"])
+    orders = sorted(w.orders, key=lambda o: o.placed_days_ago)
+    return {
+        "user_id": w.user.id,
+        "orders": [{"id": o.id, "status": o.status, "placed_days_ago": o.placed_days_ago} for o in orders],
+    }
+
+
 def order_get(world: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Read an order."""
+    """Read an order: status, amounts, tracking, and its items (each a product with price and category)."""
     w = _world(world)
     o = _order(w, params["order_id"])
     if o.id not in w.session.viewed_orders:
         w.session.viewed_orders.append(o.id)
+    items = []
+    for it in o.items:
+        p = w.product(it.sku)
+        items.append({"id": it.sku, "price": it.price, "category": p.category if p else "unknown"})
     return {
         "order_id": o.id,
+        "user_id": o.user_id,
         "status": o.status,
         "total": o.total,
         "refunded": o.refunded,
         "tracking": o.tracking,
         "days_late": o.days_late,
-        "skus": o.skus,
+        "shipping_fee": o.shipping_fee,
+        "placed_days_ago": o.placed_days_ago,
+        "items": items,
     }
+
+
+def return_create(world: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Open a return for several items of a delivered order."""
+    w = _world(world)
+    o = _order(w, params["order_id"])
+    skus = list(params["item_ids"])
+    missing = [s for s in skus if s not in o.skus]
+    if missing:
+        raise ToolError("NOT_FOUND", f"items {missing} are not in order {o.id}")
+    if len(set(skus)) != len(skus):
+        raise ToolError("INVALID_INPUT", "an item is listed twice")
+    if o.status not in ("delivered", "exchange_pending"):
+        raise ToolError("CONFLICT", f"order {o.id} is {o.status}; only delivered items can be returned")
+    rid = w.next_id("RT")
+    o.returns.append({"return_id": rid, "items": sorted(skus), "reason": params["reason"]})
+    o.erp_dirty = True
+    return {"return_id": rid, "order_id": o.id, "items": len(skus)}
+
+
+def answer_stock(world: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Tell the customer how many units of a product are in stock (ends the conversation)."""
+    w = _world(world)
+    p = w.product(params["sku"])
+    if p is None:
+        raise ToolError("NOT_FOUND", f"sku {params['sku']} not found")
+    w.session.answers.append({"sku": p.sku, "quantity": int(params["quantity"])})
+    return {"answered": True}
 
 
 def order_update_address(world: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -109,6 +183,8 @@ def refund_trigger(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     w = _world(world)
     o = _order(w, params["order_id"])
     sku, amount, reason = params["sku"], float(params["amount"]), params["reason_code"]
+    if not amount > 0:
+        raise ToolError("INVALID_INPUT", f"refund amount must be positive, got {amount}")
     if sku not in o.skus:
         raise ToolError("NOT_FOUND", f"sku {sku} is not in order {o.id}")
     if o.status == "cancelled":
@@ -209,6 +285,8 @@ def coupon_issue(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     w = _world(world)
     _user(w, params["user_id"])
     value = round(float(params["value"]), 2)
+    if not value > 0:
+        raise ToolError("INVALID_INPUT", f"coupon value must be positive, got {value}")
     if value > 10.0 * w.user.level + EPS:
         raise ToolError(
             "CONFLICT", f"coupon {value:.2f} exceeds the level-{w.user.level} cap {10 * w.user.level}"
@@ -219,9 +297,10 @@ def coupon_issue(world: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def human_handoff(world: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Escalate the conversation to a human agent (ends the automated session)."""
+    """Escalate the conversation to a human agent (ends the automated session); the customer may be unknown."""
     w = _world(world)
-    _user(w, params["user_id"])
+    if params.get("user_id") is not None:
+        _user(w, params["user_id"])
     tid = w.next_id("HO")
     w.session.handoff = {"ticket_id": tid, "reason": params["reason"]}
     return {"ticket_id": tid, "queued": True}

@@ -1,5 +1,9 @@
 """The simulated shop: one customer session with the customer's orders, the products they touch, and tool health.
 
+The agent sees none of this directly: it learns the customer, orders and products through lookups
+(``user.find``, ``order.get``, ``inventory.check``...), and :func:`entity_fields` is the ground truth a full lookup
+would reveal now.
+
 Everything is a plain dataclass with a JSON-safe ``to_dict()`` / ``from_dict()``, so a world can travel to an HTTP
 skill server and back (``Backend.put_world`` / ``get_world``). Generation is seeded (:func:`make_world`), and
 :meth:`ShopWorld.drift` moves stock, balances and tool health a little per tick, so that nothing the policy sees
@@ -43,6 +47,9 @@ class User:
     balance: float  # store-credit wallet; refunds land here
     address: str  # profile address (the correct one)
     phone: str
+    email: str = ""
+    name: str = ""
+    zip: str = ""
     coupons: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -79,6 +86,9 @@ class Order:
     exchange_sku: str | None = None
     erp_dirty: bool = False  # changed since the last ERP sync
     erp_version: int = 0
+    shipping_fee: float = 5.0
+    placed_days_ago: int = 1
+    returns: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def skus(self) -> list[str]:
@@ -109,6 +119,7 @@ class Session:
     viewed_orders: list[str] = field(default_factory=list)
     sms: list[dict[str, str]] = field(default_factory=list)
     handoff: dict[str, str] | None = None
+    answers: list[dict[str, Any]] = field(default_factory=list)
     counter: int = 0  # id generator for tickets, refunds, messages
 
 
@@ -141,18 +152,26 @@ class ShopWorld:
         return f"{prefix}-{self.tick:04d}-{self.session.counter:03d}"
 
     # ------------------------------------------------------------------ dynamics
-    def drift(self, rng: np.random.Generator, protected_skus: frozenset[str] = frozenset()) -> None:
+    def drift(
+        self,
+        rng: np.random.Generator,
+        protected_skus: frozenset[str] = frozenset(),
+        frozen_skus: frozenset[str] = frozenset(),
+    ) -> None:
         """One tick of background change: other shoppers buy and restock products; tool health wanders.
 
         Args:
             rng: the env's RNG (seeded by ``reset``).
             protected_skus: products whose stock must not reach zero (a task depends on them being in stock).
+            frozen_skus: products whose stock must not change (the customer is told the number).
         """
         self.tick += 1
         n = len(self.products)
         u = rng.random(n).tolist()
         restock = rng.integers(1, 10, size=n).tolist()
         for p, ui, r in zip(self.products, u, restock, strict=True):
+            if p.sku in frozen_skus:
+                continue
             if ui < 0.25 and p.stock > (1 if p.sku in protected_skus else 0):
                 p.stock -= 1
             elif ui > 0.97:
@@ -203,7 +222,15 @@ BASE_TOOL_HEALTH: dict[str, tuple[float, float, float]] = {
     "user.verify": (90.0, 30.0, 0.005),
     "coupon.issue": (50.0, 15.0, 0.005),
     "human.handoff": (500.0, 200.0, 0.0),
+    "user.find": (40.0, 12.0, 0.003),
+    "lookup_customer_by_name": (60.0, 20.0, 0.003),
+    "order.list": (45.0, 15.0, 0.003),
+    "return.create": (120.0, 40.0, 0.01),
+    "answer.stock": (5.0, 2.0, 0.0),
 }
+
+FIRST_NAMES: tuple[str, ...] = ("Li Wei", "Wang Fang", "Zhang Min", "Chen Jie", "Liu Yang", "Zhao Lei", "Sun Li")
+ZIPS: tuple[str, ...] = ("200001", "200120", "610041", "210005", "310002", "361001")
 
 
 def make_world(rng: np.random.Generator, n_products: int = 8, n_orders: int = 3) -> ShopWorld:
@@ -230,6 +257,10 @@ def make_world(rng: np.random.Generator, n_products: int = 8, n_orders: int = 3)
         address=r.choice(ADDRESSES),
         phone=f"+86-13{r.randint(100_000_000, 999_999_999)}",
     )
+    user.verified = False  # identity is verified per session (user.verify)
+    user.name = r.choice(FIRST_NAMES)
+    user.zip = r.choice(ZIPS)
+    user.email = f"{user.name.split()[0].lower()}.{user.id[1:]}@example.com"
     skus = r.sample(range(1000, 9999), n_products)
     products = []
     for i in range(n_products):
@@ -263,6 +294,8 @@ def make_world(rng: np.random.Generator, n_products: int = 8, n_orders: int = 3)
                 status=status,
                 address=user.address,
                 tracking={"paid": "none", "shipped": "in_transit", "delivered": "delivered"}[status],
+                shipping_fee=round(r.uniform(3.0, 9.9), 2),
+                placed_days_ago=r.randint(1, 40),
             )
         )
     health = {
@@ -274,3 +307,50 @@ def make_world(rng: np.random.Generator, n_products: int = 8, n_orders: int = 3)
         for name, (lat, std, fr) in BASE_TOOL_HEALTH.items()
     }
     return ShopWorld(user=user, products=products, orders=orders, tool_health=health)
+
+
+def entity_fields(world: ShopWorld, entity_type: str, entity_id: str) -> dict[str, Any] | None:
+    """What a full lookup of one entity would reveal now (the field names of the contracts' outputs)."""
+    if entity_type == "user":
+        u = world.user
+        if u.id != entity_id:
+            return None
+        return {
+            "level": u.level,
+            "verified": u.verified,
+            "complaint_rate": u.complaint_rate,
+            "balance": u.balance,
+            "device": u.device,
+        }
+    if entity_type == "order":
+        o = world.order(entity_id)
+        if o is None:
+            return None
+        return {
+            "user_id": o.user_id,
+            "status": o.status,
+            "total": o.total,
+            "refunded": o.refunded,
+            "tracking": o.tracking,
+            "days_late": o.days_late,
+            "shipping_fee": o.shipping_fee,
+            "placed_days_ago": o.placed_days_ago,
+            "items": o.skus,
+        }
+    if entity_type == "product":
+        p = world.product(entity_id)
+        if p is None:
+            return None
+        return {"price": p.price, "category": p.category, "stock": p.stock, "in_stock": p.stock > 0}
+    return None
+
+
+def entity_ids(world: ShopWorld, entity_type: str) -> list[str]:
+    """Every id of a type in the world."""
+    if entity_type == "user":
+        return [world.user.id]
+    if entity_type == "order":
+        return [o.id for o in world.orders]
+    if entity_type == "product":
+        return [p.sku for p in world.products]
+    return []

@@ -28,6 +28,7 @@ class Goal:
         priority: larger is more urgent; breaks ties between ready goals.
         tolerance: relative tolerance of numeric targets (with an absolute floor of 0.05).
         description: what it means for the customer.
+        hints: see the attribute.
     """
 
     id: str
@@ -38,13 +39,20 @@ class Goal:
     priority: int = 1
     tolerance: float = 0.02
     description: str = ""
+    hints: dict[str, str] = field(default_factory=dict)
+    """What the customer said about the entity this goal means, as the schema's ``goal_hints`` (e.g. the
+    category of the item to refund); the observation shows hints, never ``args``."""
 
     def matches(self, skill: str, params: dict[str, Any]) -> bool:
         """Whether a call (skill + validated params) is the one this goal asks for."""
         if skill != self.skill:
             return False
         for k, v in self.args.items():
-            if params.get(k) != v:
+            got = params.get(k)
+            if isinstance(v, list | tuple | frozenset | set):
+                if not isinstance(got, list | tuple) or set(got) != set(v):
+                    return False
+            elif got != v:
                 return False
         for k, target in self.numeric.items():
             v = params.get(k)

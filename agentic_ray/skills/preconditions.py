@@ -1,0 +1,200 @@
+"""Business preconditions on the call history: the ONE implementation the gateway and the action mask share.
+
+A precondition (:class:`~agentic_ray.skills.contracts.PreconditionSpec`) holds for a call when an earlier
+successful, non-degraded call exists of ``after`` (or one of ``any_of``) whose payload has the ``where`` values,
+whose ``same`` parameters (its parameter, or else its payload field, of that name) equal the call's, and whose
+payload field ``f`` equals the payload field ``f`` of a successful call of one of ``bind[f]``'s skills.
+
+* The gateway (:class:`~agentic_ray.skills.executor.ToolExecutor`) calls :func:`precondition_status` on the
+  concrete parameters.
+* The env's action mask calls :func:`allowed_values` for each entity argument a precondition constrains with
+  ``same`` (a pointer slot's valid targets) and :func:`unconstrained_ok` for the rest (the skill mask). Because a
+  precondition may constrain at most one entity argument (checked at contract load), the mask is exact: an
+  action the mask allows passes :func:`precondition_status`, and every action it forbids fails it.
+
+``same`` may name entity parameters only, at most one per precondition (checked at contract load).
+``safety`` preconditions are skipped when ``enforce_safety`` is False (``risk_mode: soft``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentic_ray.skills.contracts import PreconditionSpec, SkillContract
+
+__all__ = ["Call", "allowed_values", "precondition_status", "unconstrained_ok"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One successful call in the history (degraded fallback replies are never recorded)."""
+
+    skill: str
+    params: dict[str, Any] = field(default_factory=dict)
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    def value(self, name: str) -> Any:
+        """The call's parameter ``name``, else its payload field of that name."""
+        return self.params[name] if name in self.params else self.payload.get(name)
+
+
+def _bound(pc: PreconditionSpec, c: Call, history: Sequence[Call]) -> bool:
+    for fld, skills in pc.bind.items():
+        v = c.payload.get(fld)
+        if v is None or not any(h.skill in skills and h.payload.get(fld) == v for h in history):
+            return False
+    return True
+
+
+def _base_match(pc: PreconditionSpec, c: Call, history: Sequence[Call]) -> bool:
+    """``c`` is a call of the right skill with the ``where`` values and the ``bind`` ties (``same`` aside)."""
+    return (
+        c.skill in pc.skills
+        and all(c.payload.get(k) == v for k, v in pc.where.items())
+        and _bound(pc, c, history)
+    )
+
+
+def _active(contract: SkillContract, enforce_safety: bool) -> list[PreconditionSpec]:
+    return [pc for pc in contract.preconditions if enforce_safety or not pc.safety]
+
+
+def describe(contract: SkillContract, pc: PreconditionSpec) -> str:
+    """A one-line reason for an unmet precondition."""
+    if pc.description:
+        return pc.description
+    who = pc.after if pc.after is not None else " or ".join(pc.any_of)
+    cond = f" with {pc.where}" if pc.where else ""
+    same = f" for the same {', '.join(pc.same)}" if pc.same else ""
+    bind = f" bound to {', '.join(pc.bind)}" if pc.bind else ""
+    return f"{contract.name} requires a prior successful {who}{cond}{same}{bind}"
+
+
+def precondition_status(
+    contract: SkillContract,
+    params: dict[str, Any],
+    history: Sequence[Call],
+    *,
+    enforce_safety: bool = True,
+) -> tuple[bool, str]:
+    """Whether every precondition holds for a call with ``params`` (after validation).
+
+    Returns:
+        ``(ok, reason)``; ``reason`` names the first unmet precondition.
+    """
+    for pc in _active(contract, enforce_safety):
+        if not any(
+            _base_match(pc, c, history) and all(c.value(p) == params.get(p) for p in pc.same) for c in history
+        ):
+            return False, describe(contract, pc)
+    return True, ""
+
+
+def unconstrained_ok(
+    contract: SkillContract, history: Sequence[Call], *, enforce_safety: bool = True
+) -> tuple[bool, list[str]]:
+    """The skill-level part of the mask: each precondition holds for SOME value of the entity argument its
+    ``same`` names (the pointer mask, :func:`allowed_values`, narrows that argument), or outright when it names
+    none.
+
+    Returns:
+        ``(ok, reasons of the unmet preconditions)``.
+    """
+    reasons = [
+        describe(contract, pc)
+        for pc in _active(contract, enforce_safety)
+        if not any(_base_match(pc, c, history) and all(c.value(p) is not None for p in pc.same) for c in history)
+    ]
+    return not reasons, reasons
+
+
+def allowed_values(
+    contract: SkillContract,
+    param: str,
+    candidates: Iterable[str],
+    history: Sequence[Call],
+    *,
+    enforce_safety: bool = True,
+) -> list[bool]:
+    """For an entity argument ``param``: which candidate ids satisfy every precondition whose ``same`` names it
+    (all True when none does)."""
+    cands = list(candidates)
+    rules = [pc for pc in _active(contract, enforce_safety) if param in pc.same]
+    if not rules:
+        return [True] * len(cands)
+    ok_values: list[set[Any]] = [
+        {c.value(param) for c in history if _base_match(pc, c, history)} for pc in rules
+    ]
+    return [all(v in vals for vals in ok_values) for v in cands]
+
+
+class PreconditionTracker:
+    """Incremental form of :func:`unconstrained_ok` / :func:`allowed_values` for one call history (the mask
+    reads it every step; rescanning the history per skill and step cost ~0.2 ms on e-commerce).
+
+    For each precondition it keeps the values of its ``same`` argument among the calls that match it otherwise
+    (or whether any call matches, when it has no ``same``). :meth:`add` updates only the preconditions the new
+    call can satisfy, and rescans the ones whose ``bind`` names the new call's skill (a tie can complete later).
+    Results equal the pure functions' (tested against them on random histories).
+
+    Args:
+        contracts: the skills, in layout order.
+        enforce_safety: False lifts ``safety`` preconditions.
+    """
+
+    def __init__(self, contracts: Sequence[SkillContract], *, enforce_safety: bool = True) -> None:
+        self.contracts = list(contracts)
+        self.rules: list[list[PreconditionSpec]] = [_active(c, enforce_safety) for c in self.contracts]
+        self.by_skill: dict[str, list[tuple[int, int]]] = {}
+        self.by_bind: dict[str, list[tuple[int, int]]] = {}
+        for i, rules in enumerate(self.rules):
+            for j, pc in enumerate(rules):
+                for s in pc.skills:
+                    self.by_skill.setdefault(s, []).append((i, j))
+                for skills in pc.bind.values():
+                    for s in skills:
+                        self.by_bind.setdefault(s, []).append((i, j))
+        self.history: list[Call] = []
+        self.reset()
+
+    def reset(self, history: Sequence[Call] = ()) -> None:
+        """Start over (a new episode), optionally from an existing history."""
+        self.history = []
+        self.values: list[list[set[Any]]] = [[set() for _ in rules] for rules in self.rules]
+        self.any: list[list[bool]] = [[False for _ in rules] for rules in self.rules]
+        for c in history:
+            self.add(c)
+
+    def _update(self, i: int, j: int, c: Call) -> None:
+        pc = self.rules[i][j]
+        if _base_match(pc, c, self.history):
+            p = pc.same[0] if pc.same else None
+            v = c.value(p) if p is not None else True
+            if v is not None:
+                self.any[i][j] = True
+                if p is not None:
+                    self.values[i][j].add(v)
+
+    def add(self, call: Call) -> None:
+        """Record one more successful call."""
+        self.history.append(call)
+        for i, j in self.by_skill.get(call.skill, ()):
+            self._update(i, j, call)
+        for i, j in self.by_bind.get(call.skill, ()):
+            self.values[i][j], self.any[i][j] = set(), False
+            for c in self.history:
+                self._update(i, j, c)
+
+    def skill_ok(self, i: int) -> tuple[bool, list[str]]:
+        """:func:`unconstrained_ok` of skill ``i``."""
+        why = [describe(self.contracts[i], pc) for j, pc in enumerate(self.rules[i]) if not self.any[i][j]]
+        return not why, why
+
+    def allowed(self, i: int, param: str, candidates: Sequence[str]) -> list[bool] | None:
+        """:func:`allowed_values` of skill ``i``'s ``param``, or None when no precondition constrains it."""
+        sets = [self.values[i][j] for j, pc in enumerate(self.rules[i]) if param in pc.same]
+        if not sets:
+            return None
+        return [all(v in s for s in sets) for v in candidates]
