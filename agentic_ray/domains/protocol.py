@@ -172,6 +172,8 @@ class Task:
         relevant: ids of the entities the task is about (a call on another one is a ``wrong_entity`` error).
         end: ``goals``: success when every goal is satisfied; ``world_state``: success when
             :meth:`Domain.final_check` accepts the world when the session ends.
+        optimal_steps_soft: fewest calls when safety checks may be skipped (``risk_mode: soft``: the
+            ``safety_check`` goals and the lookups only a safety precondition needs); None = ``optimal_steps``.
         subtasks: families of a composite task.
         extra: domain data the generic code never reads (e.g. products whose stock must not drift to 0).
     """
@@ -183,11 +185,26 @@ class Task:
     optimal_steps: int
     relevant: tuple[str, ...] = ()
     end: Literal["goals", "world_state"] = "goals"
+    optimal_steps_soft: int | None = None
     subtasks: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def goal_index(self) -> dict[str, int]:
         return {g.id: i for i, g in enumerate(self.goals)}
+
+    def without_safety_checks(self) -> Task:
+        """The task as ``risk_mode: soft`` sees it: ``safety_check`` goals dropped (and edges to them)."""
+        import dataclasses
+
+        drop = {g.id for g in self.goals if g.safety_check}
+        if not drop and self.optimal_steps_soft is None:
+            return self
+        goals = tuple(
+            dataclasses.replace(g, deps=tuple(d for d in g.deps if d not in drop)) for g in self.goals if g.id not in drop
+        )
+        return dataclasses.replace(
+            self, goals=goals, optimal_steps=self.optimal_steps_soft or self.optimal_steps, optimal_steps_soft=None
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- views

@@ -281,11 +281,14 @@ class ActionCodec:
         pointer_mask: np.ndarray,
         list_mask: np.ndarray,
         targets: Callable[[int, str], list[str]],
+        used: Callable[[str, str], set[Any]] | None = None,
     ) -> dict[str, np.ndarray | int]:
         """A prototype -> a structured action, from what the observation shows (see the module docstring).
 
         Args:
             targets: ``(goal index, node type) -> known ids the goal names`` (the ``goal -targets->`` edges).
+            used: ``(skill, param) -> values already sent successfully``; without a goal-named target, a target
+                the skill has not been called on yet is preferred (a lookup reads the entity it has not read).
         """
         k = self.skills.index(proto.skill)
         mp = self.layout.max_pointer
@@ -309,10 +312,13 @@ class ActionCodec:
                 ids = self.builder.node_ids[p.node_type]
                 valid = [ids[j] for j in np.flatnonzero(pointer_mask[k, ps.slot, :mp]) if j < len(ids)]
                 named = [v for v in (targets(gi, p.node_type) if gi is not None else []) if v in valid]
-                if named:
-                    params[ps.name] = named[0]
-                elif valid:
-                    params[ps.name] = valid[0]
+                done = used(proto.skill, ps.name) if used is not None else set()
+                fresh = [v for v in valid if v not in done]
+                pending = {v for i in range(len(task.goals)) if not goal_done[i] for v in targets(i, p.node_type)}
+                wanted = [v for v in fresh if v in pending]
+                pick = named or wanted or fresh or valid
+                if pick:
+                    params[ps.name] = pick[0]
             elif ps.kind == "list":
                 ids = self.builder.node_ids[p.node_type]
                 valid = [ids[j] for j in np.flatnonzero(list_mask[k, ps.slot]) if j < len(ids)]

@@ -144,7 +144,10 @@ class AgentTaskEnvConfig(BaseModel):
 
     @model_validator(mode="after")
     def _domain_and_families(self) -> AgentTaskEnvConfig:
-        d = get_domain(self.domain)
+        try:
+            d = get_domain(self.domain)
+        except KeyError as e:
+            raise ValueError(str(e).strip('"')) from None
         if self.families is not None:
             bad = [f for f in self.families if f not in d.families]
             if bad or not self.families:
@@ -345,6 +348,8 @@ class AgentTaskEnv(gym.Env):
             family = fams[int(self._rng.integers(len(fams)))]
             task_seed = d.draw_training_seed(self._rng)
         world, task = d.make_task(family, task_seed)
+        if self.config.risk_mode == "soft":
+            task = task.without_safety_checks()
         if self.intent_id:
             self.executor.forget_intent(self.intent_id)
         self.world, self.task = world, task
@@ -437,6 +442,7 @@ class AgentTaskEnv(gym.Env):
                 self._masks.pointer_mask,
                 self._masks.list_mask,
                 self._targets,
+                lambda skill, param: {c.params.get(param) for c in self.state.history if c.skill == skill},  # type: ignore[union-attr]
             )
         self._warnings += self.codec.raw_clipped(action)
         k, params, err, msg = self.codec.decode(action, self.task, self.knowledge)

@@ -63,9 +63,9 @@ def _active(contract: SkillContract, enforce_safety: bool) -> list[PreconditionS
 
 def describe(contract: SkillContract, pc: PreconditionSpec) -> str:
     """A one-line reason for an unmet precondition."""
-    if pc.description:
-        return pc.description
     who = pc.after if pc.after is not None else " or ".join(pc.any_of)
+    if pc.description:
+        return f"{pc.description} (needs a prior {who})"
     cond = f" with {pc.where}" if pc.where else ""
     same = f" for the same {', '.join(pc.same)}" if pc.same else ""
     bind = f" bound to {', '.join(pc.bind)}" if pc.bind else ""

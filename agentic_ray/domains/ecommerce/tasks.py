@@ -58,6 +58,7 @@ class _Ctx:
     lookups: set[tuple[str, str]] = field(default_factory=set)  # (skill, entity) lookups the plan needs
     mentioned: list[EntityRef] = field(default_factory=list)
     composite: bool = False
+    safety_reads: set[str] = field(default_factory=set)
     frozen: set[str] = field(default_factory=set)
     protected: set[str] = field(default_factory=set)
     extra: dict[str, str] = field(default_factory=dict)
@@ -148,7 +149,14 @@ def _quality_refund(c: _Ctx, pre: str) -> tuple[list[Goal], str]:
     c.mention_order(o)
     hint = {"category": p.category}
     goals = [
-        Goal(f"{pre}check", "inventory.check", {"sku": p.sku}, hints=hint, description="check stock of the item"),
+        Goal(
+            f"{pre}check",
+            "inventory.check",
+            {"sku": p.sku},
+            hints=hint,
+            safety_check=True,
+            description="check stock of the item",
+        ),
         Goal(
             f"{pre}refund",
             "refund.trigger",
@@ -217,7 +225,13 @@ def _wrong_item_exchange(c: _Ctx, pre: str) -> tuple[list[Goal], str]:
     c.mention_order(o)
     c.mentioned.append(EntityRef("product", right.sku))
     goals = [
-        Goal(f"{pre}check", "inventory.check", {"sku": right.sku}, description="check the right item's stock"),
+        Goal(
+            f"{pre}check",
+            "inventory.check",
+            {"sku": right.sku},
+            safety_check=True,
+            description="check the right item's stock",
+        ),
         Goal(
             f"{pre}exchange",
             "exchange.create",
@@ -294,6 +308,7 @@ def _cancellation(c: _Ctx, pre: str) -> tuple[list[Goal], str]:
     u = w.user.id
     c.identify()
     c.read(o)
+    c.safety_reads.add(o.id)  # the cancellation needs the order read only as a safety check
     goals = [
         Goal(
             f"{pre}cancel",
@@ -439,6 +454,7 @@ def generate_task(family: str, task_seed: int) -> tuple[ShopWorld, Task]:
                         g.tolerance,
                         g.description,
                         g.hints,
+                        g.safety_check,
                     )
                     for g in gs
                 ]
@@ -468,6 +484,8 @@ def generate_task(family: str, task_seed: int) -> tuple[ShopWorld, Task]:
         ),
         goals=tuple(goals),
         optimal_steps=len(goals) + len(lookups) + int(identify),
+        optimal_steps_soft=len(goals) + len(lookups) + int(identify) - sum(g.safety_check for g in goals)
+        - len(ctx.safety_reads),
         relevant=tuple(dict.fromkeys(relevant)),
         subtasks=subtasks if family == "composite" else (),
         extra={
