@@ -213,6 +213,9 @@ class ActionCodec:
 
         A numeric value equal to a revealed copy source is encoded as that copy (the first such source); any
         other value as a free value.
+
+        Raises:
+            KeyError: an entity argument names an entity the agent does not know.
         """
         lay, b = self.layout, self.builder
         k = self.skills.index(skill)
@@ -226,12 +229,13 @@ class ActionCodec:
             p = ps.spec
             if ps.kind == "pointer":
                 v = params.get(ps.name)
-                ptr[ps.slot] = mp if v is None and not p.required else b.node_index[p.node_type].get(str(v), 0)
+                if v is None:  # left out: "omitted" when optional, else slot 0 (decoding then checks it)
+                    ptr[ps.slot] = 0 if p.required else mp
+                else:
+                    ptr[ps.slot] = self._node(p.node_type, v)
             elif ps.kind == "list":
                 for v in params.get(ps.name) or []:
-                    j = b.node_index[p.node_type].get(str(v))
-                    if j is not None:
-                        mem[ps.slot * mp + j] = 1
+                    mem[ps.slot * mp + self._node(p.node_type, v)] = 1
             elif ps.kind == "enum":
                 ch = _choices(p)
                 v = params.get(ps.name, ch[0])
@@ -245,6 +249,12 @@ class ActionCodec:
                     lo, hi = self.bounds(knowledge, params, p, k)
                     num[ps.slot] = numeric_action((v - lo) / (hi - lo)) if hi > lo else 0.0
         return {"skill": k, "pointer": ptr, "members": mem, "enum": enm, "source": src, "numeric": num}
+
+    def _node(self, node_type: str, entity_id: Any) -> int:
+        j = self.builder.node_index[node_type].get(str(entity_id))
+        if j is None:
+            raise KeyError(f"{node_type} {entity_id!r} is not known to the agent (no lookup revealed it)")
+        return j
 
     def find_source(self, knowledge: Knowledge, value: float, field: tuple[str, str] | None = None) -> int | None:
         """The first revealed copy source equal to ``value`` (of ``field`` when given), or None."""

@@ -214,6 +214,7 @@ def test_stale_information_and_wrong_entity_attribution() -> None:
     _expert_until(env, "user.find")
     other = next(o.id for o in env.world.orders if o.id not in env.task.relevant)
     env.knowledge.mention("order", other)  # an order the request is not about, known to the agent
+    env._observe()
     *_x, info = env.step(env.encode_action("express.contact", {"order_id": other, "action": "trace"}))
     if info[STEP_TRACE]["result_code"] != "OK":
         assert info[STEP_TRACE]["root_cause"] == "wrong_entity"
