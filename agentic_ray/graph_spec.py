@@ -358,6 +358,7 @@ def toy_specs() -> tuple[GraphSpec, ActionLayout]:
         feat_dims={"a": 6, TOOL_NODE_TYPE: 7, "b": 5, "c": 6, SESSION_NODE_TYPE: 4, GOAL_NODE_TYPE: 5},
         relations=(
             RelationSpec(SESSION_NODE_TYPE, "uses", TOOL_NODE_TYPE, 5),
+            RelationSpec("a", "calls", TOOL_NODE_TYPE, 5),
             RelationSpec(TOOL_NODE_TYPE, "operates", "b", 12),
             RelationSpec("b", "in", SESSION_NODE_TYPE, 4),
             RelationSpec(TOOL_NODE_TYPE, "depends", TOOL_NODE_TYPE, 6),

@@ -79,13 +79,15 @@ class SkillArgumentHeads(nn.Module):
         self.packed = PackedActionLayout.from_action_layout(layout)
         pk = self.packed
         k, p, lt, e, n = pk.num_skills, pk.pointer_slots, pk.list_slots, pk.enum_slots, pk.numeric_slots
-        types = list(layout.pointer_node_types)
+        types = [t for t in layout.pointer_node_types if any(t in (*s.pointer_types, *s.list_types) for s in layout.skills)]
         for s in layout.skills:
             types += [t for t in (*s.pointer_types, *s.list_types) if t not in types]
         for t in types:
             if spec.max_nodes[t] > layout.max_pointer:
                 raise ValueError(f"node type {t!r} has {spec.max_nodes[t]} nodes > max_pointer {layout.max_pointer}")
         self.pointer_types: tuple[str, ...] = tuple(types) or (next(iter(spec.max_nodes)),)
+        ptr_types = {t for s in layout.skills for t in s.pointer_types}
+        list_types = {t for s in layout.skills for t in s.list_types}
         self.hidden_dim = hidden_dim
 
         type_index = torch.zeros(k, p, dtype=torch.long)
@@ -122,8 +124,9 @@ class SkillArgumentHeads(nn.Module):
         self.pointer_query = nn.Linear(hidden_dim, p * hidden_dim)
         self.pointer_omit = nn.Linear(hidden_dim, p)
         self.list_query = nn.Linear(hidden_dim, lt * hidden_dim)
-        self.node_key = nn.ModuleDict({t: nn.Linear(node_dim, hidden_dim) for t in self.pointer_types})
-        self.list_key = nn.ModuleDict({t: nn.Linear(node_dim, hidden_dim) for t in self.pointer_types})
+        # Keys only for the types some slot points at (an unused projection would get no gradient).
+        self.node_key = nn.ModuleDict({t: nn.Linear(node_dim, hidden_dim) for t in self.pointer_types if t in ptr_types})
+        self.list_key = nn.ModuleDict({t: nn.Linear(node_dim, hidden_dim) for t in self.pointer_types if t in list_types})
         self.enum_head = nn.Linear(hidden_dim, e * pk.enum_choices)
         self.numeric_head = nn.Linear(hidden_dim, 2 * n)
         with torch.no_grad():
@@ -178,8 +181,8 @@ class SkillArgumentHeads(nn.Module):
 
         def keys(proj: nn.ModuleDict) -> torch.Tensor:
             ks = []
-            for t in self.pointer_types:
-                key = proj[t](enc.nodes[t])
+            for t in self.pointer_types:  # zeros for a type this kind of slot never points at
+                key = proj[t](enc.nodes[t]) if t in proj else state.new_zeros(b, mp, hd)
                 ks.append(nn.functional.pad(key, (0, 0, 0, mp - key.shape[1])))
             return torch.stack(ks, dim=1)  # (B, T_ptr, Mp, hd)
 

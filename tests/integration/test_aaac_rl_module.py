@@ -15,7 +15,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
 
-from agentic_ray.envs.graph_spec import observation_space, random_observation, toy_specs
+from agentic_ray.graph_spec import observation_space, random_observation, toy_specs
 from agentic_ray.models import stack_observations
 from agentic_ray.models.aaac_rl_module import AAACRLModule
 

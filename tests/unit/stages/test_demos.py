@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
-from agentic_ray.envs.graph_spec import ROOT_CAUSES
+from agentic_ray.graph_spec import ROOT_CAUSES
 from agentic_ray.stages.demos import WRONG_KINDS, Demo, collect_demos
 
 ORDER_GET, HANDOFF = "order.get", "human.handoff"
