@@ -242,7 +242,7 @@ class ActionCodec:
                 enm[ps.slot] = ch.index(v) if v in ch else 0
             elif ps.kind == "numeric":
                 v = float(params.get(ps.name, p.min))
-                c = self.find_source(knowledge, v)
+                c = self.preferred_source(knowledge, v, p)
                 if c is not None:
                     src[ps.slot] = c + 1
                 else:
@@ -255,6 +255,16 @@ class ActionCodec:
         if j is None:
             raise KeyError(f"{node_type} {entity_id!r} is not known to the agent (no lookup revealed it)")
         return j
+
+    def preferred_source(self, knowledge: Knowledge, value: float, p: Any) -> int | None:
+        """The copy source a demonstration uses for ``value``: one of the parameter's ``copy_from`` fields when
+        one holds it, else the first revealed source that does."""
+        for ref in getattr(p, "copy_from", ()):
+            t, _, f = ref.partition(".")
+            c = self.find_source(knowledge, value, (t, f))
+            if c is not None:
+                return c
+        return self.find_source(knowledge, value)
 
     def find_source(self, knowledge: Knowledge, value: float, field: tuple[str, str] | None = None) -> int | None:
         """The first revealed copy source equal to ``value`` (of ``field`` when given), or None."""

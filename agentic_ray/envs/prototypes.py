@@ -108,7 +108,7 @@ def describe_step(env: AgentTaskEnv, skill: str, params: dict) -> ExpertStep:
     frac = 0.5
     for ps in env.codec.params[k]:
         if ps.kind == "numeric" and ps.name in params:
-            c = env.codec.find_source(env.knowledge, float(params[ps.name]))
+            c = env.codec.preferred_source(env.knowledge, float(params[ps.name]), ps.spec)
             if c is not None:
                 src = env.codec.source_field(c)
             else:

@@ -60,6 +60,12 @@ class FloatParam(_Strict):
     )
     required: bool = Field(default=True, description="Whether the caller must pass it.")
     default: float | None = Field(default=None, description="Used when the parameter is omitted.")
+    copy_from: list[str] = Field(
+        default_factory=list,
+        description="`<node type>.<field>` a demonstration copies the value from when several revealed values are "
+        "equal (e.g. an item's price equals its single-item order's total). The policy may copy any revealed "
+        "value; this only keeps demonstrations and mined prototypes consistent.",
+    )
     description: str = ""
 
     @model_validator(mode="after")
@@ -77,6 +83,7 @@ class IntParam(_Strict):
     max: int = Field(description="Upper bound; larger values are clipped with a warning.")
     required: bool = Field(default=True, description="Whether the caller must pass it.")
     default: int | None = Field(default=None, description="Used when the parameter is omitted.")
+    copy_from: list[str] = Field(default_factory=list, description="See FloatParam.copy_from.")
     description: str = ""
 
     @model_validator(mode="after")

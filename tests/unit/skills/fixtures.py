@@ -86,6 +86,14 @@ CONTRACTS: dict[str, Any] = {
 }
 
 
+def _conservative_stock(skill: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"in_stock": False, "stock": 0}
+
+
+RULES = {"conservative_stock": _conservative_stock}
+"""The toy domain's rule-based degrades (a domain passes its own to the ToolExecutor)."""
+
+
 def contracts() -> DomainContracts:
     return DomainContracts.model_validate(CONTRACTS)
 

@@ -15,6 +15,7 @@ from tests.unit.skills import fixtures
 
 
 def make(faults: FaultConfig | None = None, clock=None, **kw) -> ToolExecutor:
+    kw.setdefault("rules", fixtures.RULES)
     ex = ToolExecutor(fixtures.contracts(), PythonBackend(faults=faults), clock=clock or SimClock(), **kw)
     ex.backend.put_world("default", {"stock": {"A": 3, "B": 0}, "balance": 0.0})
     return ex
@@ -168,7 +169,9 @@ def test_concurrency_cap_rate_limits():
         gate.wait(5)
         return {"count": 1, "confidence": params["confidence"]}
 
-    ex = ToolExecutor(fixtures.contracts(), PythonBackend(handlers={"detect.run": slow}), clock=RealClock())
+    ex = ToolExecutor(
+        fixtures.contracts(), PythonBackend(handlers={"detect.run": slow}), clock=RealClock(), rules=fixtures.RULES
+    )
     threads = [
         threading.Thread(target=ex.call, args=("detect.run", {"confidence": 0.5}), kwargs={"intent_id": "i"})
         for _ in range(4)
@@ -297,6 +300,7 @@ def test_retries_share_an_idempotency_key_so_effects_happen_once():
         fixtures.contracts(),
         PythonBackend(handlers=handlers, faults=only("refund.pay", garbage_rate=1.0)),
         clock=SimClock(),
+        rules=fixtures.RULES,
     )
     ex.backend.put_world("default", {"stock": {"A": 3}, "balance": 0.0})
     assert ex.call("stock.check", {"sku": "A"}, intent_id="i").ok
