@@ -152,7 +152,9 @@ class GraphSpec:
 
     def source_table(self) -> list[tuple[int, int]]:
         """``[(entry index, node index)]`` of each copy source ``c`` (see :class:`NumericSource`)."""
-        return [(j, i) for j, s in enumerate(self.numeric_sources) for i in range(self.max_nodes[s.node_type])]
+        return [
+            (j, i) for j, s in enumerate(self.numeric_sources) for i in range(self.max_nodes[s.node_type])
+        ]
 
 
 @dataclass(frozen=True)
@@ -214,7 +216,7 @@ class ActionLayout:
                 f"prototype_skills {self.prototype_skills} out of range for {len(self.skills)} skills"
             )
         for s in self.skills:
-            for lo, hi in s.list_bounds:
+            for lo, _hi in s.list_bounds:
                 if lo > self.max_pointer:
                     raise ValueError(f"{s.name}: list min {lo} exceeds max_pointer {self.max_pointer}")
 

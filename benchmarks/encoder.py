@@ -101,8 +101,9 @@ def bench_encoder(
 
 def expert_batch(batch_size: int) -> tuple[Any, Any, dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """``(spec, layout, obs, actions)``: ``batch_size`` steps of the scripted expert on ``AgentTaskEnv``."""
-    from agentic_ray.envs.agent_task_env import AgentTaskEnv
     from agentic_ray.envs.expert import ScriptedExpert
+
+    from agentic_ray.envs.agent_task_env import AgentTaskEnv
 
     env, expert = AgentTaskEnv(), ScriptedExpert()
     observations: list[dict[str, np.ndarray]] = []

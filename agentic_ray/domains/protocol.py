@@ -200,10 +200,15 @@ class Task:
         if not drop and self.optimal_steps_soft is None:
             return self
         goals = tuple(
-            dataclasses.replace(g, deps=tuple(d for d in g.deps if d not in drop)) for g in self.goals if g.id not in drop
+            dataclasses.replace(g, deps=tuple(d for d in g.deps if d not in drop))
+            for g in self.goals
+            if g.id not in drop
         )
         return dataclasses.replace(
-            self, goals=goals, optimal_steps=self.optimal_steps_soft or self.optimal_steps, optimal_steps_soft=None
+            self,
+            goals=goals,
+            optimal_steps=self.optimal_steps_soft or self.optimal_steps,
+            optimal_steps_soft=None,
         )
 
 

@@ -125,7 +125,9 @@ class ActionCodec:
         return lo, max(hi, lo)
 
     # ------------------------------------------------------------------ decode
-    def decode(self, action: Any, task: Task, knowledge: Knowledge) -> tuple[int, dict[str, Any], str | None, str]:
+    def decode(
+        self, action: Any, task: Task, knowledge: Knowledge
+    ) -> tuple[int, dict[str, Any], str | None, str]:
         """Structured action -> ``(skill index, params, error code or None, message)``; never raises."""
         lay, b = self.layout, self.builder
         mp = lay.max_pointer
@@ -188,10 +190,20 @@ class ActionCodec:
             if s > 0:
                 v = b.source_value(knowledge, s - 1) if s - 1 < len(self._sources) else None
                 if v is None:
-                    return k, params, "INVALID_INPUT", f"{ps.name}: copy source {s - 1} is not a revealed value"
+                    return (
+                        k,
+                        params,
+                        "INVALID_INPUT",
+                        f"{ps.name}: copy source {s - 1} is not a revealed value",
+                    )
             else:
                 if ps.slot >= len(num) or not np.isfinite(num[ps.slot]):
-                    return k, params, "INVALID_INPUT", f"{ps.name}: numeric slot {ps.slot} missing or not finite"
+                    return (
+                        k,
+                        params,
+                        "INVALID_INPUT",
+                        f"{ps.name}: numeric slot {ps.slot} missing or not finite",
+                    )
                 x = float(num[ps.slot])
                 x = max(-NUMERIC_BOUND, min(NUMERIC_BOUND, x))
                 lo, hi = self.bounds(knowledge, params, p, k)
@@ -205,7 +217,11 @@ class ActionCodec:
             num = np.asarray(action.get("numeric", ()), dtype=np.float64).reshape(-1)
         except (TypeError, ValueError, AttributeError):
             return []
-        return [f"numeric slot {i}: raw {x:g} clipped to ±{NUMERIC_BOUND:g}" for i, x in enumerate(num) if abs(x) > NUMERIC_BOUND]
+        return [
+            f"numeric slot {i}: raw {x:g} clipped to ±{NUMERIC_BOUND:g}"
+            for i, x in enumerate(num)
+            if abs(x) > NUMERIC_BOUND
+        ]
 
     # ------------------------------------------------------------------ encode
     def encode(self, skill: str, params: dict[str, Any], knowledge: Knowledge) -> dict[str, np.ndarray | int]:
@@ -217,7 +233,7 @@ class ActionCodec:
         Raises:
             KeyError: an entity argument names an entity the agent does not know.
         """
-        lay, b = self.layout, self.builder
+        lay, _b = self.layout, self.builder
         k = self.skills.index(skill)
         mp = lay.max_pointer
         ptr = np.full(lay.pointer_slots, 0, dtype=np.int64)
@@ -266,7 +282,9 @@ class ActionCodec:
                 return c
         return self.find_source(knowledge, value)
 
-    def find_source(self, knowledge: Knowledge, value: float, field: tuple[str, str] | None = None) -> int | None:
+    def find_source(
+        self, knowledge: Knowledge, value: float, field: tuple[str, str] | None = None
+    ) -> int | None:
         """The first revealed copy source equal to ``value`` (of ``field`` when given), or None."""
         for c, (j, _i) in enumerate(self._sources):
             s = self.spec.numeric_sources[j]
@@ -317,7 +335,9 @@ class ActionCodec:
             if goal_done[i] or g.skill != proto.skill:
                 continue
             if any(
-                ps.kind == "enum" and ps.name in g.args and self.enum_signature(k, g.args)[ps.slot] != proto.enum[ps.slot]
+                ps.kind == "enum"
+                and ps.name in g.args
+                and self.enum_signature(k, g.args)[ps.slot] != proto.enum[ps.slot]
                 for ps in self.params[k]
             ):
                 continue
@@ -334,7 +354,9 @@ class ActionCodec:
                 named = [v for v in (targets(gi, p.node_type) if gi is not None else []) if v in valid]
                 done = used(proto.skill, ps.name) if used is not None else set()
                 fresh = [v for v in valid if v not in done]
-                pending = {v for i in range(len(task.goals)) if not goal_done[i] for v in targets(i, p.node_type)}
+                pending = {
+                    v for i in range(len(task.goals)) if not goal_done[i] for v in targets(i, p.node_type)
+                }
                 wanted = [v for v in fresh if v in pending]
                 pick = named or wanted or fresh or valid
                 if pick:
@@ -355,15 +377,23 @@ class ActionCodec:
             c = None
             if proto.source_field is not None:
                 t, f = proto.source_field
-                bound = [params[q.name] for q in self.params[k] if q.kind == "pointer" and q.spec.node_type == t and q.name in params]
+                bound = [
+                    params[q.name]
+                    for q in self.params[k]
+                    if q.kind == "pointer" and q.spec.node_type == t and q.name in params
+                ]
                 for eid in bound:
                     v = knowledge.fields(t, eid).get(f)
                     if isinstance(v, int | float) and not isinstance(v, bool):
                         c = self.find_source(knowledge, float(v), proto.source_field)
                 if c is None:
                     c = next(
-                        (j for j in range(len(self._sources)) if self.source_field(j) == proto.source_field
-                         and self.builder.source_value(knowledge, j) is not None),
+                        (
+                            j
+                            for j in range(len(self._sources))
+                            if self.source_field(j) == proto.source_field
+                            and self.builder.source_value(knowledge, j) is not None
+                        ),
                         None,
                     )
             src, num = act["source"], act["numeric"]

@@ -66,7 +66,13 @@ from agentic_ray.skills.contracts import EntityListParam, EntityParam, load_cont
 from agentic_ray.skills.executor import CALLER_ERRORS, RealClock, SimClock, ToolExecutor, ToolResult
 from agentic_ray.skills.preconditions import Call, precondition_status
 
-__all__ = ["AgentTaskEnv", "AgentTaskEnvConfig", "FaultScheduleConfig", "OutcomeRewards", "episode_record_dict"]
+__all__ = [
+    "AgentTaskEnv",
+    "AgentTaskEnvConfig",
+    "FaultScheduleConfig",
+    "OutcomeRewards",
+    "episode_record_dict",
+]
 
 
 class OutcomeRewards(BaseModel):
@@ -151,7 +157,9 @@ class AgentTaskEnvConfig(BaseModel):
         if self.families is not None:
             bad = [f for f in self.families if f not in d.families]
             if bad or not self.families:
-                raise ValueError(f"unknown families {bad} for domain {self.domain!r}; known: {list(d.families)}")
+                raise ValueError(
+                    f"unknown families {bad} for domain {self.domain!r}; known: {list(d.families)}"
+                )
         return self
 
     def family_list(self) -> list[str]:
@@ -215,7 +223,8 @@ class AgentTaskEnv(gym.Env):
             for c in self.contracts.skills
         }
         self._touched = {
-            c.name: (c.name, *[f.skill for f in c.fallback if f.skill is not None]) for c in self.contracts.skills
+            c.name: (c.name, *[f.skill for f in c.fallback if f.skill is not None])
+            for c in self.contracts.skills
         }
         self._proto_skill = np.array([self._skill_idx[p.skill] for p in self.prototypes], dtype=np.int64)
         self._terminal = frozenset(self.domain.schema.terminal_skills)
@@ -337,7 +346,9 @@ class AgentTaskEnv(gym.Env):
         fams, d = self.families, self.domain
         if "family" in options or "task_seed" in options:
             family = options.get("family") or fams[int(self._rng.integers(len(fams)))]
-            task_seed = int(options["task_seed"]) if "task_seed" in options else d.draw_training_seed(self._rng)
+            task_seed = (
+                int(options["task_seed"]) if "task_seed" in options else d.draw_training_seed(self._rng)
+            )
         elif self.config.split == "validation":
             i = self._val_counter
             self._val_counter += 1
@@ -394,7 +405,9 @@ class AgentTaskEnv(gym.Env):
         self.builder.refresh(self.knowledge)
         t1 = time.perf_counter()
         st = self.state
-        m = self.masks.compute(self.knowledge, self.builder.node_ids, sla, self.clock.now(), st.last_call_time)
+        m = self.masks.compute(
+            self.knowledge, self.builder.node_ids, sla, self.clock.now(), st.last_call_time
+        )
         t2 = time.perf_counter()
         self._masks = m
         extra = m.as_obs()
@@ -490,7 +503,10 @@ class AgentTaskEnv(gym.Env):
             masked = True
             reasons = decision_reasons.get(skill) or [self._target_masked(k, structured) or ""]
             soft_masked = bool(self._masks.soft[k])
-            err, msg = ("CIRCUIT_OPEN" if soft_masked else "PRECONDITION_FAILED"), "masked: " + "; ".join(reasons)
+            err, msg = (
+                ("CIRCUIT_OPEN" if soft_masked else "PRECONDITION_FAILED"),
+                "masked: " + "; ".join(reasons),
+            )
         # A high-risk shortcut: the call skips a safety precondition (soft mode lets it run; hard mode masks it,
         # and the attempt still counts: the policy chose it).
         shortcut = bool(
@@ -501,7 +517,9 @@ class AgentTaskEnv(gym.Env):
             and precondition_status(c, params, st.history, enforce_safety=False)[0]
         )
         if err is None:
-            res = self.executor.call(skill, params, intent_id=self.intent_id, trace_id=trace_id, world_id=self.world_id)
+            res = self.executor.call(
+                skill, params, intent_id=self.intent_id, trace_id=trace_id, world_id=self.world_id
+            )
             code, latency, params = res.code, res.latency_ms, (res.params or params)
             if self.config.backend == "http":
                 self.world = self.backend.get_world(self.world_id)
@@ -538,12 +556,10 @@ class AgentTaskEnv(gym.Env):
                 self._consequences.append(
                     {"skill": skill, "kind": c.risk.consequence, "step": st.step - 1, "weight": c.risk.weight}
                 )
-        entities = [
-            str(v)
-            for n, _p in self._entity_params.get(skill, [])
-            for v in (params.get(n) if isinstance(params.get(n), list) else [params.get(n)])
-            if v is not None
-        ]
+        entities: list[str] = []
+        for n, _p in self._entity_params.get(skill, []):
+            v = params.get(n)
+            entities += [str(x) for x in (v if isinstance(v, list) else [v]) if x is not None]
         if res is not None:
             for v in entities:
                 if v in task.relevant and v not in self._recalled:

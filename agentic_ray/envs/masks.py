@@ -116,7 +116,9 @@ class MaskComputer:
         self.facts: list[list[str]] = []
         free: dict[str, list[tuple[int, int]]] = {}
         for i, c in enumerate(contracts.skills):
-            pr, ls, fs = [], [], []
+            pr: list[tuple[int, str, str, bool, bool]] = []
+            ls: list[tuple[int, str, str, int]] = []
+            fs: list[str] = []
             constrained = {p for pc in self.tracker.rules[i] for p in pc.same}
             for name, p in c.input.items():
                 if isinstance(p, EntityParam):
@@ -132,7 +134,9 @@ class MaskComputer:
             self.lists.append(ls)
             self.facts.append(fs)
         self._free = {t: (np.array([a for a, _ in v]), np.array([b for _, b in v])) for t, v in free.items()}
-        self._optional = [(i, slot) for i, pr in enumerate(self.pointers) for slot, _n, _t, opt, _c in pr if opt]
+        self._optional = [
+            (i, slot) for i, pr in enumerate(self.pointers) for slot, _n, _t, opt, _c in pr if opt
+        ]
         # Skills that need at least one known entity of a type (a required pointer, or a list's minimum).
         need: dict[str, list[tuple[int, int, str]]] = {}
         for i, pr in enumerate(self.pointers):
@@ -152,6 +156,9 @@ class MaskComputer:
         self._with_rules = [i for i, r in enumerate(self.tracker.rules) if r]
         self._key: tuple[int, int, int] | None = None
         self._fact_hard: dict[int, list[str]] = {}
+        self._cached: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]] | None = (
+            None
+        )
 
     def reset(self, task: Task) -> None:
         """A new episode: empty history; the request's facts decide which copied strings exist."""
@@ -172,7 +179,7 @@ class MaskComputer:
         self, knowledge: Knowledge, node_ids: dict[str, list[str]]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
         key = (len(self.tracker.history), id(knowledge), knowledge.version)
-        if key == self._key:
+        if key == self._key and self._cached is not None:
             return self._cached
         lay = self.layout
         k, mp = lay.num_skills, lay.max_pointer
@@ -239,7 +246,9 @@ class MaskComputer:
         """
         pm, lm, hard, business, why = self._structural(knowledge, node_ids)
         cooled = (now - last_call_time) >= self.soft_cooldown_s
-        soft = sla["open"] | ((sla["error_rate"] > self.threshold) & (sla["calls"] >= self.soft_min_calls) & ~cooled)
+        soft = sla["open"] | (
+            (sla["error_rate"] > self.threshold) & (sla["calls"] >= self.soft_min_calls) & ~cooled
+        )
         mask = (~hard & ~soft & ~business).astype(np.int8)
         reasons: dict[str, list[str]] = {}
         for i in np.flatnonzero(mask == 0):

@@ -176,7 +176,9 @@ def build_specs(
         max_pointer=mp,
         num_prototypes=len(prototype_skills),
         pointer_node_types=tuple(t.name for t in schema.entity_types),
-        prototype_skills=tuple(next(i for i, s in enumerate(skills) if s.name == p) for p in prototype_skills),
+        prototype_skills=tuple(
+            next(i for i, s in enumerate(skills) if s.name == p) for p in prototype_skills
+        ),
         num_sources=spec.num_sources,
     )
     return spec, layout
@@ -248,9 +250,14 @@ class ObservationBuilder:
         }
         self.first_enum: dict[str, tuple[str, list[str]] | None] = {}
         for s in self.skills:
-            e = next(((n, p) for n, p in self.contracts[s].input.items() if isinstance(p, EnumParam | BoolParam)), None)
+            e = next(
+                ((n, p) for n, p in self.contracts[s].input.items() if isinstance(p, EnumParam | BoolParam)),
+                None,
+            )
             self.first_enum[s] = (
-                None if e is None else (e[0], list(e[1].choices) if isinstance(e[1], EnumParam) else ["False", "True"])
+                None
+                if e is None
+                else (e[0], list(e[1].choices) if isinstance(e[1], EnumParam) else ["False", "True"])
             )
         self._task: Task | None = None
         self._know_version: tuple[int, int] = (-1, -1)
@@ -295,8 +302,14 @@ class ObservationBuilder:
         self._static: dict[str, np.ndarray] = {}
         for key, pairs in (
             (f"{TOOL_NODE_TYPE}__depends__{TOOL_NODE_TYPE}", self.tool_deps),
-            (f"{GOAL_NODE_TYPE}__requires__{GOAL_NODE_TYPE}", [(gidx[d], i) for i, g in enumerate(task.goals) for d in g.deps]),
-            (f"{GOAL_NODE_TYPE}__needs__{TOOL_NODE_TYPE}", [(i, self.skill_idx[g.skill]) for i, g in enumerate(task.goals)]),
+            (
+                f"{GOAL_NODE_TYPE}__requires__{GOAL_NODE_TYPE}",
+                [(gidx[d], i) for i, g in enumerate(task.goals) for d in g.deps],
+            ),
+            (
+                f"{GOAL_NODE_TYPE}__needs__{TOOL_NODE_TYPE}",
+                [(i, self.skill_idx[g.skill]) for i, g in enumerate(task.goals)],
+            ),
         ):
             self._static[f"{key}_ei"], self._static[f"{key}_mask"] = self._edges(key, pairs)
         gm = np.zeros(sp.max_nodes[GOAL_NODE_TYPE], dtype=np.int8)

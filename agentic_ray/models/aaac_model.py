@@ -58,7 +58,9 @@ class AAACModelConfig(BaseModel):
         ),
     )
     flat_hidden_dim: int = Field(
-        default=576, gt=0, description="Hidden width of the flat-MLP encoder's trunk (2.2M parameters on e-commerce)."
+        default=576,
+        gt=0,
+        description="Hidden width of the flat-MLP encoder's trunk (2.2M parameters on e-commerce).",
     )
     flat_layers: int = Field(default=3, ge=1, description="Hidden layers of the flat-MLP encoder's trunk.")
     head_hidden_dim: int | None = Field(

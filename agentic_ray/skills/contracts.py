@@ -8,8 +8,8 @@ and which business rules must hold before it may run. Loading validates everythi
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -399,9 +399,11 @@ class DomainContracts(_Strict):
                 # gateway, so `same` names at most one single-entity parameter.
                 if any(not isinstance(s.input[p], EntityParam) for p in pc.same) or len(pc.same) > 1:
                     raise ValueError(f"{where}.same: at most one entity parameter per precondition")
-            for name, p in s.input.items():
-                if isinstance(p, EntityListParam) and p.min_items < 1 and p.required:
-                    raise ValueError(f"skills.{i} ({s.name}).input.{name}: a required list needs min_items >= 1")
+            for name, spec in s.input.items():
+                if isinstance(spec, EntityListParam) and spec.min_items < 1 and spec.required:
+                    raise ValueError(
+                        f"skills.{i} ({s.name}).input.{name}: a required list needs min_items >= 1"
+                    )
             for name, f in s.output.fields.items():
                 if f.of is not None and f.of not in s.input and f.of not in s.output.fields:
                     raise ValueError(

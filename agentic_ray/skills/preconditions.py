@@ -105,7 +105,9 @@ def unconstrained_ok(
     reasons = [
         describe(contract, pc)
         for pc in _active(contract, enforce_safety)
-        if not any(_base_match(pc, c, history) and all(c.value(p) is not None for p in pc.same) for c in history)
+        if not any(
+            _base_match(pc, c, history) and all(c.value(p) is not None for p in pc.same) for c in history
+        )
     ]
     return not reasons, reasons
 

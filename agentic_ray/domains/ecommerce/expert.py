@@ -83,7 +83,9 @@ class EcommerceExpert:
         unknown = [
             (name, v)
             for name, v in g.args.items()
-            if name in ("order_id", "sku") and isinstance(v, str) and not k.knows(name.split("_")[0].replace("sku", "product"), v)
+            if name in ("order_id", "sku")
+            and isinstance(v, str)
+            and not k.knows(name.split("_")[0].replace("sku", "product"), v)
         ] + [("item_ids", v) for v in g.args.get("item_ids", []) if not k.knows("product", v)]
         needs_user = "user_id" in g.args or bool(reads) or bool(orders)
         if needs_user and not k.ids("user"):

@@ -121,7 +121,9 @@ def _address_error(c: _Ctx, pre: str) -> tuple[list[Goal], str]:
             deps=(f"{pre}verify",),
             description=f"fix the address of {o.id} ({source})",
         ),
-        Goal(f"{pre}erp", "erp.sync", {"order_id": o.id}, deps=(f"{pre}address",), description="sync the ERP"),
+        Goal(
+            f"{pre}erp", "erp.sync", {"order_id": o.id}, deps=(f"{pre}address",), description="sync the ERP"
+        ),
         Goal(
             f"{pre}sms",
             "sms.send",
@@ -470,10 +472,17 @@ def generate_task(family: str, task_seed: int) -> tuple[ShopWorld, Task]:
     facts = {"email": u.email} if by_email else {"name": u.name, "zip": u.zip}
     lookups = {x for x in ctx.lookups if x[0] != "identify"}
     identify = any(x[0] == "identify" for x in ctx.lookups)
-    relevant = [u.id] + [m.id for m in ctx.mentioned] + [
-        str(v) for g in goals for k, v in g.args.items() for v in (v if isinstance(v, list) else [v])
-        if k in ENTITY_ARGS
-    ]
+    relevant = (
+        [u.id]
+        + [m.id for m in ctx.mentioned]
+        + [
+            str(v)
+            for g in goals
+            for k, v in g.args.items()
+            for v in (v if isinstance(v, list) else [v])
+            if k in ENTITY_ARGS
+        ]
+    )
     task = Task(
         family=family,
         seed=int(task_seed),
@@ -484,7 +493,10 @@ def generate_task(family: str, task_seed: int) -> tuple[ShopWorld, Task]:
         ),
         goals=tuple(goals),
         optimal_steps=len(goals) + len(lookups) + int(identify),
-        optimal_steps_soft=len(goals) + len(lookups) + int(identify) - sum(g.safety_check for g in goals)
+        optimal_steps_soft=len(goals)
+        + len(lookups)
+        + int(identify)
+        - sum(g.safety_check for g in goals)
         - len(ctx.safety_reads),
         relevant=tuple(dict.fromkeys(relevant)),
         subtasks=subtasks if family == "composite" else (),

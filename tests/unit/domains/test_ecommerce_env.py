@@ -48,11 +48,23 @@ def test_a_lookup_reveals_exactly_its_declared_entities_and_fields() -> None:
     revealed = {tuple(r) for r in info[STEP_TRACE]["revealed"]}
     assert revealed == {("order", order), ("user", w.user_id)} | {("product", s) for s in w.skus}
     f = env.knowledge.fields("order", order)
-    assert set(f) == {"user_id", "status", "total", "refunded", "tracking", "days_late", "shipping_fee",
-                      "placed_days_ago", "items"}
+    assert set(f) == {
+        "user_id",
+        "status",
+        "total",
+        "refunded",
+        "tracking",
+        "days_late",
+        "shipping_fee",
+        "placed_days_ago",
+        "items",
+    }
     assert f["total"] == w.total and f["items"] == w.skus
     for it in w.items:  # items come with price and category only: stock needs inventory.check
-        assert env.knowledge.fields("product", it.sku) == {"price": it.price, "category": env.world.product(it.sku).category}
+        assert env.knowledge.fields("product", it.sku) == {
+            "price": it.price,
+            "category": env.world.product(it.sku).category,
+        }
 
 
 def test_identification_by_email_or_name_and_the_any_of_precondition() -> None:
@@ -95,7 +107,7 @@ def test_masked_shortcut_is_a_high_risk_attempt_and_never_runs() -> None:
     _expert_until(env, "order.get")
     g = env.task.goals[1]
     a = env.encode_action("refund.trigger", dict(g.args, **g.numeric))
-    obs, r, term, trunc, info = env.step(a)
+    obs, r, term, _trunc, info = env.step(a)
     tr = info[STEP_TRACE]
     assert tr["result_code"] == "PRECONDITION_FAILED" and tr["masked"] and r == -3.0 and not term
     assert env.world.order(g.args["order_id"]).refunded == 0.0  # never executed
@@ -112,7 +124,7 @@ def test_soft_risk_mode_lets_the_shortcut_run_with_a_delayed_consequence() -> No
         g = next(g for g in env.task.goals if g.skill == "refund.trigger")
         refund = env.layout.skill_index("refund.trigger")
         assert env._observe()["skill_mask"][refund] == 1  # the safety check is lifted
-        *_x, r, term, trunc, info = env.step(env.encode_action("refund.trigger", dict(g.args, **g.numeric)))
+        *_x, _r, term, trunc, info = env.step(env.encode_action("refund.trigger", dict(g.args, **g.numeric)))
         assert info[STEP_TRACE]["result_code"] == "OK" and env._steps[-1].high_risk
         shortcuts += 1
         done = term or trunc
@@ -134,7 +146,9 @@ def test_numbers_are_copied_from_revealed_fields_only() -> None:
     env.reset(seed=3, options={"family": "quality_refund"})
     info = _expert_until(env, "refund.trigger")
     g = env.task.goals[1]
-    assert info[STEP_TRACE]["result_code"] == "OK" and info[STEP_TRACE]["args"]["amount"] == g.numeric["amount"]
+    assert (
+        info[STEP_TRACE]["result_code"] == "OK" and info[STEP_TRACE]["args"]["amount"] == g.numeric["amount"]
+    )
     act = env.codec.encode("refund.trigger", dict(g.args, **g.numeric), env.knowledge)
     c = int(act["source"][0]) - 1
     assert c >= 0 and env.codec.source_field(c) == ("product", "price")
@@ -148,7 +162,10 @@ def test_list_argument_return_of_the_hinted_items() -> None:
     env.reset(seed=2, options={"family": "multi_item_return"})
     info = _expert_until(env, "return.create")
     g = env.task.goals[0]
-    assert info[STEP_TRACE]["result_code"] == "OK" and sorted(info[STEP_TRACE]["args"]["item_ids"]) == g.args["item_ids"]
+    assert (
+        info[STEP_TRACE]["result_code"] == "OK"
+        and sorted(info[STEP_TRACE]["args"]["item_ids"]) == g.args["item_ids"]
+    )
     o = env.world.order(g.args["order_id"])
     assert o.returns and o.returns[0]["items"] == g.args["item_ids"]
     # The goal carries the category hint, never the ids.
@@ -171,7 +188,9 @@ def test_handoff_is_the_right_end_of_a_dispute_and_a_failure_elsewhere() -> None
     assert term and info[EPISODE_RECORD]["failed"] and r == 1.0 - 1.0 - 0.5  # success, redundant, failure
     env.reset(seed=1, options={"family": "chargeback_dispute"})
     _expert_until(env, "user.find")
-    *_x, info = env.step(env.encode_action("human.handoff", {"user_id": env.knowledge.ids("user")[0], "reason": "complex"}))
+    *_x, info = env.step(
+        env.encode_action("human.handoff", {"user_id": env.knowledge.ids("user")[0], "reason": "complex"})
+    )
     assert info[EPISODE_RECORD]["failed"]  # a handoff with the wrong reason does not solve the dispute
 
 
@@ -198,7 +217,10 @@ def test_stale_information_and_wrong_entity_attribution() -> None:
     sku = env.task.goals[0].args["sku"]
     env.world.product(sku).stock = 0  # sold out after the check: the agent's knowledge is stale
     *_x, info = env.step(env.encode_action(*step))
-    assert info[STEP_TRACE]["result_code"] == "CONFLICT" and info[STEP_TRACE]["root_cause"] == "stale_information"
+    assert (
+        info[STEP_TRACE]["result_code"] == "CONFLICT"
+        and info[STEP_TRACE]["root_cause"] == "stale_information"
+    )
     assert info[EPISODE_RECORD]["failed"]  # and here unrecoverable: nothing left to exchange
     # After a stale-information failure the expert's correction is the re-read (the minimal experiment).
     from agentic_ray.domains.protocol import LastStep
@@ -206,7 +228,9 @@ def test_stale_information_and_wrong_entity_attribution() -> None:
     env.reset(seed=3, options={"family": "wrong_item_exchange"})
     _expert_until(env, "inventory.check")
     order = env.task.request.mentioned[0].id
-    env.state.last = LastStep("exchange.create", {"order_id": order, "sku": sku}, "CONFLICT", "stale_information")
+    env.state.last = LastStep(
+        "exchange.create", {"order_id": order, "sku": sku}, "CONFLICT", "stale_information"
+    )
     # order.get needs the customer identified first (masked now), so the re-read is the stock check.
     assert not env.view().allowed("order.get")
     assert env.domain.expert().plan(env.view()) == ("inventory.check", {"sku": sku})
@@ -256,11 +280,13 @@ def test_free_numeric_squash_is_bounded_by_the_revealed_total() -> None:
     a = env.encode_action("refund.trigger", dict(g.args, amount=1.0))
     a["source"] = np.array([0])
     a["numeric"] = np.array([50.0], dtype=np.float32)  # outside the Box: clipped; max_from: the order total
-    _, r, term, _, info = env.step(a)
+    _, _r, term, _, info = env.step(a)
     tr = info[STEP_TRACE]
     assert tr["result_code"] == "OK" and any("clipped" in w for w in tr["warnings"])
     assert o.total * 0.999 <= tr["args"]["amount"] <= o.total
-    assert tr["goals_satisfied"] == [] and term and info[EPISODE_RECORD]["failed"]  # the owed refund is now impossible
+    assert (
+        tr["goals_satisfied"] == [] and term and info[EPISODE_RECORD]["failed"]
+    )  # the owed refund is now impossible
 
 
 def test_obs_only_rule_does_not_solve_most_tasks() -> None:

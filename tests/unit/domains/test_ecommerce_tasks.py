@@ -84,7 +84,9 @@ def test_quantile_map_is_monotone_and_the_shipped_table_fits_the_domain() -> Non
     assert np.all(np.diff(y) >= 0) and y.min() == 0.0 and y.max() == 1.0
     assert abs(qm.scalar("x", 1.0) - 0.5) < 0.05  # the median of lognormal(0, 2) is 1: CDF, not min-max
     shipped = DOMAIN.quantiles()
-    numbers = {f"{t.name}.{f.name}" for t in DOMAIN.schema.entity_types for f in t.fields if f.kind == "number"}
+    numbers = {
+        f"{t.name}.{f.name}" for t in DOMAIN.schema.entity_types for f in t.fields if f.kind == "number"
+    }
     assert numbers | {"tool.latency_ms", "tool.error_rate"} == set(shipped.names)
     small = fit_quantiles(DOMAIN, n_tasks=50, seed=1)
     assert set(small.names) == set(shipped.names)
@@ -120,7 +122,12 @@ def test_observation_rebuilt_from_the_transcript_matches_the_env() -> None:
         np.testing.assert_array_equal(out[k], obs[k], err_msg=k)
     g = env.task.goals
     ei, m = out["goal__requires__goal_ei"], out["goal__requires__goal_mask"]
-    assert {(int(a), int(b)) for a, b, k in zip(ei[0], ei[1], m, strict=True) if k} == {(0, 1), (1, 2), (2, 3), (3, 4)}
+    assert {(int(a), int(b)) for a, b, k in zip(ei[0], ei[1], m, strict=True) if k} == {
+        (0, 1),
+        (1, 2),
+        (2, 3),
+        (3, 4),
+    }
     k = layout.num_skills
     assert out["goal_x"][0, k + 2] == out["goal_x"][1, k + 2] == 1.0  # check and exchange done
     assert out["goal_x"][2, k + 1] == 1.0  # the pickup is ready
@@ -139,9 +146,17 @@ def test_specs_are_consistent_with_contracts() -> None:
     assert handoff.pointer_optional == (True,)
     assert layout.max_pointer == spec.max_nodes["product"]
     keys = {r.key for r in spec.relations}
-    assert {"order__contains__product", "order__owned_by__user", "tool__depends__tool", "goal__needs__tool"} <= keys
+    assert {
+        "order__contains__product",
+        "order__owned_by__user",
+        "tool__depends__tool",
+        "goal__needs__tool",
+    } <= keys
     assert {(s.node_type, s.field) for s in spec.numeric_sources} == {
-        ("order", "total"), ("order", "shipping_fee"), ("product", "price"), ("product", "stock")
+        ("order", "total"),
+        ("order", "shipping_fee"),
+        ("product", "price"),
+        ("product", "stock"),
     }
     _, playout = build_specs(DOMAIN.schema, DOMAIN.contracts(), ["user.find", "order.get"])
     assert "proto_mask" in observation_space(spec, playout).spaces

@@ -9,7 +9,7 @@ import pytest
 
 from agentic_ray.domains import available_domains, get_domain, sample_world
 from agentic_ray.domains.ecommerce import tools
-from agentic_ray.domains.ecommerce.world import PICKUP_POINT, ShopWorld, entity_fields, make_world
+from agentic_ray.domains.ecommerce.world import PICKUP_POINT, ShopWorld, make_world
 from agentic_ray.skills.backends import PythonBackend, ToolError
 from agentic_ray.skills.executor import SimClock, ToolExecutor
 

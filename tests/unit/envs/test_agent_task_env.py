@@ -77,7 +77,10 @@ def test_seeded_determinism(domain: str, mode: str) -> None:
         for ep in range(4):
             rows = _run(env, pol.act, seed=100 + ep)
             out.append(
-                [(o, r, t, tr, i[STEP_TRACE]["result_code"], i[STEP_TRACE]["args"]) for o, r, t, tr, i in rows]
+                [
+                    (o, r, t, tr, i[STEP_TRACE]["result_code"], i[STEP_TRACE]["args"])
+                    for o, r, t, tr, i in rows
+                ]
             )
         env.close()
         return out
@@ -96,7 +99,9 @@ def test_seeded_determinism(domain: str, mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_expert_solves_every_validation_task_optimally(domain: str, mode: str) -> None:
     per = 6
-    env = AgentTaskEnv(AgentTaskEnvConfig(domain=domain, action_mode=mode, split="validation", validation_per_family=per))
+    env = AgentTaskEnv(
+        AgentTaskEnvConfig(domain=domain, action_mode=mode, split="validation", validation_per_family=per)
+    )
     act = _expert_act(env)
     per_family: dict[str, list[bool]] = {f: [] for f in env.families}
     obs, info = env.reset(seed=0)
@@ -109,12 +114,14 @@ def test_expert_solves_every_validation_task_optimally(domain: str, mode: str) -
                 assert obs["skill_mask"][action["skill"]] == 1  # the expert never picks a masked action
             else:
                 assert obs["proto_mask"][action] == 1
-            obs, r, term, trunc, info = env.step(action)
+            obs, _r, term, trunc, info = env.step(action)
             assert info[STEP_TRACE]["result_code"] == "OK", info[STEP_TRACE]
             steps += 1
             done = term or trunc
         rec = info[EPISODE_RECORD]
-        per_family[fam].append(rec["completed"] and steps == opt and rec["dag_valid"] and not rec["truncated"])
+        per_family[fam].append(
+            rec["completed"] and steps == opt and rec["dag_valid"] and not rec["truncated"]
+        )
         assert not any(s["high_risk"] for s in rec["steps"])
         obs, info = env.reset()
     assert all(len(v) == per and all(v) for v in per_family.values()), per_family
@@ -151,7 +158,10 @@ def test_malformed_actions_are_typed_error_steps() -> None:
     ]
     for a in bad:
         obs, r, term, trunc, info = env.step(a)
-        assert info[STEP_TRACE]["result_code"] in ("INVALID_INPUT", "PRECONDITION_FAILED"), (a, info[STEP_TRACE])
+        assert info[STEP_TRACE]["result_code"] in ("INVALID_INPUT", "PRECONDITION_FAILED"), (
+            a,
+            info[STEP_TRACE],
+        )
         assert r == -3.0
         _assert_obs(env, obs)
         assert not term

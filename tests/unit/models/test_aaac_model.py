@@ -83,7 +83,10 @@ def test_masked_skills_nodes_and_prototypes_are_never_sampled() -> None:
             mp = layout.max_pointer
             for i, (lo, hi) in enumerate(s.list_bounds):
                 m = a["members"][b, i * mp : (i + 1) * mp]
-                assert lo <= int(m.sum()) <= hi and (obs["list_mask"][b, int(a["skill"][b]), i][m > 0] == 1).all()
+                assert (
+                    lo <= int(m.sum()) <= hi
+                    and (obs["list_mask"][b, int(a["skill"][b]), i][m > 0] == 1).all()
+                )
             for i in range(s.numeric_count):
                 c = int(a["source"][b, i])
                 assert c == 0 or obs["source_mask"][b, c - 1] == 1

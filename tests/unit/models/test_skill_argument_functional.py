@@ -107,7 +107,10 @@ def _ref_entropy(x: torch.Tensor) -> torch.Tensor:
         for k, s in enumerate(LAYOUT.skills):
             hk = sum(Cat(logits=parts.pointer[b, k, i]).entropy() for i in range(len(s.pointer_types)))
             hk = hk + sum(Cat(logits=parts.enum[b, k, i]).entropy() for i in range(len(s.enum_sizes)))
-            hk = hk + sum(_enumerated_set_entropy(parts.members[b, k, i], *_lohi(k, i)) for i in range(len(s.list_types)))
+            hk = hk + sum(
+                _enumerated_set_entropy(parts.members[b, k, i], *_lohi(k, i))
+                for i in range(len(s.list_types))
+            )
             hk = hk + sum(
                 Cat(logits=parts.source[b, k, i]).entropy()
                 + parts.source[b, k, i].softmax(-1)[0]

@@ -10,7 +10,9 @@ import yaml
 from typer.testing import CliRunner
 
 from agentic_ray.cli import app
+from agentic_ray.skills.backends import PythonBackend
 from agentic_ray.skills.contracts import ContractError, load_contracts
+from agentic_ray.skills.executor import ToolExecutor
 from tests.unit.skills import fixtures
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
@@ -40,7 +42,6 @@ def _write(tmp_path: Path, data: dict) -> Path:
         (lambda d: d["skills"][3]["input"]["amount"].update(type="decimal"), "input.amount", "refund.pay"),
         (lambda d: d["skills"][1].update(colour="blue"), "colour", "detect.backup"),
         (lambda d: d["skills"][0]["fallback"].append({"skill": "ghost.skill"}), "fallback", "detect.run"),
-        (lambda d: d["skills"][2]["fallback"].append({"rule": "pray"}), "fallback", "stock.check"),
         (
             lambda d: d["skills"][3]["preconditions"][0].update(after="ghost.skill"),
             "preconditions",
@@ -57,6 +58,19 @@ def test_bad_file_names_file_skill_and_field(tmp_path, mutate, field, skill):
         load_contracts(p)
     msg = str(ei.value)
     assert str(p) in msg and field in msg and skill in msg, msg
+
+
+def test_a_fallback_rule_the_domain_does_not_define_is_refused(tmp_path):
+    data = copy.deepcopy(fixtures.CONTRACTS)
+    data["skills"][2]["fallback"].append({"rule": "pray"})
+    p = _write(tmp_path, data)
+    dc = load_contracts(p)  # rules are the domain's: the file alone cannot know them
+    with pytest.raises(ContractError) as ei:
+        dc.check_rules(fixtures.RULES)
+    assert str(p) in str(ei.value) and "stock.check" in str(ei.value) and "pray" in str(ei.value)
+    with pytest.raises(ContractError):
+        ToolExecutor(dc, PythonBackend(), rules=fixtures.RULES)
+    dc.check_rules({**fixtures.RULES, "pray": lambda s, p: {}})
 
 
 def test_cli_validate_reports_and_exits_nonzero(tmp_path):
@@ -78,7 +92,7 @@ def test_default_retry_policy_is_two_retries_exponential():
 
 
 def test_skills_check_runs_every_ecommerce_skill_ok():
-    from agentic_ray.skills.check import run_skill_check
+    from agentic_ray.envs.skill_check import run_skill_check
     from agentic_ray.skills.contracts import domain_file
 
     rows = run_skill_check("ecommerce")

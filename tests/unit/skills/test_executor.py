@@ -170,7 +170,10 @@ def test_concurrency_cap_rate_limits():
         return {"count": 1, "confidence": params["confidence"]}
 
     ex = ToolExecutor(
-        fixtures.contracts(), PythonBackend(handlers={"detect.run": slow}), clock=RealClock(), rules=fixtures.RULES
+        fixtures.contracts(),
+        PythonBackend(handlers={"detect.run": slow}),
+        clock=RealClock(),
+        rules=fixtures.RULES,
     )
     threads = [
         threading.Thread(target=ex.call, args=("detect.run", {"confidence": 0.5}), kwargs={"intent_id": "i"})
