@@ -369,7 +369,7 @@ def toy_specs() -> tuple[GraphSpec, ActionLayout]:
             RelationSpec(GOAL_NODE_TYPE, "needs", TOOL_NODE_TYPE, 6),
             RelationSpec("c", "contains", "b", 4),
         ),
-        numeric_sources=(NumericSource("b", "price", 3, 4), NumericSource("c", "total", 2, 3)),
+        numeric_sources=(NumericSource("b", "f1", 3, 4), NumericSource("c", "f2", 2, 3)),
     )
     layout = ActionLayout(
         skills=(

@@ -65,6 +65,7 @@ class Masks:
     hard: np.ndarray  # (K,) bool
     soft: np.ndarray  # (K,) bool
     reasons: dict[str, list[str]]
+    business: np.ndarray | None = None  # (K,) bool: a business precondition fails for every target
 
     def as_obs(self) -> dict[str, np.ndarray]:
         return {"skill_mask": self.skill_mask, "pointer_mask": self.pointer_mask, "list_mask": self.list_mask}
@@ -260,4 +261,4 @@ class MaskComputer:
                     else f"soft: live error rate {sla['error_rate'][i]:.2f} > {self.threshold[i]:.2f}"
                 )
             reasons[self.skills[i]] = r
-        return Masks(mask, pm, lm, hard, soft, reasons)
+        return Masks(mask, pm, lm, hard, soft, reasons, business)
