@@ -18,7 +18,6 @@ Validation tasks use a fixed, disjoint seed range (:func:`validation_seeds`).
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -220,7 +219,7 @@ def gold_call(task: Task, g: Goal) -> dict[str, Any]:
 
 def gold_state(world: HelpdeskWorld, task: Task, handler: Callable[[str], Handler]) -> str:
     """:func:`state_hash` of the world the gold calls (the goals, in order) produce from a copy of ``world``."""
-    w = copy.deepcopy(world)
+    w = world.copy_entities()
     for g in task.goals:
         handler(g.skill)(w, gold_call(task, g))
     return state_hash(w)

@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -124,6 +124,16 @@ class HelpdeskWorld:
             h.failure_rate = min(
                 0.5, max(0.0, h.base_failure_rate + (h.failure_rate - h.base_failure_rate) * 0.98 + b)
             )
+
+    def copy_entities(self) -> HelpdeskWorld:
+        """A copy of the employees, tickets and assets (fresh session, no tool health): what the gold calls of a
+        task need. Every field is a scalar, so ``replace`` copies fully; ``deepcopy`` of a world took ~2 ms."""
+        return HelpdeskWorld(
+            [replace(e) for e in self.employees],
+            [replace(t) for t in self.tickets],
+            [replace(a) for a in self.assets],
+            {},
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
