@@ -35,7 +35,7 @@ class HelpdeskExpert:
             for v in (g.args[name] if isinstance(g.args[name], list) else [g.args[name]])
             if not k.knows(p.node_type, v)
         ]
-        if unknown and not k.ids("employee"):
+        if "employee" in unknown or (unknown and not k.ids("employee")):
             step = self._identify(view)
         elif unknown:
             step = LISTING[unknown[0]], {"employee_id": k.ids("employee")[0]}
