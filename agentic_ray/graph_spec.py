@@ -288,8 +288,10 @@ def observation_space(spec: GraphSpec, layout: ActionLayout) -> gym.spaces.Dict:
         s[f"{nt}_mask"] = gym.spaces.Box(0, 1, (n,), dtype=np.int8)
     for r in spec.relations:
         hi = np.zeros((2, r.max_edges), dtype=np.int64)
-        hi[0, :] = spec.max_nodes[r.src] - 1
-        hi[1, :] = spec.max_nodes[r.dst] - 1
+        # A one-node type's indices are all 0; its bound is kept at 1 so the Box is not degenerate (low == high
+        # is an error in Gymnasium's checker). Padded columns are 0 anyway.
+        hi[0, :] = max(spec.max_nodes[r.src] - 1, 1)
+        hi[1, :] = max(spec.max_nodes[r.dst] - 1, 1)
         s[f"{r.key}_ei"] = gym.spaces.Box(np.zeros_like(hi), hi, dtype=np.int64)
         s[f"{r.key}_mask"] = gym.spaces.Box(0, 1, (r.max_edges,), dtype=np.int8)
     k = layout.num_skills

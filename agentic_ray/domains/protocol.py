@@ -327,11 +327,17 @@ class Domain(Protocol):
         ...
 
     def final_check(self, world: Any, task: Task) -> bool:
-        """For ``task.end == "world_state"``: whether the final world is the one the gold actions produce."""
+        """For ``task.end == "world_state"``: whether the final world is the one the gold actions produce.
+
+        Checked when every goal is satisfied or a terminal skill succeeds, so such a task still lists its
+        changes as goals (the goals drive DVR and the ready features; the check judges the outcome)."""
         ...
 
     def hard_rules(self, knowledge: Knowledge, skills: Sequence[str]) -> dict[str, str]:
-        """Hard mask rules from what is known: ``skill -> reason`` for each skill that may not run now."""
+        """Hard mask rules from what is known: ``skill -> reason`` for each skill that may not run now.
+
+        These shape the action mask only; the gateway never sees them, so the tool handler must enforce the same
+        business rule itself (e.g. raise ``PRECONDITION_FAILED`` for an unverified customer)."""
         ...
 
     def fallback_rules(self) -> dict[str, RuleFn]:

@@ -318,13 +318,16 @@ class ActionCodec:
         goal_done: np.ndarray,
         pointer_mask: np.ndarray,
         list_mask: np.ndarray,
-        targets: Callable[[int, str], list[str]],
+        targets: Callable[[int, str, str | None], list[str]],
         used: Callable[[str, str], set[Any]] | None = None,
     ) -> dict[str, np.ndarray | int]:
         """A prototype -> a structured action, from what the observation shows (see the module docstring).
 
         Args:
-            targets: ``(goal index, node type) -> known ids the goal names`` (the ``goal -targets->`` edges).
+            targets: ``(goal index, node type, argument or None) -> known ids the goal names`` (the
+                ``goal -targets->`` edges), with that argument of the goal's skill when one is given: an
+                argument binds first to what the goal names under the same argument name, so a pointer and a
+                list of the same type (a merge's primary and its duplicates) do not take each other's ids.
             used: ``(skill, param) -> values already sent successfully``; without a goal-named target, a target
                 the skill has not been called on yet is preferred (a lookup reads the entity it has not read).
         """
@@ -351,11 +354,16 @@ class ActionCodec:
             if ps.kind == "pointer":
                 ids = self.builder.node_ids[p.node_type]
                 valid = [ids[j] for j in np.flatnonzero(pointer_mask[k, ps.slot, :mp]) if j < len(ids)]
-                named = [v for v in (targets(gi, p.node_type) if gi is not None else []) if v in valid]
+                named = [
+                    v for v in (targets(gi, p.node_type, ps.name) if gi is not None else []) if v in valid
+                ]
                 done = used(proto.skill, ps.name) if used is not None else set()
                 fresh = [v for v in valid if v not in done]
                 pending = {
-                    v for i in range(len(task.goals)) if not goal_done[i] for v in targets(i, p.node_type)
+                    v
+                    for i in range(len(task.goals))
+                    if not goal_done[i]
+                    for v in targets(i, p.node_type, None)
                 }
                 wanted = [v for v in fresh if v in pending]
                 pick = named or wanted or fresh or valid
@@ -364,7 +372,9 @@ class ActionCodec:
             elif ps.kind == "list":
                 ids = self.builder.node_ids[p.node_type]
                 valid = [ids[j] for j in np.flatnonzero(list_mask[k, ps.slot]) if j < len(ids)]
-                named = [v for v in (targets(gi, p.node_type) if gi is not None else []) if v in valid]
+                named = [
+                    v for v in (targets(gi, p.node_type, ps.name) if gi is not None else []) if v in valid
+                ]
                 pick = named if p.min_items <= len(named) <= p.max_items else valid[: max(p.min_items, 1)]
                 params[ps.name] = pick
             elif ps.kind == "enum":

@@ -228,7 +228,9 @@ class AgentTaskEnv(gym.Env):
         }
         self._proto_skill = np.array([self._skill_idx[p.skill] for p in self.prototypes], dtype=np.int64)
         self._terminal = frozenset(self.domain.schema.terminal_skills)
-        self.world_id = f"env-{uuid.uuid4().hex[:12]}"
+        self._env_id = f"env-{uuid.uuid4().hex[:12]}"
+        self._episodes = 0
+        self.world_id = self._env_id
         self.progress = 0.0
         self.policy_version = 0
         self._val_counter = 0
@@ -368,6 +370,12 @@ class AgentTaskEnv(gym.Env):
             int=int(self._rng.integers(2**63)) << 64 | int(self._rng.integers(2**63))
         ).hex
         self.intent_id = ToolExecutor.intent_hash(f"{task.request.text} #{self.episode_id}")
+        # Every episode gets its own world id: a backend's idempotency cache (keyed by world and call) must not
+        # replay the previous episode's replies when seeded trace ids repeat.
+        if self._episodes:
+            self.backend.drop_world(self.world_id)
+        self._episodes += 1
+        self.world_id = f"{self._env_id}-{self._episodes}"
         self.backend.put_world(self.world_id, world)
         self.fault_kind, self._down = draw_faults(
             self.config.faults, self.fault_share(), [g.skill for g in task.goals], self._rng
@@ -425,12 +433,13 @@ class AgentTaskEnv(gym.Env):
         return obs
 
     # ------------------------------------------------------------------ actions
-    def _targets(self, goal: int, node_type: str) -> list[str]:
+    def _targets(self, goal: int, node_type: str, arg: str | None = None) -> list[str]:
+        """Known ids goal ``goal`` names with its entity arguments of ``node_type`` (only ``arg`` when given)."""
         assert self.task is not None and self.knowledge is not None
         g = self.task.goals[goal]
         out = []
         for name, p in self._entity_params[g.skill]:
-            if p.node_type == node_type and name in g.args:
+            if p.node_type == node_type and name in g.args and (arg is None or name == arg):
                 vals = g.args[name] if isinstance(g.args[name], list | tuple) else [g.args[name]]
                 out += [str(v) for v in vals if self.knowledge.knows(node_type, str(v))]
         return out
