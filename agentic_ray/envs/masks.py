@@ -160,11 +160,14 @@ class MaskComputer:
         self._cached: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]] | None = (
             None
         )
+        self._reasons_key: tuple[object, ...] | None = None
+        self._reasons: dict[str, list[str]] = {}
 
     def reset(self, task: Task) -> None:
         """A new episode: empty history; the request's facts decide which copied strings exist."""
         self.tracker.reset()
         self._key = None
+        self._reasons_key = None
         facts = task.request.facts
         self._fact_hard = {
             i: [f"hard: the request gives no {f}" for f in fs if f not in facts]
@@ -251,6 +254,9 @@ class MaskComputer:
             (sla["error_rate"] > self.threshold) & (sla["calls"] >= self.soft_min_calls) & ~cooled
         )
         mask = (~hard & ~soft & ~business).astype(np.int8)
+        rkey = (self._key, soft.tobytes(), sla["open"].tobytes())
+        if rkey == self._reasons_key:  # reasons change only with the structure or the soft mask
+            return Masks(mask, pm, lm, hard, soft, self._reasons, business)
         reasons: dict[str, list[str]] = {}
         for i in np.flatnonzero(mask == 0):
             r = list(why.get(int(i), ()))
@@ -261,4 +267,5 @@ class MaskComputer:
                     else f"soft: live error rate {sla['error_rate'][i]:.2f} > {self.threshold[i]:.2f}"
                 )
             reasons[self.skills[i]] = r
+        self._reasons_key, self._reasons = rkey, reasons
         return Masks(mask, pm, lm, hard, soft, reasons, business)

@@ -158,6 +158,9 @@ class PreconditionTracker:
                 for skills in pc.bind.values():
                     for s in skills:
                         self.by_bind.setdefault(s, []).append((i, j))
+        self.reasons: list[list[str]] = [
+            [describe(c, pc) for pc in rules] for c, rules in zip(self.contracts, self.rules, strict=True)
+        ]
         self.history: list[Call] = []
         self.reset()
 
@@ -191,7 +194,7 @@ class PreconditionTracker:
 
     def skill_ok(self, i: int) -> tuple[bool, list[str]]:
         """:func:`unconstrained_ok` of skill ``i``."""
-        why = [describe(self.contracts[i], pc) for j, pc in enumerate(self.rules[i]) if not self.any[i][j]]
+        why = [r for r, ok in zip(self.reasons[i], self.any[i], strict=True) if not ok]
         return not why, why
 
     def allowed(self, i: int, param: str, candidates: Sequence[str]) -> list[bool] | None:

@@ -26,7 +26,9 @@ def test_builtin_domains_implement_the_protocol() -> None:
 
 
 def test_an_installed_package_adds_a_domain_through_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
-    ep = EntryPoint(name="plugin_desk", value="tests.unit.domains.plugin_domain:domain", group=registry.ENTRY_POINT_GROUP)
+    ep = EntryPoint(
+        name="plugin_desk", value="tests.unit.domains.plugin_domain:domain", group=registry.ENTRY_POINT_GROUP
+    )
     real = registry.entry_points
 
     def fake(*, group: str):
