@@ -41,7 +41,7 @@ def test_an_installed_package_adds_a_domain_through_entry_points(monkeypatch: py
     expert = env.domain.expert()
     done = False
     while not done:
-        obs, _r, term, trunc, info = env.step(env.encode_action(*expert.plan(env.view())))
+        _obs, _r, term, trunc, info = env.step(env.encode_action(*expert.plan(env.view())))
         done = term or trunc
     assert info[EPISODE_RECORD]["completed"] and info[EPISODE_RECORD]["domain"] == "plugin_desk"
     assert env_id("plugin_desk") in register_envs()
@@ -60,7 +60,7 @@ def test_a_wrongly_named_domain_is_refused() -> None:
 @pytest.mark.parametrize("domain", ["ecommerce", "helpdesk"])
 def test_gymnasium_make_names_every_domain(domain: str) -> None:
     env = gym.make(env_id(domain), config={"split": "validation"})
-    obs, info = env.reset(seed=0)
+    _obs, info = env.reset(seed=0)
     assert env.unwrapped.config.domain == domain and env.unwrapped.config.split == "validation"
     assert info["task_family"] in get_domain(domain).families
     env.close()
