@@ -54,8 +54,8 @@ class RandomGraphEnv(gym.Env):
         else:
             chosen = int(action["skill"])
             self.violations += int(self.last["skill_mask"][chosen] == 0)
-            for i, nt in enumerate(LAYOUT.skills[chosen].pointer_types):
-                self.violations += int(self.last[f"ptr_mask_{nt}"][int(action["pointer"][i])] == 0)
+            for i in range(len(LAYOUT.skills[chosen].pointer_types)):
+                self.violations += int(self.last["pointer_mask"][chosen, i, int(action["pointer"][i])] == 0)
         self.t += 1
         return self._obs(), float(chosen == 0), self.t >= 8, False, {}
 

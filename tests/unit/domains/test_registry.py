@@ -37,7 +37,7 @@ def test_an_installed_package_adds_a_domain_through_entry_points(monkeypatch: py
     monkeypatch.setattr(registry, "entry_points", fake)
     assert "plugin_desk" in available_domains()
     env = AgentTaskEnv({"domain": "plugin_desk"})
-    obs, _ = env.reset(seed=0)
+    env.reset(seed=0)
     expert = env.domain.expert()
     done = False
     while not done:
