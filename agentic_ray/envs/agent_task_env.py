@@ -53,7 +53,7 @@ from agentic_ray.domains.goal_dag import goal_edges, plan_validity
 from agentic_ray.domains.knowledge import Knowledge, reveal_result
 from agentic_ray.domains.protocol import EpisodeView, LastStep, Task
 from agentic_ray.envs.action_codec import ActionCodec, Prototype
-from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, episode_record_dict
+from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, episode_record_dict, match_goals
 from agentic_ray.envs.faults import FaultScheduleConfig, backend_faults, draw_faults
 from agentic_ray.envs.masks import MaskComputer, Masks, sla_arrays
 from agentic_ray.envs.observation import ObservationBuilder, build_specs
@@ -558,7 +558,9 @@ class AgentTaskEnv(gym.Env):
                 st.history.append(call)
                 self.masks.add(call)
                 revealed = reveal_result(know, c, params, res.payload)
-                satisfied, violation = self._match_goals(skill, params)
+                satisfied, violation = match_goals(
+                    task, st, self.builder.goal_ready(st.goal_done), skill, params
+                )
             if c.risk.high_risk and not satisfied:
                 high_risk = True
             if shortcut and c.risk.consequence and self._rng.random() < c.risk.consequence_probability:
@@ -687,27 +689,6 @@ class AgentTaskEnv(gym.Env):
                 if any(f in truth and truth[f] != val for f, val in known.items()):
                     return True
         return False
-
-    def _match_goals(self, skill: str, params: dict[str, Any]) -> tuple[list[str], bool]:
-        assert self.task is not None and self.state is not None
-        st = self.state
-        ready = self.builder.goal_ready(st.goal_done)
-        best, matched = -1, False
-        for i, g in enumerate(self.task.goals):
-            if st.goal_done[i] or not g.matches(skill, params):
-                continue
-            matched = True
-            if ready[i] and (best < 0 or g.priority > self.task.goals[best].priority):
-                best = i
-        if best >= 0:
-            st.goal_done[best] = True
-            gid = self.task.goals[best].id
-            st.goals_done_order.append(gid)
-            return [gid], False
-        if matched:
-            st.violations += 1
-            return [], True
-        return [], False
 
     def _episode_record(self, completed: bool, failed: bool, truncated: bool) -> EpisodeRecord:
         assert self.task is not None and self.state is not None

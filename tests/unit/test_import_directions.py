@@ -13,7 +13,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2] / "agentic_ray"
 
 FORBIDDEN = {
-    "domains": ("agentic_ray.envs", "agentic_ray.models", "agentic_ray.eval", "agentic_ray.stages", "agentic_ray.rollout"),
+    "domains": (
+        "agentic_ray.envs",
+        "agentic_ray.models",
+        "agentic_ray.eval",
+        "agentic_ray.stages",
+        "agentic_ray.rollout",
+    ),
     "models": ("agentic_ray.envs", "agentic_ray.domains"),
     "skills": ("agentic_ray.envs", "agentic_ray.domains"),
 }
