@@ -121,12 +121,10 @@ class TranscriptState:
             st.calls[k] += 1
         st.last_ok, st.last_failed = call.ok, not call.ok
         st.consecutive_failures = 0 if call.ok else st.consecutive_failures + 1
-        entities = [
-            str(x)
-            for n, _p in env._entity_params.get(call.skill, [])
-            for x in (call.params.get(n) if isinstance(call.params.get(n), list) else [call.params.get(n)])
-            if x is not None
-        ]
+        entities: list[str] = []
+        for n, _p in env._entity_params.get(call.skill, []):
+            v = call.params.get(n)
+            entities += [str(x) for x in (v if isinstance(v, list) else [v]) if x is not None]
         relevant = set(task.relevant) | {m.id for m in task.request.mentioned}
         cause = attribute_root_cause(
             code=call.result_code,

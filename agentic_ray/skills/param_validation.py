@@ -118,7 +118,8 @@ def output_problem(contract: SkillContract, payload: Any) -> str | None:
             return f"{name}: bool where {typ} expected"
         if not isinstance(v, _PY_TYPES[typ]):
             return f"{name}: {type(v).__name__} where {typ} expected"
-        if spec.type == "entity_list":
+        if spec.type == "entity_list" and isinstance(v, list):
+            item: Any
             for i, item in enumerate(v):
                 if isinstance(item, str):
                     continue
