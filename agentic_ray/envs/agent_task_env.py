@@ -42,7 +42,8 @@ failure.
 Termination: every goal satisfied (success); explicit failure (a human handoff, or a pending goal made
 impossible, e.g. cancelling the order the customer wanted refunded); truncation when the step budget is spent.
 
-Info: ``reset`` returns ``MASK_REASONS``, ``task_family``, ``task_seed``, ``optimal_steps`` and ``fault_kind``.
+Info: ``reset`` returns ``MASK_REASONS``, ``task_family``, ``task_seed``, ``optimal_steps``, ``fault_kind`` and
+``BACKEND_ERRORS`` (typed failures of pushing the world or its faults; a backend failure never raises).
 ``step`` returns ``STEP_TRACE`` (trace_id, skill, args, result_code, latency_ms, attempts, fallback_used,
 masked, message, goals_satisfied, and the mask_reasons the action was chosen under), ``MASK_REASONS`` for the
 returned observation and, on the last step, ``EPISODE_RECORD``.
@@ -83,7 +84,7 @@ from agentic_ray.envs.ecommerce_tasks import (
 from agentic_ray.envs.goal_dag import goal_edges, plan_validity
 from agentic_ray.envs.graph_spec import NUMERIC_BOUND, ROOT_CAUSES, numeric_action, observation_space
 from agentic_ray.envs.prototypes import ExpertStep, Prototype, load_prototypes
-from agentic_ray.keys import EPISODE_RECORD, MASK_REASONS, STEP_TRACE
+from agentic_ray.keys import BACKEND_ERRORS, EPISODE_RECORD, MASK_REASONS, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
 from agentic_ray.skills.contracts import BoolParam, EntityParam, EnumParam, FloatParam, IntParam
@@ -440,10 +441,17 @@ class AgentTaskEnv(gym.Env):
         if self._health is None:
             self._health = world.tool_health
         world.tool_health = self._health
-        self.backend.put_world(self.world_id, world)
+        # Backend failures are typed outcomes, never exceptions: the episode starts and its calls fail typed.
+        backend_errors = []
+        if not (out := self.backend.put_world(self.world_id, world)).ok:
+            backend_errors.append(f"put_world: {out.error_code}: {out.message}")
         self.fault_kind, self._down = self._draw_faults(task)
-        if isinstance(self.backend, PythonBackend):
-            self.backend.set_faults(self._fault_config(world))
+        if not (out := self.backend.set_faults(self._fault_config(world), world_id=self.world_id)).ok:
+            # Faults that could not be set are not injected, so the episode must not claim them.
+            backend_errors.append(
+                f"set_faults: {out.error_code}: {out.message}; running without injected faults"
+            )
+            self.fault_kind, self._down = None, frozenset()
         budget = max(
             task.optimal_steps + self.config.budget_extra,
             math.ceil(self.config.budget_factor * task.optimal_steps),
@@ -461,6 +469,7 @@ class AgentTaskEnv(gym.Env):
             "task_seed": task_seed,
             "optimal_steps": task.optimal_steps,
             "fault_kind": self.fault_kind,
+            BACKEND_ERRORS: backend_errors,
         }
         return obs, info
 
@@ -663,7 +672,11 @@ class AgentTaskEnv(gym.Env):
             )
             code, latency, params = res.code, res.latency_ms, (res.params or params)
             if self.config.backend == "http":
-                self.world = self.backend.get_world(self.world_id)
+                world, out = self.backend.fetch_world(self.world_id)
+                if out.ok:
+                    self.world = world
+                else:
+                    self._warnings.append(f"world not refreshed: {out.error_code}: {out.message}")
         else:
             code, latency = err, 0.0
         ok = res is not None and res.ok
@@ -745,10 +758,12 @@ class AgentTaskEnv(gym.Env):
             self.clock.advance(max(self.config.step_time_s, latency / 1000.0))
         if self.config.drift:
             self.world.drift(self._rng, task.protected_skus)
+            outs = []
             if self.config.backend == "http":
-                self.backend.put_world(self.world_id, self.world)
-            elif self.config.simulate_tool_health and st.step % self.config.tool_health_refresh_steps == 0:
-                self.backend.set_faults(self._fault_config(self.world))
+                outs.append(self.backend.put_world(self.world_id, self.world))
+            if self.config.simulate_tool_health and st.step % self.config.tool_health_refresh_steps == 0:
+                outs.append(self.backend.set_faults(self._fault_config(self.world), world_id=self.world_id))
+            self._warnings += [f"backend sync failed: {o.error_code}: {o.message}" for o in outs if not o.ok]
         # Termination.
         completed = bool(st.goal_done.all())
         failed = False
