@@ -8,6 +8,7 @@ and which business rules must hold before it may run. Loading validates everythi
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -63,6 +64,9 @@ class FloatParam(_Strict):
 
     @model_validator(mode="after")
     def _bounds(self) -> FloatParam:
+        for name, v in (("min", self.min), ("max", self.max), ("default", self.default)):
+            if v is not None and not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v}")
         if self.min > self.max:
             raise ValueError(f"min {self.min} > max {self.max}")
         if self.default is not None and not self.min <= self.default <= self.max:
@@ -117,6 +121,12 @@ class StringParam(_Strict):
     default: str | None = Field(default=None, description="Used when the parameter is omitted.")
     description: str = ""
 
+    @model_validator(mode="after")
+    def _default_fits(self) -> StringParam:
+        if self.default is not None and len(self.default) > self.max_length:
+            raise ValueError(f"default is {len(self.default)} characters, above max_length {self.max_length}")
+        return self
+
 
 class EntityParam(_Strict):
     type: Literal["entity"] = "entity"
@@ -167,6 +177,11 @@ class SLASpec(_Strict):
     def _p95_within_timeout(self) -> SLASpec:
         if self.p95_ms > self.timeout_ms:
             raise ValueError(f"p95_ms {self.p95_ms} exceeds timeout_ms {self.timeout_ms}")
+        if self.breaker_min_calls > self.window:
+            raise ValueError(
+                f"breaker_min_calls {self.breaker_min_calls} exceeds window {self.window}: the breaker could "
+                "never trip"
+            )
         return self
 
 
@@ -215,7 +230,9 @@ class SkillContract(_Strict):
     version: str = Field(default="1.0", description="Contract version.")
     description: str = Field(min_length=1, description="What the skill does.")
     handler: str | None = Field(
-        default=None, description="`module:function` of the in-process backend (also hosted over HTTP)."
+        default=None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="`module:function` of the in-process backend (also hosted over HTTP).",
     )
     input: dict[str, ParamSpec] = Field(default_factory=dict, description="Parameters.")
     output: OutputSpec = Field(default_factory=OutputSpec, description="Payload and errors.")
@@ -238,6 +255,10 @@ class SkillContract(_Strict):
 class DomainContracts(_Strict):
     domain: str = Field(description="Domain name, e.g. ecommerce.")
     version: str = Field(default="1", description="Version of this skill set.")
+    node_types: list[str] | None = Field(
+        default=None,
+        description="The domain's entity node types; when given, every `entity` parameter must name one.",
+    )
     skills: list[SkillContract] = Field(min_length=1, description="The skills.")
     source: str = Field(default="", description="File it was loaded from (set by the loader).")
 
@@ -247,35 +268,80 @@ class DomainContracts(_Strict):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"duplicate skill names: {sorted(dup)}")
-        known = set(names)
-        from agentic_ray.skills.rules import RULES
-
-        for i, s in enumerate(self.skills):
-            for j, fb in enumerate(s.fallback):
-                if fb.skill is not None and fb.skill not in known:
-                    raise ValueError(f"skills.{i} ({s.name}).fallback.{j}.skill: unknown skill {fb.skill!r}")
-                if fb.skill == s.name:
-                    raise ValueError(
-                        f"skills.{i} ({s.name}).fallback.{j}.skill: a skill cannot fall back to itself"
-                    )
-                if fb.rule is not None and fb.rule not in RULES:
-                    raise ValueError(
-                        f"skills.{i} ({s.name}).fallback.{j}.rule: unknown rule {fb.rule!r} (known: {sorted(RULES)})"
-                    )
-            for j, pc in enumerate(s.preconditions):
-                if pc.after not in known:
-                    raise ValueError(
-                        f"skills.{i} ({s.name}).preconditions.{j}.after: unknown skill {pc.after!r}"
-                    )
-                for p in pc.same:
-                    if p not in s.input:
-                        raise ValueError(
-                            f"skills.{i} ({s.name}).preconditions.{j}.same: {p!r} is not an input"
-                        )
+        by = {s.name: s for s in self.skills}
+        problems = [p for i, s in enumerate(self.skills) for p in _skill_problems(i, s, by, self.node_types)]
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     def by_name(self) -> dict[str, SkillContract]:
         return {s.name: s for s in self.skills}
+
+
+def _skill_problems(
+    i: int, s: SkillContract, by: dict[str, SkillContract], node_types: list[str] | None
+) -> list[str]:
+    """What is impossible about skill ``i`` given the other skills: each item names its field."""
+    from agentic_ray.skills.rules import RULES
+
+    at = f"skills.{i} ({s.name})"
+    out: list[str] = []
+    if node_types is not None:
+        for pname, p in s.input.items():
+            if isinstance(p, EntityParam) and p.node_type not in node_types:
+                out.append(
+                    f"{at}.input.{pname}.node_type: unknown node type {p.node_type!r} (known: {node_types})"
+                )
+    for j, fb in enumerate(s.fallback):
+        if fb.skill is not None:
+            fc = by.get(fb.skill)
+            if fc is None:
+                out.append(f"{at}.fallback.{j}.skill: unknown skill {fb.skill!r}")
+                continue
+            if fc.name == s.name:
+                out.append(f"{at}.fallback.{j}.skill: a skill cannot fall back to itself")
+                continue
+            lacking = [k for k in s.input if k not in fc.input]
+            if lacking:
+                out.append(f"{at}.fallback.{j}.skill: {fb.skill} does not accept input(s) {lacking}")
+            wrong = [k for k, t in s.output.fields.items() if fc.output.fields.get(k) != t]
+            if wrong:
+                out.append(
+                    f"{at}.fallback.{j}.skill: {fb.skill} does not return output field(s) {wrong} as typed"
+                )
+        if fb.rule is not None and fb.rule not in RULES:
+            out.append(f"{at}.fallback.{j}.rule: unknown rule {fb.rule!r} (known: {sorted(RULES)})")
+    for j, pc in enumerate(s.preconditions):
+        after = by.get(pc.after)
+        if after is None:
+            out.append(f"{at}.preconditions.{j}.after: unknown skill {pc.after!r}")
+            continue
+        if after.name == s.name:
+            out.append(f"{at}.preconditions.{j}.after: a skill cannot require an earlier call of itself")
+        for name in pc.same:
+            if name not in s.input:
+                out.append(f"{at}.preconditions.{j}.same: {name!r} is not an input")
+            elif name not in after.input:
+                out.append(f"{at}.preconditions.{j}.same: {name!r} is not an input of {pc.after}")
+        if after.output.fields:
+            for k, v in pc.where.items():
+                typ = after.output.fields.get(k)
+                if typ is None:
+                    out.append(f"{at}.preconditions.{j}.where: {k!r} is not an output field of {pc.after}")
+                elif not _has_type(v, typ):
+                    out.append(
+                        f"{at}.preconditions.{j}.where.{k}: {v!r} can never equal {pc.after}'s {typ} field"
+                    )
+    return out
+
+
+def _has_type(v: Any, typ: str) -> bool:
+    if typ in ("int", "float"):
+        return (
+            isinstance(v, int | float) and not isinstance(v, bool) and (typ == "float" or isinstance(v, int))
+        )
+    py = {"bool": bool, "string": str, "list": list, "dict": dict}[typ]
+    return isinstance(v, py)
 
 
 class ContractError(ValueError):
@@ -316,6 +382,10 @@ def load_contracts(path: str | Path) -> DomainContracts:
         lines = []
         for err in e.errors():
             loc = tuple(err["loc"])
+            if not loc:  # a cross-skill check: its message names skill and field itself
+                msg = str(err["msg"]).removeprefix("Value error, ")
+                lines += [f"{path}: {m}" for m in msg.split("; ")]
+                continue
             field = ".".join(str(p) for p in loc)
             lines.append(f"{path}: skill {_skill_name(raw, loc)}: field {field}: {err['msg']}")
         raise ContractError("\n".join(lines)) from e
