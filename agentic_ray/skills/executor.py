@@ -470,7 +470,11 @@ class ToolExecutor:
                 except InvalidParams as e:
                     notes.append(f"fallback {fb.skill} skipped: {e}")
                     continue
-                why = unmet_precondition(fc, fparams, self._history.get(intent_id))
+                why = (
+                    unmet_precondition(fc, fparams, self._history.get(intent_id))
+                    if fc.preconditions
+                    else None
+                )
                 if why is not None:
                     notes.append(f"fallback {fb.skill} skipped: precondition: {why}")
                     continue

@@ -13,7 +13,7 @@ its own parameters and payload. :class:`CallHistory` is the bounded, thread-safe
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,20 +60,26 @@ def unmet_precondition(
 
 
 class CallHistory:
-    """Real successes by key (an intent id, or ``(world_id, intent_id)`` on the server), LRU-bounded.
+    """Real successes by key (an intent id, or ``(world_id, intent_id)`` on the server), bounded both ways.
 
     Args:
         max_keys: how many keys' histories to keep; the least recently used is dropped first.
+        max_records: records kept per key (the oldest go first), so a long-lived key, e.g. direct calls to a
+            server without an intent id, cannot grow without bound.
     """
 
-    def __init__(self, max_keys: int = 10_000) -> None:
+    def __init__(self, max_keys: int = 10_000, max_records: int = 1_000) -> None:
         self.max_keys = max_keys
-        self._d: OrderedDict[Hashable, list[CallRecord]] = OrderedDict()
+        self.max_records = max_records
+        self._d: OrderedDict[Hashable, deque[CallRecord]] = OrderedDict()
         self._lock = threading.Lock()
 
     def record(self, key: Hashable, rec: CallRecord) -> None:
         with self._lock:
-            self._d.setdefault(key, []).append(rec)
+            h = self._d.get(key)
+            if h is None:
+                h = self._d[key] = deque(maxlen=self.max_records)
+            h.append(rec)
             self._d.move_to_end(key)
             while len(self._d) > self.max_keys:
                 self._d.popitem(last=False)

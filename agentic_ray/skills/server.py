@@ -188,7 +188,7 @@ def create_app(
         except InvalidParams as e:
             return _fail("INVALID_INPUT", str(e))
         key = (call.world_id, call.intent_id)
-        why = unmet_precondition(c, params, history.get(key))
+        why = unmet_precondition(c, params, history.get(key)) if c.preconditions else None
         if why is not None:
             return _fail("PRECONDITION_FAILED", why, warnings=warnings, params=params)
         fault, lat_ms = world_faults.get(call.world_id, state["faults"]).draw(name)
