@@ -27,6 +27,12 @@ Termination: the task is solved (every goal satisfied, or for ``end: world_state
 when the session ends); an explicit failure (a terminal skill such as a handoff while goals are pending, or a
 pending goal made impossible); truncation when the step budget is spent.
 
+Info: ``reset`` returns ``MASK_REASONS``, ``task_family``, ``task_seed``, ``optimal_steps``, ``fault_kind``,
+``request`` (the text) and ``BACKEND_ERRORS`` (typed failures of pushing the world or its faults; a backend
+failure never raises). ``step`` returns ``STEP_TRACE`` (trace_id, skill, args, result_code, latency_ms, attempts,
+fallback_used, masked, message, goals_satisfied, injected, root_cause, revealed, the mask_reasons the action was
+chosen under, warnings), ``MASK_REASONS`` for the returned observation and, on the last step, ``EPISODE_RECORD``.
+
 Risk (``risk_mode``): ``hard`` (default) enforces every precondition. ``soft`` lifts the contracts' ``safety``
 preconditions in the mask and the gateway: a high-risk skill then runs as a shortcut (one step fewer) and, with
 the contract's ``consequence_probability``, causes a delayed consequence (a complaint, a chargeback) recorded in
@@ -59,7 +65,7 @@ from agentic_ray.envs.masks import MaskComputer, Masks, sla_arrays
 from agentic_ray.envs.observation import ObservationBuilder, build_specs
 from agentic_ray.envs.prototypes import load_prototypes
 from agentic_ray.graph_spec import observation_space
-from agentic_ray.keys import EPISODE_RECORD, MASK_REASONS, STEP_TRACE
+from agentic_ray.keys import BACKEND_ERRORS, EPISODE_RECORD, MASK_REASONS, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 from agentic_ray.skills.backends import HttpBackend, PythonBackend
 from agentic_ray.skills.contracts import EntityListParam, EntityParam, load_contracts
@@ -309,7 +315,8 @@ class AgentTaskEnv(gym.Env):
     def _health(self) -> dict[str, tuple[float, float, float]] | None:
         return self.domain.tool_health(self.world) if self.config.simulate_tool_health else None
 
-    def _push_faults(self) -> None:
+    def _push_faults(self) -> str | None:
+        """Push the episode's faults to the backend for this world; the reason when it could not."""
         fc = backend_faults(
             self.config.faults,
             self.fault_kind,
@@ -318,15 +325,8 @@ class AgentTaskEnv(gym.Env):
             self._health(),
             int(self._rng.integers(2**31)),
         )
-        setter = getattr(self.backend, "set_faults", None)
-        if setter is None:
-            if self.fault_kind is not None or fc.active:
-                raise ValueError(f"backend {type(self.backend).__name__} cannot inject faults")
-            return
-        try:
-            setter(fc, world_id=self.world_id)
-        except TypeError:  # a backend whose faults are not per world
-            setter(fc)
+        out = self.backend.set_faults(fc, world_id=self.world_id)
+        return None if out.ok else f"{out.error_code}: {out.message}"
 
     # ------------------------------------------------------------------ gym API
     def reset(
@@ -376,11 +376,17 @@ class AgentTaskEnv(gym.Env):
             self.backend.drop_world(self.world_id)
         self._episodes += 1
         self.world_id = f"{self._env_id}-{self._episodes}"
-        self.backend.put_world(self.world_id, world)
+        # Backend failures are typed outcomes, never exceptions: the episode starts and its calls fail typed.
+        backend_errors = []
+        if not (out := self.backend.put_world(self.world_id, world)).ok:
+            backend_errors.append(f"put_world: {out.error_code}: {out.message}")
         self.fault_kind, self._down = draw_faults(
             self.config.faults, self.fault_share(), [g.skill for g in task.goals], self._rng
         )
-        self._push_faults()
+        if (why := self._push_faults()) is not None:
+            # Faults that could not be set are not injected, so the episode must not claim them.
+            backend_errors.append(f"set_faults: {why}; running without injected faults")
+            self.fault_kind, self._down = None, frozenset()
         budget = max(
             task.optimal_steps + self.config.budget_extra,
             math.ceil(self.config.budget_factor * task.optimal_steps),
@@ -403,6 +409,7 @@ class AgentTaskEnv(gym.Env):
             "optimal_steps": task.optimal_steps,
             "fault_kind": self.fault_kind,
             "request": task.request.text,
+            BACKEND_ERRORS: backend_errors,
         }
         return obs, info
 
@@ -531,7 +538,11 @@ class AgentTaskEnv(gym.Env):
             )
             code, latency, params = res.code, res.latency_ms, (res.params or params)
             if self.config.backend == "http":
-                self.world = self.backend.get_world(self.world_id)
+                world, out = self.backend.fetch_world(self.world_id)
+                if out.ok:
+                    self.world = world
+                else:
+                    self._warnings.append(f"world not refreshed: {out.error_code}: {out.message}")
         else:
             code, latency = err, 0.0
         ok = res is not None and res.ok
@@ -622,8 +633,11 @@ class AgentTaskEnv(gym.Env):
             self.clock.advance(max(self.config.step_time_s, latency / 1000.0))
         if self.config.drift:
             self.domain.step_world(self.world, self._rng, task)
-            if self.config.backend == "http":
-                self.backend.put_world(self.world_id, self.world)
+            if (
+                self.config.backend == "http"
+                and not (out := self.backend.put_world(self.world_id, self.world)).ok
+            ):
+                self._warnings.append(f"backend sync failed: {out.error_code}: {out.message}")
         # Termination.
         all_done = bool(st.goal_done.all())
         terminal = ok and not degraded and skill in self._terminal
