@@ -100,6 +100,15 @@ class OutcomeRewards(BaseModel):
         "default it cancels `success`: otherwise repeating a safe call until the step budget runs out pays more "
         "than finishing the task, and RL learns exactly that loop (measured: IL 65% completion -> 0% after RL).",
     )
+    informative: float = Field(
+        default=0.5,
+        description="Added to a successful call that advanced no goal but revealed, for the first time in the "
+        "episode, an entity the task is about, on top of `redundant` (with the defaults a needed lookup scores 0.5, "
+        "a goal 1.0, a redundant call 0). "
+        "Each relevant entity pays once, so the bonus per episode is bounded and cannot be farmed by repeating "
+        "lookups. With it 0, AAAC from scratch reached 17% completion after 25k steps on the partial-information "
+        "env (tests/learning/test_aaac_ecommerce.py).",
+    )
     completion: float = Field(default=2.0, description="Added on the step that solves the task.")
     failure: float = Field(default=-0.5, description="Added on an explicit, unrecoverable failure.")
 
@@ -399,6 +408,7 @@ class AgentTaskEnv(gym.Env):
         self.masks.reset(task)
         self._steps: list[StepRecord] = []
         self._recalled: list[str] = []
+        self._informed: set[tuple[str, str]] = set()
         self._consequences: list[dict[str, Any]] = []
         self._done = False
         obs = self._observe()
@@ -578,6 +588,9 @@ class AgentTaskEnv(gym.Env):
                 self._consequences.append(
                     {"skill": skill, "kind": c.risk.consequence, "step": st.step - 1, "weight": c.risk.weight}
                 )
+        fresh = {r for r in revealed if r[1] in task.relevant} - self._informed
+        self._informed |= fresh
+        informative = bool(fresh) and not satisfied
         entities: list[str] = []
         for n, _p in self._entity_params.get(skill, []):
             v = params.get(n)
@@ -623,7 +636,7 @@ class AgentTaskEnv(gym.Env):
                 high_risk=high_risk,
                 risk_weight=c.risk.weight if (high_risk and c) else 0.0,
                 goals_satisfied=satisfied,
-                redundant=ok and not satisfied,
+                redundant=ok and not satisfied and not informative,
                 trace_id=trace_id,
                 injected=injected,
             )
@@ -658,7 +671,7 @@ class AgentTaskEnv(gym.Env):
                 )
         truncated = not (completed or failed) and st.step >= st.budget
         if ok and not satisfied:
-            reward += rw.redundant
+            reward += rw.redundant + (rw.informative if informative else 0.0)
         if completed:
             reward += rw.completion
         elif failed:
