@@ -43,3 +43,13 @@ def ray_session():
     )
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def quickstart_run():
+    """The README's quickstart command, run once per session in its own process (see tests/helpers)."""
+    from tests.helpers.quickstart_run import remove_run, run_quickstart
+
+    run = run_quickstart()
+    yield run
+    remove_run(run.run_dir)

@@ -1,8 +1,9 @@
 """Quickstart-sized learning test: after imitation, TCSR ≥ 0.8; after RL, completion above the imitation result
 wherever there is room above it.
 
-Runs ``configs/quickstart.yaml`` (all three stages, about 2–3 minutes on 2 idle CPUs) and measures the scripted
-expert on the same validation tasks. The expert is the ceiling: every task it fails is an injected outage of a
+Reads the run of the README's quickstart command (``agentic-ray train --config configs/quickstart.yaml``, all three
+stages, run once per session by the ``quickstart_run`` fixture; about 2–3 minutes on 2 idle CPUs) and measures the
+scripted expert on the same validation tasks. The expert is the ceiling: every task it fails is an injected outage of a
 tool the task needs, which no policy can complete. Imitation now reaches it (0.925 on the 40 tasks, the
 expert's figure), so "RL above imitation" is checked as: RL never loses completion, and where imitation is
 below the expert, RL must raise it.
@@ -17,17 +18,15 @@ import pytest
 from agentic_ray.eval.evaluator import ExpertPolicy, evaluate_policy, validation_env_config
 from agentic_ray.eval.report import read_metrics
 from agentic_ray.settings import load_settings
-from agentic_ray.stages.pipeline import run_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.learning
 @pytest.mark.timeout(1800)  # 2-3 min alone on 2 CPUs; up to 15 min when the box is shared
-def test_quickstart_il_then_rl(ray_session, tmp_path) -> None:
+def test_quickstart_il_then_rl(quickstart_run) -> None:
     s = load_settings(REPO / "configs" / "quickstart.yaml", {"wandb.mode": "disabled"})
-    out = run_pipeline(s, run_dir=tmp_path / "run", progress=lambda _m: None)
-    evals = [r for r in read_metrics(Path(out["run_dir"]) / "metrics.jsonl") if "tcsr" in r]
+    evals = [r for r in read_metrics(quickstart_run.run_dir / "metrics.jsonl") if "tcsr" in r]
     il = [r for r in evals if r["stage"] == "il"][-1]
     rl = [r for r in evals if r["stage"] == "rl"][-1]
 
