@@ -1,8 +1,10 @@
 """``agentic-ray skills check``: every skill of a domain once through the ToolExecutor, as a table.
 
 Skills the domain's scripted expert uses are checked on the expert's own calls while it solves one validation
-task per family (so business rules such as "refund only a delivered order after a stock check" hold). Every other
-skill is checked with contract-derived arguments (:func:`agentic_ray.skills.check.check_skill`) on a fresh world.
+task per family, and on more validation tasks (up to ``max_tasks_per_family``) while some skill is still unseen
+(a skill the expert uses only on some tasks, such as the second way to identify a user, is then checked on a real
+call; so business rules such as "refund only a delivered order after a stock check" hold). Every other skill is
+checked with contract-derived arguments (:func:`agentic_ray.skills.check.check_skill`) on a fresh world.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from agentic_ray.skills.backends import HttpBackend, PythonBackend
 from agentic_ray.skills.check import check_skill
 
 
-def expert_calls(domain: str, url: str | None = None, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """The first successful call of each skill while the domain's expert solves one task per family."""
+def expert_calls(
+    domain: str, url: str | None = None, seed: int = 0, max_tasks_per_family: int = 8
+) -> dict[str, dict[str, Any]]:
+    """The first successful call of each skill while the domain's expert solves validation tasks: one per
+    family, then more while some skill has not been called yet."""
     cfg = (
         AgentTaskEnvConfig(domain=domain, backend="http", http_url=url)
         if url
@@ -27,10 +32,14 @@ def expert_calls(domain: str, url: str | None = None, seed: int = 0) -> dict[str
     env = AgentTaskEnv(cfg)
     expert = env.domain.expert()
     found: dict[str, dict[str, Any]] = {}
-    for family in env.families:
-        env.reset(
-            seed=seed, options={"family": family, "task_seed": env.domain.validation_seeds(family, 1)[0]}
-        )
+    seeds = {f: env.domain.validation_seeds(f, max_tasks_per_family) for f in env.families}
+    episodes = [
+        (f, seeds[f][r]) for r in range(max_tasks_per_family) for f in env.families if r < len(seeds[f])
+    ]
+    for i, (family, task_seed) in enumerate(episodes):
+        if i >= len(env.families) and len(found) == len(env.skills):
+            break
+        env.reset(seed=seed, options={"family": family, "task_seed": task_seed})
         for _ in range(env.state.budget if env.state else 20):
             _, _, term, trunc, info = env.step(env.encode_action(*expert.plan(env.view())))
             t = info[STEP_TRACE]

@@ -172,14 +172,15 @@ def test_default_retry_policy_is_two_retries_exponential():
     assert r.max_retries == 2 and r.backoff_multiplier == 2.0
 
 
-def test_skills_check_runs_every_ecommerce_skill_ok():
+@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk"])
+def test_skills_check_runs_every_skill_ok(domain):
     from agentic_ray.envs.skill_check import run_skill_check
     from agentic_ray.skills.contracts import domain_file
 
-    rows = run_skill_check("ecommerce")
-    names = [s.name for s in load_contracts(domain_file("ecommerce")).skills]
+    rows = run_skill_check(domain)
+    names = [s.name for s in load_contracts(domain_file(domain)).skills]
     assert [r["skill"] for r in rows] == names and len(names) >= 12
     assert all(r["ok"] and r["code"] == "OK" for r in rows), [r for r in rows if not r["ok"]]
     assert {r["via"].split(":")[0] for r in rows} <= {"expert", "contract"}
-    r = CliRunner().invoke(app, ["skills", "check", "--domain", "ecommerce"])
+    r = CliRunner().invoke(app, ["skills", "check", "--domain", domain])
     assert r.exit_code == 0 and f"{len(names)}/{len(names)} skills returned OK" in r.output
