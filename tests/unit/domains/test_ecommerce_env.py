@@ -185,7 +185,8 @@ def test_handoff_is_the_right_end_of_a_dispute_and_a_failure_elsewhere() -> None
     assert info[EPISODE_RECORD]["completed"] and info[STEP_TRACE]["skill"] == "human.handoff"
     env.reset(seed=1, options={"family": "late_delivery"})
     _, r, term, _, info = env.step(env.encode_action("human.handoff", {"reason": "user_request"}))
-    assert term and info[EPISODE_RECORD]["failed"] and r == 1.0 - 1.0 - 0.5  # success, redundant, failure
+    rw = env.config.rewards
+    assert term and info[EPISODE_RECORD]["failed"] and r == 1.0 + rw.redundant + rw.failure
     env.reset(seed=1, options={"family": "chargeback_dispute"})
     _expert_until(env, "user.find")
     *_x, info = env.step(
