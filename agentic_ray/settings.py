@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -159,19 +159,46 @@ class SettingsError(ValueError):
 
 def load_settings(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentSettings:
     """Load and validate an experiment YAML (``overrides`` are merged on top, dotted keys allowed)."""
+    return load_model(path, ExperimentSettings, overrides)
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def load_model(path: str | Path, model: type[ModelT], overrides: dict[str, Any] | None = None) -> ModelT:
+    """Load a YAML file into ``model`` with dotted ``overrides`` on top; errors name the file and the field.
+
+    Raises:
+        SettingsError: the file cannot be read, or a field is invalid.
+    """
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as e:
         raise SettingsError(f"{path}: cannot read YAML: {e}") from e
-    for k, v in (overrides or {}).items():
+    apply_overrides(raw, overrides or {})
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        msgs = [f"{path}: {_where(err['loc'])}{err['msg']}" for err in e.errors()]
+        raise SettingsError("\n".join(msgs)) from e
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    return f"field {'.'.join(map(str, loc))}: " if loc else ""
+
+
+def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Set dotted keys (``"algo.lr"``, ``"rewards.layers.execution.weight"``) in a raw settings dict, in place.
+
+    Missing (or ``None``) intermediate levels are created; returns ``raw``.
+    """
+    for k, v in overrides.items():
         d = raw
         *head, last = k.split(".")
         for h in head:
-            d = d.setdefault(h, {})
+            if d.get(h) is None:  # absent, or an optional section left out (``rewards: null``)
+                d[h] = {}
+            d = d[h]
         d[last] = v
-    try:
-        return ExperimentSettings.model_validate(raw)
-    except ValidationError as e:
-        msgs = [f"{path}: field {'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()]
-        raise SettingsError("\n".join(msgs)) from e
+    return raw
