@@ -8,6 +8,8 @@ sample is valid). :class:`SearchSpace` holds what a trial needs to decode its co
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,7 +71,9 @@ class SearchSpace:
             weights = parse_weights(config[WEIGHTS_KEY])
             return {n: weights[n] for n in self.layers}
         u = [float(config[unit_key(i)]) for i in range(len(self.layers) - 1)]
-        return dict(zip(self.layers, weights_from_unit_cube(u, self.lo, self.hi, self.total), strict=True))
+        w = weights_from_unit_cube(u, self.lo, self.hi, self.total)
+        # Rounded far below any effect (1e-10) so the default point reads back as 0.15, not 0.15000000000000002.
+        return {n: round(x, 10) for n, x in zip(self.layers, w, strict=True)}
 
     def overrides(self, config: dict[str, Any]) -> dict[str, Any]:
         """Dotted experiment overrides of a trial config."""
@@ -117,15 +121,9 @@ def _algo_config_default(settings: ExperimentSettings, name: str) -> tuple[bool,
 
 def _validate(base_raw: dict[str, Any], overrides: dict[str, Any], what: str) -> None:
     try:
-        ExperimentSettings.model_validate(apply_overrides(_copy(base_raw), overrides))
+        ExperimentSettings.model_validate(apply_overrides(copy.deepcopy(base_raw), overrides))
     except ValueError as e:
         raise SettingsError(f"{what}: gives an invalid experiment: {e}") from e
-
-
-def _copy(raw: dict[str, Any]) -> dict[str, Any]:
-    import copy
-
-    return copy.deepcopy(raw)
 
 
 def build_search_space(sweep: SweepSettings, base_raw: dict[str, Any]) -> SearchSpace:
@@ -140,74 +138,76 @@ def build_search_space(sweep: SweepSettings, base_raw: dict[str, Any]) -> Search
             setting, a value gives an invalid experiment, or the experiment's own values (the baseline) lie
             outside the space while ``include_default`` is on.
     """
-    base = ExperimentSettings.model_validate(_copy(base_raw))
+    base = ExperimentSettings.model_validate(copy.deepcopy(base_raw))
+    space = _weights_space(sweep, base, base_raw)
+    defaults = dict(space.defaults)
     dumped = base.model_dump(mode="json")  # the experiment with every default filled in
-    defaults: dict[str, Any] = {}
-    layers: tuple[str, ...] = ()
-    lo: list[float] = []
-    hi: list[float] = []
-    total = 1.0
-    rw = sweep.reward_weights
-    if rw is not None:
-        if base.rewards is None:
-            raise SettingsError("reward_weights: the experiment has no reward pool (`rewards:`) to weight")
-        enabled = base.rewards.enabled_layers()
-        for n in rw.layers:
-            if n not in LAYER_CLASSES or LAYER_CLASSES[n].stream is not Stream.REWARD or n not in enabled:
-                raise SettingsError(
-                    f"reward_weights.layers: {n!r} is not an enabled reward-stream layer of the experiment "
-                    f"(enabled: {enabled})"
-                )
-        layers = tuple(rw.layers)
-        default_w = [base.rewards.weight(n) for n in layers]
-        total = float(rw.total if rw.total is not None else sum(default_w))
-        lo, hi = rw.bounds(total)
-        try:
-            check_bounds(lo, hi, total)
-        except ValueError as e:
-            raise SettingsError(f"reward_weights: {e}") from e
-        for n, w in zip(layers, default_w, strict=True):
-            defaults[weight_path(n)] = w
-        if sweep.include_default:
-            inside = abs(sum(default_w) - total) <= 1e-6 and all(
-                a - EPS <= w <= b + EPS for w, a, b in zip(default_w, lo, hi, strict=True)
-            )
-            if not inside:
-                raise SettingsError(
-                    f"reward_weights: the experiment's weights {dict(zip(layers, default_w, strict=True))} lie "
-                    f"outside the space (total {total}, bounds {rw.minimum} / {rw.maximum}); adjust the space "
-                    "or set include_default: false"
-                )
-        for p in _grid_points(sweep, lo, hi, total):
-            _validate(base_raw, {weight_path(n): w for n, w in zip(layers, p, strict=True)}, "reward_weights")
-
     for path, spec in sweep.params.items():
-        if path.startswith("rewards.layers.") and path.endswith(".weight") and path[15:-7] in layers:
+        if path in defaults:
             raise SettingsError(f"params.{path}: this weight is already searched by reward_weights")
-        found, value = _lookup(dumped, path)
-        if not found and path.startswith("algo.training."):
-            found, value = _algo_config_default(base, path[len("algo.training.") :])
-            if not found:
-                raise SettingsError(f"params.{path}: the {base.algo.name} config has no setting by that name")
-        if spec.default is not None:
-            found, value = True, spec.default
-        if not found:
-            raise SettingsError(f"params.{path}: no such setting in the experiment; give `default:`")
-        defaults[path] = value
+        defaults[path] = _default_of(path, spec, base, dumped)
         for candidate in _candidates(spec):
             _validate(base_raw, {path: candidate}, f"params.{path}={candidate!r}")
-        if sweep.include_default and sweep.searcher == "optuna" and not _contains(spec, value):
+        if sweep.include_default and sweep.searcher == "optuna" and not _contains(spec, defaults[path]):
             raise SettingsError(
-                f"params.{path}: the experiment's value {value!r} is outside the searched values/range; "
+                f"params.{path}: the experiment's value {defaults[path]!r} is outside the searched values/range; "
                 "adjust the space or set include_default: false"
             )
+    return dataclasses.replace(space, params=tuple(sweep.params), defaults=defaults)
+
+
+def _default_of(path: str, spec: ParamSpec, base: ExperimentSettings, dumped: dict[str, Any]) -> Any:
+    """The experiment's value of a swept setting (its ``default:``, the settings, or the algorithm config)."""
+    if spec.default is not None:
+        return spec.default
+    found, value = _lookup(dumped, path)
+    if not found and path.startswith("algo.training."):
+        found, value = _algo_config_default(base, path[len("algo.training.") :])
+        if not found:
+            raise SettingsError(f"params.{path}: the {base.algo.name} config has no setting by that name")
+    if not found:
+        raise SettingsError(f"params.{path}: no such setting in the experiment; give `default:`")
+    return value
+
+
+def _weights_space(sweep: SweepSettings, base: ExperimentSettings, base_raw: dict[str, Any]) -> SearchSpace:
+    """The reward-weight part of the space (empty without ``reward_weights``)."""
+    rw = sweep.reward_weights
+    if rw is None:
+        return SearchSpace()
+    if base.rewards is None:
+        raise SettingsError("reward_weights: the experiment has no reward pool (`rewards:`) to weight")
+    enabled = base.rewards.enabled_layers()
+    for n in rw.layers:
+        if n not in LAYER_CLASSES or LAYER_CLASSES[n].stream is not Stream.REWARD or n not in enabled:
+            raise SettingsError(
+                f"reward_weights.layers: {n!r} is not an enabled reward-stream layer of the experiment "
+                f"(enabled: {enabled})"
+            )
+    default_w = [base.rewards.weight(n) for n in rw.layers]
+    total = float(rw.total if rw.total is not None else sum(default_w))
+    lo, hi = rw.bounds(total)
+    try:
+        check_bounds(lo, hi, total)
+    except ValueError as e:
+        raise SettingsError(f"reward_weights: {e}") from e
+    inside = abs(sum(default_w) - total) <= 1e-6 and all(
+        a - EPS <= w <= b + EPS for w, a, b in zip(default_w, lo, hi, strict=True)
+    )
+    if sweep.include_default and not inside:
+        raise SettingsError(
+            f"reward_weights: the experiment's weights {dict(zip(rw.layers, default_w, strict=True))} lie "
+            f"outside the space (total {total}, bounds {rw.minimum} / {rw.maximum}); adjust the space "
+            "or set include_default: false"
+        )
+    for p in _grid_points(sweep, lo, hi, total):
+        _validate(base_raw, {weight_path(n): w for n, w in zip(rw.layers, p, strict=True)}, "reward_weights")
     return SearchSpace(
-        layers=layers,
+        layers=tuple(rw.layers),
         lo=tuple(lo),
         hi=tuple(hi),
         total=total,
-        params=tuple(sweep.params),
-        defaults=defaults,
+        defaults={weight_path(n): w for n, w in zip(rw.layers, default_w, strict=True)},
     )
 
 

@@ -99,7 +99,7 @@ def _trial_name(trial: Any) -> str:
     return f"trial_{trial.trial_id}"
 
 
-def _searcher(sweep: SweepSettings, space: SearchSpace) -> Any:
+def build_searcher(sweep: SweepSettings, space: SearchSpace) -> Any:
     points = [default_point(sweep, space)] if sweep.include_default else []
     if sweep.searcher != "optuna":
         from ray.tune.search.basic_variant import BasicVariantGenerator
@@ -176,7 +176,7 @@ def _run_config(
     )
 
 
-def _tune_config(
+def build_tune_config(
     sweep: SweepSettings, space: SearchSpace, base_raw: dict[str, Any], num_samples: int
 ) -> tune.TuneConfig:
     kw: dict[str, Any] = {}
@@ -194,7 +194,7 @@ def _tune_config(
             max_t=sweep.scheduler.max_t or _evaluations(base, list(sweep.trial_stages)),
         )
     return tune.TuneConfig(
-        search_alg=_searcher(sweep, space),
+        search_alg=build_searcher(sweep, space),
         scheduler=scheduler,
         num_samples=num_samples,
         max_concurrent_trials=sweep.max_concurrent_trials if sweep.searcher == "optuna" else None,
@@ -247,7 +247,7 @@ def run_sweep(
     tuner = tune.Tuner(
         trainable,
         param_space=param_space(sweep, space, base_raw),
-        tune_config=_tune_config(sweep, space, base_raw, num_samples),
+        tune_config=build_tune_config(sweep, space, base_raw, num_samples),
         run_config=_run_config(sweep, sweep_dir, space, total, list(callbacks or [])),
     )
     return _finish(tuner.fit(), sweep, sweep_dir, space, base_raw, t0, say)

@@ -201,3 +201,29 @@ def test_cli_dry_run_prints_the_plan_and_rejects_a_training_reward_objective(mon
         ],
     )
     assert r.exit_code == 2 and "not a validation metric" in r.output
+
+
+def test_tuner_settings_for_each_searcher_and_asha_on_one_objective() -> None:
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search.basic_variant import BasicVariantGenerator
+    from ray.tune.search.optuna import OptunaSearch
+
+    from agentic_ray.sweeps.sweep_runner import build_tune_config
+
+    mobo = make(objectives=["completion", "high_risk_share"], num_samples=3)
+    tc = build_tune_config(mobo, build_search_space(mobo, mobo.base_raw()), mobo.base_raw(), 4)
+    assert isinstance(tc.search_alg, OptunaSearch) and tc.metric is None and tc.scheduler is None
+    assert tc.search_alg._metric == ["val/completion", "val/high_risk_share"]
+    assert tc.search_alg._mode == ["max", "min"]
+    assert tc.search_alg._points_to_evaluate  # the default trial goes first
+
+    asha = make(
+        searcher="random",
+        objectives=["completion"],
+        scheduler={"name": "asha", "grace_period": 1},
+        overrides={"rewards": REWARDS, "stages.rl.iterations": 6, "eval.every": 2},
+    )
+    tc = build_tune_config(asha, build_search_space(asha, asha.base_raw()), asha.base_raw(), 5)
+    assert isinstance(tc.search_alg, BasicVariantGenerator) and isinstance(tc.scheduler, ASHAScheduler)
+    assert (tc.metric, tc.mode) == ("val/completion", "max")
+    assert tc.scheduler._max_t == 3  # evaluations at RL iterations 2, 4 and 6
