@@ -173,32 +173,63 @@ def load_model(path: str | Path, model: type[ModelT], overrides: dict[str, Any] 
     """
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise SettingsError(f"{path}: cannot read YAML: {e}") from e
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise SettingsError(
+            f"{path}: the top level must be a mapping of settings, not a {type(raw).__name__}"
+        )
     apply_overrides(raw, overrides or {})
     try:
         return model.model_validate(raw)
     except ValidationError as e:
-        msgs = [f"{path}: {_where(err['loc'])}{err['msg']}" for err in e.errors()]
-        raise SettingsError("\n".join(msgs)) from e
-
-
-def _where(loc: tuple[Any, ...]) -> str:
-    return f"field {'.'.join(map(str, loc))}: " if loc else ""
+        raise SettingsError("\n".join(_describe(path, model, err) for err in e.errors())) from e
 
 
 def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """Set dotted keys (``"algo.lr"``, ``"rewards.layers.execution.weight"``) in a raw settings dict, in place.
 
     Missing (or ``None``) intermediate levels are created; returns ``raw``.
+
+    Raises:
+        SettingsError: a level on the path is a value, not a section.
     """
     for k, v in overrides.items():
         d = raw
         *head, last = k.split(".")
-        for h in head:
+        for i, h in enumerate(head):
             if d.get(h) is None:  # absent, or an optional section left out (``rewards: null``)
                 d[h] = {}
             d = d[h]
+            if not isinstance(d, dict):
+                raise SettingsError(f"--set {k}: {'.'.join(head[: i + 1])} is not a section")
         d[last] = v
     return raw
+
+
+def _describe(path: Path, model: type[BaseModel], err: Any) -> str:
+    """One validation error as ``file: field a.b: problem``; an unknown field lists the known ones."""
+    loc = tuple(err["loc"])
+    field = ".".join(map(str, loc)) or "<top level>"
+    if err["type"] != "extra_forbidden":
+        return f"{path}: field {field}: {err['msg']}"
+    known = _fields_at(model, loc[:-1])
+    hint = f" (known fields here: {', '.join(known)})" if known else ""
+    return f"{path}: field {field}: unknown field{hint}"
+
+
+def _fields_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the pydantic model reached from ``model`` by ``loc`` (empty when not a model)."""
+    import typing
+
+    for part in loc:
+        f = getattr(model, "model_fields", {}).get(part)
+        if f is None:
+            return []
+        cands = [a for a in (f.annotation, *typing.get_args(f.annotation)) if isinstance(a, type)]
+        model = next((a for a in cands if issubclass(a, BaseModel)), None)
+        if model is None:
+            return []
+    return sorted(getattr(model, "model_fields", {}))
