@@ -25,6 +25,7 @@ VALIDATION_METRICS: dict[str, Mode] = {
     "spt": "min",
     "spt_over_optimal": "min",
     "cu": "max",
+    "consequence_rate": "min",
 }
 
 
@@ -42,6 +43,15 @@ def policy_tcsr(records: Sequence[EpisodeRecord]) -> float:
     return sum(calls) / len(calls) if calls else 0.0
 
 
+def consequence_rate(records: Sequence[EpisodeRecord]) -> float:
+    """Delayed consequences (complaints, chargebacks) per validation episode.
+
+    Only ``risk_mode: soft`` lets a high-risk shortcut run, and only a shortcut causes one (with the contract's
+    ``consequence_probability``); it is what seed 002 counted as complaints. The env's reward never sees it.
+    """
+    return sum(len(e.consequences) for e in records) / len(records) if records else 0.0
+
+
 def report_row(row: dict[str, Any], records: Sequence[EpisodeRecord]) -> dict[str, Any]:
     """What a trial reports to Tune for one evaluation row of the pipeline (``Pipeline.evaluate``).
 
@@ -54,6 +64,7 @@ def report_row(row: dict[str, Any], records: Sequence[EpisodeRecord]) -> dict[st
         if isinstance(row.get(m), int | float) and not isinstance(row.get(m), bool)
     }
     out[tune_key("tcsr_policy")] = policy_tcsr(records)
+    out[tune_key("consequence_rate")] = consequence_rate(records)
     out[tune_key("episodes")] = len(records)
     if isinstance(row.get("train_return"), int | float):
         out[keys.SWEEP_TRAIN_PREFIX + "return"] = float(row["train_return"])
