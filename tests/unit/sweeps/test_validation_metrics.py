@@ -8,30 +8,16 @@ import pytest
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 from agentic_ray.sweeps.sweep_config import SweepSettings
 from agentic_ray.sweeps.validation_metrics import VALIDATION_METRICS, report_row
+from tests.unit.rewards.records import record, step
 
 
 def _step(ok: bool, injected: bool = False) -> StepRecord:
-    return StepRecord(
-        skill="a", args={}, result_code="OK" if ok else "X", ok=ok, latency_ms=1.0, injected=injected
-    )
+    return step("OK" if ok else "TOOL_TIMEOUT", injected=injected)
 
 
 def _episode(steps: list[StepRecord], consequences: int = 0) -> EpisodeRecord:
-    return EpisodeRecord(
-        episode_id="e",
-        domain="d",
-        task_family="f",
-        task_seed=0,
-        steps=steps,
-        completed=True,
-        failed=False,
-        truncated=False,
-        optimal_steps=len(steps),
-        goals=[],
-        goal_deps=[],
-        goals_done_order=[],
-        dag_valid=True,
-        consequences=[{"skill": "a", "kind": "complaint", "step": 0, "weight": 1.0}] * consequences,
+    return record(
+        steps, consequences=[{"skill": "a", "kind": "complaint", "step": 0, "weight": 1.0}] * consequences
     )
 
 
