@@ -42,6 +42,7 @@ def tiny_sweep(storage: Path, iterations: int = 1, **kw) -> dict:
         "storage": str(storage),
         "overrides": {
             "rewards": REWARDS,
+            "env.risk_mode": "soft",  # as the shipped risk sweeps: shortcuts may run
             "stages.rl.iterations": iterations,
             "eval.every": 1,
             "eval.traces_per_eval": 0,
@@ -85,7 +86,15 @@ def test_sweep_of_two_trials_writes_fronts_table_and_a_best_config_that_trains(r
         swept = parse_weights(results[-1]["config"]["reward_weights"])
         assert settings["rewards"]["layers"]["execution"]["weight"] == pytest.approx(swept["execution"])
         assert settings["rewards"]["layers"]["efficiency"]["weight"] == pytest.approx(swept["efficiency"])
-        assert {"val/completion", "val/high_risk_share", "val/tcsr_policy", "val/spt"} <= set(results[-1])
+        reported = {
+            "val/completion",
+            "val/high_risk_share",
+            "val/consequence_rate",
+            "val/tcsr_policy",
+            "val/spt",
+        }
+        assert reported <= set(results[-1])
+        assert settings["env"]["risk_mode"] == "soft"
         rows = [json.loads(line) for line in (trial_dir / "run" / "metrics.jsonl").read_text().splitlines()]
         assert {r["stage"] for r in rows} == {"rl"}  # imitation was not repeated in the trial
         assert list((trial_dir / "wandb").glob("offline-run-*")), "wandb logged the trial offline"
@@ -94,7 +103,9 @@ def test_sweep_of_two_trials_writes_fronts_table_and_a_best_config_that_trains(r
     best = Path(out.summary["best_configs"][0])
     settings = load_settings(best, {"wandb.mode": "disabled"})
     best_row = next(r for r in table if r["rank"] == "1")
-    assert settings.rewards is not None
+    assert (
+        settings.rewards is not None and settings.env.risk_mode == "soft"
+    )  # the sweep's overrides carry over
     assert settings.rewards.weight("execution") == pytest.approx(
         float(best_row["rewards.layers.execution.weight"])
     )
