@@ -65,3 +65,9 @@ METRIC_REWARD_RESUBMITS = "reward_pool_resubmits"
 AAAC_REFLECTION_LOSS = "reflection_loss"
 AAAC_REFLECTION_ACCURACY = "reflection_accuracy"
 METRIC_REWARD_LAYER_PREFIX = "reward_layer/"  # + layer name: raw per-episode layer value (EnvRunner metric)
+
+# Tune sweeps (agentic_ray/sweeps): prefixes of the metrics a trial reports.
+SWEEP_VALIDATION_PREFIX = (
+    "val/"  # + validation metric (completion, high_risk_share, ...): what sweeps rank on
+)
+SWEEP_TRAIN_PREFIX = "train/"  # + training statistic (return): logged, never an objective

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -159,6 +159,18 @@ class SettingsError(ValueError):
 
 def load_settings(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentSettings:
     """Load and validate an experiment YAML (``overrides`` are merged on top, dotted keys allowed)."""
+    return load_model(path, ExperimentSettings, overrides)
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def load_model(path: str | Path, model: type[ModelT], overrides: dict[str, Any] | None = None) -> ModelT:
+    """Load a YAML file into ``model`` with dotted ``overrides`` on top; errors name the file and the field.
+
+    Raises:
+        SettingsError: the file cannot be read, or a field is invalid.
+    """
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
@@ -169,27 +181,41 @@ def load_settings(path: str | Path, overrides: dict[str, Any] | None = None) -> 
         raise SettingsError(
             f"{path}: the top level must be a mapping of settings, not a {type(raw).__name__}"
         )
-    for k, v in (overrides or {}).items():
+    apply_overrides(raw, overrides or {})
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        raise SettingsError("\n".join(_describe(path, model, err) for err in e.errors())) from e
+
+
+def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Set dotted keys (``"algo.lr"``, ``"rewards.layers.execution.weight"``) in a raw settings dict, in place.
+
+    Missing (or ``None``) intermediate levels are created; returns ``raw``.
+
+    Raises:
+        SettingsError: a level on the path is a value, not a section.
+    """
+    for k, v in overrides.items():
         d = raw
         *head, last = k.split(".")
         for i, h in enumerate(head):
-            d = d.setdefault(h, {})
+            if d.get(h) is None:  # absent, or an optional section left out (``rewards: null``)
+                d[h] = {}
+            d = d[h]
             if not isinstance(d, dict):
                 raise SettingsError(f"--set {k}: {'.'.join(head[: i + 1])} is not a section")
         d[last] = v
-    try:
-        return ExperimentSettings.model_validate(raw)
-    except ValidationError as e:
-        raise SettingsError("\n".join(_describe(path, err) for err in e.errors())) from e
+    return raw
 
 
-def _describe(path: Path, err: Any) -> str:
+def _describe(path: Path, model: type[BaseModel], err: Any) -> str:
     """One validation error as ``file: field a.b: problem``; an unknown field lists the known ones."""
     loc = tuple(err["loc"])
     field = ".".join(map(str, loc)) or "<top level>"
     if err["type"] != "extra_forbidden":
         return f"{path}: field {field}: {err['msg']}"
-    known = _fields_at(ExperimentSettings, loc[:-1])
+    known = _fields_at(model, loc[:-1])
     hint = f" (known fields here: {', '.join(known)})" if known else ""
     return f"{path}: field {field}: unknown field{hint}"
 

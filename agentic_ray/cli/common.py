@@ -33,6 +33,13 @@ def init_ray(address: str | None, num_cpus: int | None) -> None:
         )
 
 
+def parse_overrides(pairs: list[str] | None) -> dict[str, Any]:
+    """``--set key.path=value`` options as dotted overrides, each value parsed as YAML."""
+    import yaml
+
+    return {k: yaml.safe_load(v) for k, _, v in (x.partition("=") for x in (pairs or []))}
+
+
 def metrics_table(m: dict[str, Any]) -> str:
     keys = [
         "tcsr",

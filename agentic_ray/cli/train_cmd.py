@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from agentic_ray.cli.app import app
-from agentic_ray.cli.common import init_ray, metrics_table
+from agentic_ray.cli.common import init_ray, metrics_table, parse_overrides
 
 
 @app.command("train")
@@ -29,13 +29,11 @@ def train(
     ] = None,
 ) -> None:
     """Train: imitation → RL → reflection, with gates, per-stage checkpoints and evaluation."""
-    import yaml
-
     from agentic_ray.cli.preflight import PreflightError, check_env, load_resume
     from agentic_ray.settings import SettingsError, load_settings
     from agentic_ray.stages.pipeline import run_pipeline
 
-    overrides = {k: yaml.safe_load(v) for k, _, v in (x.partition("=") for x in (set_ or []))}
+    overrides = parse_overrides(set_)
     try:  # every check before Ray starts or a run directory exists
         if config is not None:
             settings = load_settings(config, overrides)

@@ -85,7 +85,9 @@ class Pipeline:
         run_dir: Path,
         state: PipelineState | None = None,
         progress: Callable[[str], None] = print,
+        on_evaluation: Callable[[dict[str, Any], EvalResult], None] | None = None,
     ) -> None:
+        """``on_evaluation(row, result)`` runs after every evaluation is logged (a Tune trial reports it)."""
         self.s = settings
         self.run_dir = run_dir
         self.state = state or PipelineState()
@@ -96,6 +98,7 @@ class Pipeline:
             self.auto_pause.set_state(self.state.auto_pause)
         self.eval_env = validation_env_config(settings.env, settings.eval.fault_share)
         self.wandb: Any = None
+        self.on_evaluation = on_evaluation
         self.last: dict[str, Any] = {}
         self.last_eval: EvalResult | None = None
 
@@ -156,6 +159,8 @@ class Pipeline:
             f"[{stage} {iteration:>3}] tcsr {m['tcsr']:.3f}  dvr {m['dvr']:.3f}  completion "
             f"{m['completion']:.3f}  spt {m['spt']:.2f}  high-risk {m['high_risk_share']:.3f}  cu {cu}"
         )
+        if self.on_evaluation is not None:
+            self.on_evaluation(row, res)
         return res
 
     # ------------------------------------------------------------------ stages

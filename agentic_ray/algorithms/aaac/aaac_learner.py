@@ -105,6 +105,11 @@ class AAACLearner(Learner):
     @override(Learner)
     def set_state(self, state: StateDict) -> None:
         super().set_state(state)
+        # torch's Optimizer.load_state_dict restores the saved learning rate, and RLlib re-applies the config's
+        # schedule only after the next update. Re-apply it now, so that a checkpoint restored under a different
+        # `lr` (a sweep trial starting from a shared imitation checkpoint) trains at that lr from its first update.
+        for optimizer, schedule in self._optimizer_lr_schedules.items():
+            self._set_optimizer_lr(optimizer, lr=float(schedule.get_current_value()))
         if keys.AAAC_NUM_UPDATES in state:
             self.num_updates = int(state[keys.AAAC_NUM_UPDATES])
         if keys.AAAC_REFERENCE_POLICY in state:

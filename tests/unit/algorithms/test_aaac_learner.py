@@ -252,6 +252,19 @@ def test_beta_counter_counts_updates_and_survives_state_round_trip() -> None:
     assert fresh.current_beta(fresh.config) == pytest.approx(0.2 * 0.999**3)
 
 
+def test_restored_state_trains_at_the_configured_learning_rate() -> None:
+    """A checkpoint saved at one lr and restored under another (a sweep trial from a shared imitation
+    checkpoint) uses the new lr from its first update, not the one torch's optimizer state carried."""
+    episodes = [make_episode([1.0, 0.0, 1.0], terminated=True, seed=s) for s in range(2)]
+    saved = make_learner(lr=1e-3, minibatch_size=4, num_epochs=1)
+    saved.update(episodes=copy.deepcopy(episodes), timesteps={}, num_epochs=1, minibatch_size=4)
+    restored = make_learner(lr=5e-2, minibatch_size=4, num_epochs=1)
+    restored.set_state(saved.get_state())
+    lrs = {name: opt.param_groups[0]["lr"] for name, opt in restored._named_optimizers.items()}
+    assert len(lrs) == 3 and all(lr == pytest.approx(5e-2) for lr in lrs.values()), lrs
+    assert restored.num_updates == 1  # the rest of the state did come back
+
+
 def test_anchor_kl_to_the_reference_policy_is_added_and_survives_state_round_trip() -> None:
     learner = make_learner(beta_0=0.0, entropy_coeff=0.0, vf_loss_coeff=0.0, anchor_kl_coeff=0.7)
     module = learner.module[MID]
