@@ -59,9 +59,11 @@ def run_quickstart(timeout_s: float = 1700) -> CliRun:
 
 
 def remove_run(run_dir: Path) -> None:
-    """Remove a run directory this session created under ``runs/`` (and ``runs/`` if it is empty now)."""
-    if run_dir.is_relative_to(REPO / "runs"):
-        shutil.rmtree(run_dir, ignore_errors=True)
-        runs = REPO / "runs"
-        if runs.is_dir() and not any(runs.iterdir()):
-            runs.rmdir()
+    """Remove a run (or sweep) directory this session created under ``runs/`` or ``sweeps/`` of the repository
+    (and that folder if it is empty now); any other path is left alone."""
+    run_dir = run_dir if run_dir.is_absolute() else REPO / run_dir
+    for root in (REPO / "runs", REPO / "sweeps"):
+        if run_dir.is_relative_to(root) and run_dir != root:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            if root.is_dir() and not any(root.iterdir()):
+                root.rmdir()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ import httpx
 import pytest
 
 from agentic_ray.skills.server import free_port, stop_process_group
-from tests.helpers.quickstart_run import QUICKSTART_COMMAND, CliRun, run_cli, run_dir_of
+from tests.helpers.quickstart_run import QUICKSTART_COMMAND, CliRun, remove_run, run_cli, run_dir_of
 from tests.helpers.readme import README, REPO, readme_commands
 from tests.integration.ray_head import private_ray_head
 
@@ -48,10 +49,14 @@ BUDGET = {
         " --env-steps 300 --seeds 0 --tasks-per-family 1 --batch 64 --minibatch 32 --epochs 1 --eval-every 1"
         " --out /tmp/agray_readme_aaac_vs_ppo.md"
     ),
-    "python benchmarks/quickstart.py": "".join(
-        f" --set {x}" for x in SMALL_TRAINING.split(" --set ") if x.strip()
-    ),
+    "python benchmarks/quickstart.py": SMALL_TRAINING,
 }
+SWEEP_BUDGET = (
+    " --set num_samples=1"
+    + SMALL_TRAINING.replace("--set ", "--set overrides.")
+    + (" --set overrides.eval.cu_ablation=false")
+)
+_ONCE: dict[str, str] = {}
 
 Runner = Callable[[str, CliRun], None]
 
@@ -128,8 +133,6 @@ def trace(cmd: str, run: CliRun) -> None:
 
 def small_training(cmd: str, _run: CliRun) -> None:
     out = _ok(cmd + SMALL_TRAINING, timeout_s=900)
-    from tests.helpers.quickstart_run import remove_run
-
     remove_run(run_dir_of(out))
 
 
@@ -138,19 +141,43 @@ def plain(cmd: str, _run: CliRun) -> None:
 
 
 def ray_start_and_submit(cmd: str, _run: CliRun) -> None:
-    """`ray start --head ...` is the private head; the submit command then runs against it."""
-    submit = next(c for c in readme_commands() if " ray job submit " in f" {c} ")
+    """`ray start --head ...` is the private head; every README submit command then runs against it."""
+    submits = [c for c in readme_commands() if " ray job submit " in f" {c} "]
+    assert submits
     with private_ray_head() as head:
         port = head["dashboard"].rsplit(":", 1)[1]
-        job = submit.replace("http://127.0.0.1:8265", head["dashboard"]) + SMALL_TRAINING
-        out = _ok(job, timeout_s=900, env={k: v for k, v in head["env"].items() if k != "RAY_ADDRESS"})
-        assert "succeeded" in out.lower(), out[-3000:]
+        env = {k: v for k, v in head["env"].items() if k != "RAY_ADDRESS"}
+        for submit in submits:
+            budget = SWEEP_BUDGET if " agentic-ray sweep " in submit else SMALL_TRAINING
+            job = submit.replace("http://127.0.0.1:8265", head["dashboard"]) + budget
+            out = _ok(job, timeout_s=900, env=env)
+            assert "succeeded" in out.lower(), out[-3000:]
+            for d in re.findall(r"(?:run|sweep) directory: (\S+)", out):
+                remove_run(Path(d))
         assert cmd.replace("8265", port).startswith("ray start --head")
+    shutil.rmtree(REPO / "sweeps" / "mobo", ignore_errors=True)
 
 
 def submitted(cmd: str, _run: CliRun) -> None:
     """Run by ``ray_start_and_submit`` (it needs the head that `ray start` brought up)."""
     assert "ray start --head" in " ".join(readme_commands())
+
+
+def sweep(cmd: str, _run: CliRun) -> None:
+    if cmd not in _ONCE:
+        out = _ok(cmd + SWEEP_BUDGET, timeout_s=1200)
+        m = re.search(r"sweep directory: (\S+)", out)
+        assert m, out[-3000:]
+        _ONCE[cmd] = m.group(1)
+
+
+def sweep_resume(cmd: str, _run: CliRun) -> None:
+    first = next(c for c in readme_commands() if c.startswith("agentic-ray sweep --config"))
+    sweep(first, _run)
+    d = Path(_ONCE[first])
+    out = _ok(cmd.replace(re.search(r"sweeps/\S+-<time>", cmd).group(0), str(d)), timeout_s=1200)
+    assert "sweep directory:" in out, out[-3000:]
+    remove_run(d if d.is_absolute() else REPO / d)
 
 
 def skills_server_and_check(cmd: str, _run: CliRun) -> None:
@@ -205,7 +232,9 @@ RUNNERS: list[tuple[str, Runner]] = [
     (r"agentic-ray skills check --domain \w+", plain),
     (r"agentic-ray skills serve .*", skills_server_and_check),
     (r"agentic-ray skills check --domain \w+ --url http://127\.0\.0\.1:8321", checked_over_http),
-    (r"python benchmarks/\w+\.py", benchmark),
+    (r"python benchmarks/\w+\.py( --set \S+)*", benchmark),
+    (r"agentic-ray sweep --config tune_sweeps/\S+\.yaml", sweep),
+    (r"agentic-ray sweep --resume sweeps/\S+-<time>", sweep_resume),
 ]
 
 
