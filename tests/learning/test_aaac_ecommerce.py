@@ -20,6 +20,22 @@ Measured (seed 0): 42.5% after 25,108 env steps (754 s while another training jo
 20k steps and 5 tasks per family the same test gave 47.5% on one build and 20% after two env changes (the
 reflection fix and one more goal feature): greedy completion on 40 tasks swings by 10-15 points between evaluations
 (seed 0 read 40%, then 27.5% one evaluation later), hence the larger budget and the 80 validation tasks.
+
+**Known miss since the partial-information env (issue 12), marked xfail with the figures.** The env now hands the
+policy nothing: it must look entities up before it acts, over 10 families. Measured (seed 0):
+
+* CI, shipped rewards of that build: 17% after 25,351 env steps (random 0%), bar 30%;
+* lookup bonus without give-back: 11-13% from 10k to 25k steps (flat); the greedy policy repeats one redundant
+  safe call (net reward 0) until the budget runs out (sms.send 12 times);
+* + redundant call net -0.25: 20% at 12k; the loop is gone, but the policy harvests the lookup bonus and ends on
+  any terminal action;
+* + the bonus as potential-based shaping (given back at the end, the shipped reward now): 20% at 12k; the policy
+  learns an early exit (one handoff, failure -0.5) in 8 of 10 families;
+* + failure -2.0 (not shipped): 12% at 12k; still an immediate handoff.
+
+From scratch, exploration in this env is dominated by caller errors (-3 each), so ending the episode early beats
+exploring within this budget. What the project relies on is imitation then RL (issue 13, "RL beyond imitation";
+tests/learning/test_quickstart.py); this test stays to show when from-scratch RL catches up (it then XPASSes).
 """
 
 from __future__ import annotations
@@ -73,6 +89,11 @@ def _settings() -> ExperimentSettings:
 
 
 @pytest.mark.learning
+@pytest.mark.xfail(
+    reason="from-scratch AAAC reaches 11-20% on the partial-information env, bar random + 30 points "
+    "(measured attempts in the module docstring)",
+    strict=False,
+)
 @pytest.mark.timeout(1800)  # about 5 min alone on 2 CPUs; 13 min when the box is shared
 def test_aaac_ecommerce_beats_random(ray_session) -> None:
     torch.manual_seed(SEED)
