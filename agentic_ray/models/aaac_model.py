@@ -52,6 +52,14 @@ class AAACModelConfig(BaseModel):
             "work, one host sync per batch). None = only for batches on the CPU (CUDA keeps static shapes)."
         ),
     )
+    gnn_layer: Literal["fused", "pyg"] = Field(
+        default="fused",
+        description=(
+            "GNN message-passing layer. 'fused': the hand-written GatedHeteroAttentionLayer (all relations in one "
+            "gather/softmax/scatter); 'pyg': PyGGATv2HeteroLayer, torch_geometric HeteroConv(GATv2Conv), same "
+            "attention and messages. See benchmarks/gnn_layer.py for the measured speed of each."
+        ),
+    )
     flat_hidden_dim: int = Field(
         default=768, gt=0, description="Hidden width of the flat-MLP encoder's trunk."
     )
@@ -130,6 +138,7 @@ def build_state_encoder(spec: GraphSpec, config: AAACModelConfig) -> HeteroGNNEn
             ffn_mult=config.ffn_mult,
             add_reverse_relations=config.add_reverse_relations,
             compact_edges=config.compact_edges,
+            gnn_layer=config.gnn_layer,
         )
     return FlatMLPEncoder(
         spec,

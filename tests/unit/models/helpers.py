@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from agentic_ray.envs.graph_spec import ActionLayout, GraphSpec, random_observation, toy_specs
+from agentic_ray.graph_spec import ActionLayout, GraphSpec, random_observation, toy_specs
 from agentic_ray.models import AAACModelConfig, stack_observations
 
 TINY = AAACModelConfig(
