@@ -152,7 +152,9 @@ class GraphSpec:
 
     def source_table(self) -> list[tuple[int, int]]:
         """``[(entry index, node index)]`` of each copy source ``c`` (see :class:`NumericSource`)."""
-        return [(j, i) for j, s in enumerate(self.numeric_sources) for i in range(self.max_nodes[s.node_type])]
+        return [
+            (j, i) for j, s in enumerate(self.numeric_sources) for i in range(self.max_nodes[s.node_type])
+        ]
 
 
 @dataclass(frozen=True)
@@ -214,7 +216,7 @@ class ActionLayout:
                 f"prototype_skills {self.prototype_skills} out of range for {len(self.skills)} skills"
             )
         for s in self.skills:
-            for lo, hi in s.list_bounds:
+            for lo, _hi in s.list_bounds:
                 if lo > self.max_pointer:
                     raise ValueError(f"{s.name}: list min {lo} exceeds max_pointer {self.max_pointer}")
 
@@ -286,8 +288,10 @@ def observation_space(spec: GraphSpec, layout: ActionLayout) -> gym.spaces.Dict:
         s[f"{nt}_mask"] = gym.spaces.Box(0, 1, (n,), dtype=np.int8)
     for r in spec.relations:
         hi = np.zeros((2, r.max_edges), dtype=np.int64)
-        hi[0, :] = spec.max_nodes[r.src] - 1
-        hi[1, :] = spec.max_nodes[r.dst] - 1
+        # A one-node type's indices are all 0; its bound is kept at 1 so the Box is not degenerate (low == high
+        # is an error in Gymnasium's checker). Padded columns are 0 anyway.
+        hi[0, :] = max(spec.max_nodes[r.src] - 1, 1)
+        hi[1, :] = max(spec.max_nodes[r.dst] - 1, 1)
         s[f"{r.key}_ei"] = gym.spaces.Box(np.zeros_like(hi), hi, dtype=np.int64)
         s[f"{r.key}_mask"] = gym.spaces.Box(0, 1, (r.max_edges,), dtype=np.int8)
     k = layout.num_skills
@@ -358,6 +362,7 @@ def toy_specs() -> tuple[GraphSpec, ActionLayout]:
         feat_dims={"a": 6, TOOL_NODE_TYPE: 7, "b": 5, "c": 6, SESSION_NODE_TYPE: 4, GOAL_NODE_TYPE: 5},
         relations=(
             RelationSpec(SESSION_NODE_TYPE, "uses", TOOL_NODE_TYPE, 5),
+            RelationSpec("a", "calls", TOOL_NODE_TYPE, 5),
             RelationSpec(TOOL_NODE_TYPE, "operates", "b", 12),
             RelationSpec("b", "in", SESSION_NODE_TYPE, 4),
             RelationSpec(TOOL_NODE_TYPE, "depends", TOOL_NODE_TYPE, 6),
@@ -366,7 +371,7 @@ def toy_specs() -> tuple[GraphSpec, ActionLayout]:
             RelationSpec(GOAL_NODE_TYPE, "needs", TOOL_NODE_TYPE, 6),
             RelationSpec("c", "contains", "b", 4),
         ),
-        numeric_sources=(NumericSource("b", "price", 3, 4), NumericSource("c", "total", 2, 3)),
+        numeric_sources=(NumericSource("b", "f1", 3, 4), NumericSource("c", "f2", 2, 3)),
     )
     layout = ActionLayout(
         skills=(

@@ -26,7 +26,9 @@ from agentic_ray.envs.baseline_policies import ObsOnlyRulePolicy, RandomMaskedPo
 from agentic_ray.keys import EPISODE_RECORD
 
 
-def _episodes(env: AgentTaskEnv, act: Callable[[dict[str, np.ndarray]], Any], n: int, seed: int) -> tuple[float, float]:
+def _episodes(
+    env: AgentTaskEnv, act: Callable[[dict[str, np.ndarray]], Any], n: int, seed: int
+) -> tuple[float, float]:
     succ, steps = 0, 0
     obs, _ = env.reset(seed=seed)
     for _ in range(n):
@@ -73,7 +75,10 @@ def main() -> None:
 
     val = AgentTaskEnv(
         AgentTaskEnvConfig(
-            domain=args.domain, action_mode=args.mode, split="validation", validation_per_family=args.val_per_family
+            domain=args.domain,
+            action_mode=args.mode,
+            split="validation",
+            validation_per_family=args.val_per_family,
         )
     )
     expert = val.domain.expert()

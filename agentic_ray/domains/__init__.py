@@ -12,6 +12,7 @@ domain module by name. See :mod:`agentic_ray.domains.protocol` for what a domain
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -44,9 +45,9 @@ def _load(target: str) -> Domain:
 
 
 def _discover() -> dict[str, Callable[[], Domain]]:
-    found: dict[str, Callable[[], Domain]] = {n: (lambda t=t: _load(t)) for n, t in _BUILTIN.items()}
+    found: dict[str, Callable[[], Domain]] = {n: functools.partial(_load, t) for n, t in _BUILTIN.items()}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(ep.name, lambda ep=ep: _load(ep.value))
+        found.setdefault(ep.name, functools.partial(_load, ep.value))
     found.update(_REGISTRY)
     return found
 

@@ -42,6 +42,9 @@ class Goal:
     hints: dict[str, str] = field(default_factory=dict)
     """What the customer said about the entity this goal means, as the schema's ``goal_hints`` (e.g. the
     category of the item to refund); the observation shows hints, never ``args``."""
+    safety_check: bool = False
+    """The goal is the safety check a contract's ``safety`` precondition asks for (e.g. the inventory check
+    before a refund). ``risk_mode: soft`` drops it from the DAG: skipping it is the high-risk shortcut."""
 
     def matches(self, skill: str, params: dict[str, Any]) -> bool:
         """Whether a call (skill + validated params) is the one this goal asks for."""

@@ -34,6 +34,8 @@ class Knowledge:
         self.mentioned: set[tuple[str, str]] = set()
         self.version = 0
         """Incremented by every reveal (observation builders cache on it)."""
+        self.entity_version: dict[tuple[str, str], int] = {}
+        """Per entity, the :attr:`version` of its last change (builders re-encode only changed rows)."""
 
     @property
     def entity_types(self) -> tuple[str, ...]:
@@ -47,11 +49,12 @@ class Knowledge:
         if fields:
             d.update(fields)
         self.version += 1
+        self.entity_version[(entity_type, str(entity_id))] = self.version
 
     def mention(self, entity_type: str, entity_id: str) -> None:
         """The request names this entity: it is known (without fields) from the start."""
-        self.reveal(entity_type, entity_id)
         self.mentioned.add((entity_type, str(entity_id)))
+        self.reveal(entity_type, entity_id)
 
     def ids(self, entity_type: str) -> list[str]:
         """Known ids of a type, in reveal order."""
@@ -76,6 +79,7 @@ class Knowledge:
         k._entities = copy.deepcopy(self._entities)
         k.mentioned = set(self.mentioned)
         k.version = self.version
+        k.entity_version = dict(self.entity_version)
         return k
 
     def to_dict(self) -> dict[str, Any]:

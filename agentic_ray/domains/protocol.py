@@ -172,6 +172,8 @@ class Task:
         relevant: ids of the entities the task is about (a call on another one is a ``wrong_entity`` error).
         end: ``goals``: success when every goal is satisfied; ``world_state``: success when
             :meth:`Domain.final_check` accepts the world when the session ends.
+        optimal_steps_soft: fewest calls when safety checks may be skipped (``risk_mode: soft``: the
+            ``safety_check`` goals and the lookups only a safety precondition needs); None = ``optimal_steps``.
         subtasks: families of a composite task.
         extra: domain data the generic code never reads (e.g. products whose stock must not drift to 0).
     """
@@ -183,11 +185,31 @@ class Task:
     optimal_steps: int
     relevant: tuple[str, ...] = ()
     end: Literal["goals", "world_state"] = "goals"
+    optimal_steps_soft: int | None = None
     subtasks: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def goal_index(self) -> dict[str, int]:
         return {g.id: i for i, g in enumerate(self.goals)}
+
+    def without_safety_checks(self) -> Task:
+        """The task as ``risk_mode: soft`` sees it: ``safety_check`` goals dropped (and edges to them)."""
+        import dataclasses
+
+        drop = {g.id for g in self.goals if g.safety_check}
+        if not drop and self.optimal_steps_soft is None:
+            return self
+        goals = tuple(
+            dataclasses.replace(g, deps=tuple(d for d in g.deps if d not in drop))
+            for g in self.goals
+            if g.id not in drop
+        )
+        return dataclasses.replace(
+            self,
+            goals=goals,
+            optimal_steps=self.optimal_steps_soft or self.optimal_steps,
+            optimal_steps_soft=None,
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- views
@@ -305,11 +327,17 @@ class Domain(Protocol):
         ...
 
     def final_check(self, world: Any, task: Task) -> bool:
-        """For ``task.end == "world_state"``: whether the final world is the one the gold actions produce."""
+        """For ``task.end == "world_state"``: whether the final world is the one the gold actions produce.
+
+        Checked when every goal is satisfied or a terminal skill succeeds, so such a task still lists its
+        changes as goals (the goals drive DVR and the ready features; the check judges the outcome)."""
         ...
 
     def hard_rules(self, knowledge: Knowledge, skills: Sequence[str]) -> dict[str, str]:
-        """Hard mask rules from what is known: ``skill -> reason`` for each skill that may not run now."""
+        """Hard mask rules from what is known: ``skill -> reason`` for each skill that may not run now.
+
+        These shape the action mask only; the gateway never sees them, so the tool handler must enforce the same
+        business rule itself (e.g. raise ``PRECONDITION_FAILED`` for an unverified customer)."""
         ...
 
     def fallback_rules(self) -> dict[str, RuleFn]:

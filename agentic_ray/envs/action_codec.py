@@ -125,7 +125,9 @@ class ActionCodec:
         return lo, max(hi, lo)
 
     # ------------------------------------------------------------------ decode
-    def decode(self, action: Any, task: Task, knowledge: Knowledge) -> tuple[int, dict[str, Any], str | None, str]:
+    def decode(
+        self, action: Any, task: Task, knowledge: Knowledge
+    ) -> tuple[int, dict[str, Any], str | None, str]:
         """Structured action -> ``(skill index, params, error code or None, message)``; never raises."""
         lay, b = self.layout, self.builder
         mp = lay.max_pointer
@@ -188,10 +190,20 @@ class ActionCodec:
             if s > 0:
                 v = b.source_value(knowledge, s - 1) if s - 1 < len(self._sources) else None
                 if v is None:
-                    return k, params, "INVALID_INPUT", f"{ps.name}: copy source {s - 1} is not a revealed value"
+                    return (
+                        k,
+                        params,
+                        "INVALID_INPUT",
+                        f"{ps.name}: copy source {s - 1} is not a revealed value",
+                    )
             else:
                 if ps.slot >= len(num) or not np.isfinite(num[ps.slot]):
-                    return k, params, "INVALID_INPUT", f"{ps.name}: numeric slot {ps.slot} missing or not finite"
+                    return (
+                        k,
+                        params,
+                        "INVALID_INPUT",
+                        f"{ps.name}: numeric slot {ps.slot} missing or not finite",
+                    )
                 x = float(num[ps.slot])
                 x = max(-NUMERIC_BOUND, min(NUMERIC_BOUND, x))
                 lo, hi = self.bounds(knowledge, params, p, k)
@@ -205,7 +217,11 @@ class ActionCodec:
             num = np.asarray(action.get("numeric", ()), dtype=np.float64).reshape(-1)
         except (TypeError, ValueError, AttributeError):
             return []
-        return [f"numeric slot {i}: raw {x:g} clipped to ±{NUMERIC_BOUND:g}" for i, x in enumerate(num) if abs(x) > NUMERIC_BOUND]
+        return [
+            f"numeric slot {i}: raw {x:g} clipped to ±{NUMERIC_BOUND:g}"
+            for i, x in enumerate(num)
+            if abs(x) > NUMERIC_BOUND
+        ]
 
     # ------------------------------------------------------------------ encode
     def encode(self, skill: str, params: dict[str, Any], knowledge: Knowledge) -> dict[str, np.ndarray | int]:
@@ -213,8 +229,11 @@ class ActionCodec:
 
         A numeric value equal to a revealed copy source is encoded as that copy (the first such source); any
         other value as a free value.
+
+        Raises:
+            KeyError: an entity argument names an entity the agent does not know.
         """
-        lay, b = self.layout, self.builder
+        lay, _b = self.layout, self.builder
         k = self.skills.index(skill)
         mp = lay.max_pointer
         ptr = np.full(lay.pointer_slots, 0, dtype=np.int64)
@@ -226,19 +245,20 @@ class ActionCodec:
             p = ps.spec
             if ps.kind == "pointer":
                 v = params.get(ps.name)
-                ptr[ps.slot] = mp if v is None and not p.required else b.node_index[p.node_type].get(str(v), 0)
+                if v is None:  # left out: "omitted" when optional, else slot 0 (decoding then checks it)
+                    ptr[ps.slot] = 0 if p.required else mp
+                else:
+                    ptr[ps.slot] = self._node(p.node_type, v)
             elif ps.kind == "list":
                 for v in params.get(ps.name) or []:
-                    j = b.node_index[p.node_type].get(str(v))
-                    if j is not None:
-                        mem[ps.slot * mp + j] = 1
+                    mem[ps.slot * mp + self._node(p.node_type, v)] = 1
             elif ps.kind == "enum":
                 ch = _choices(p)
                 v = params.get(ps.name, ch[0])
                 enm[ps.slot] = ch.index(v) if v in ch else 0
             elif ps.kind == "numeric":
                 v = float(params.get(ps.name, p.min))
-                c = self.find_source(knowledge, v)
+                c = self.preferred_source(knowledge, v, p)
                 if c is not None:
                     src[ps.slot] = c + 1
                 else:
@@ -246,7 +266,25 @@ class ActionCodec:
                     num[ps.slot] = numeric_action((v - lo) / (hi - lo)) if hi > lo else 0.0
         return {"skill": k, "pointer": ptr, "members": mem, "enum": enm, "source": src, "numeric": num}
 
-    def find_source(self, knowledge: Knowledge, value: float, field: tuple[str, str] | None = None) -> int | None:
+    def _node(self, node_type: str, entity_id: Any) -> int:
+        j = self.builder.node_index[node_type].get(str(entity_id))
+        if j is None:
+            raise KeyError(f"{node_type} {entity_id!r} is not known to the agent (no lookup revealed it)")
+        return j
+
+    def preferred_source(self, knowledge: Knowledge, value: float, p: Any) -> int | None:
+        """The copy source a demonstration uses for ``value``: one of the parameter's ``copy_from`` fields when
+        one holds it, else the first revealed source that does."""
+        for ref in getattr(p, "copy_from", ()):
+            t, _, f = ref.partition(".")
+            c = self.find_source(knowledge, value, (t, f))
+            if c is not None:
+                return c
+        return self.find_source(knowledge, value)
+
+    def find_source(
+        self, knowledge: Knowledge, value: float, field: tuple[str, str] | None = None
+    ) -> int | None:
         """The first revealed copy source equal to ``value`` (of ``field`` when given), or None."""
         for c, (j, _i) in enumerate(self._sources):
             s = self.spec.numeric_sources[j]
@@ -280,12 +318,18 @@ class ActionCodec:
         goal_done: np.ndarray,
         pointer_mask: np.ndarray,
         list_mask: np.ndarray,
-        targets: Callable[[int, str], list[str]],
+        targets: Callable[[int, str, str | None], list[str]],
+        used: Callable[[str, str], set[Any]] | None = None,
     ) -> dict[str, np.ndarray | int]:
         """A prototype -> a structured action, from what the observation shows (see the module docstring).
 
         Args:
-            targets: ``(goal index, node type) -> known ids the goal names`` (the ``goal -targets->`` edges).
+            targets: ``(goal index, node type, argument or None) -> known ids the goal names`` (the
+                ``goal -targets->`` edges), with that argument of the goal's skill when one is given: an
+                argument binds first to what the goal names under the same argument name, so a pointer and a
+                list of the same type (a merge's primary and its duplicates) do not take each other's ids.
+            used: ``(skill, param) -> values already sent successfully``; without a goal-named target, a target
+                the skill has not been called on yet is preferred (a lookup reads the entity it has not read).
         """
         k = self.skills.index(proto.skill)
         mp = self.layout.max_pointer
@@ -294,7 +338,9 @@ class ActionCodec:
             if goal_done[i] or g.skill != proto.skill:
                 continue
             if any(
-                ps.kind == "enum" and ps.name in g.args and self.enum_signature(k, g.args)[ps.slot] != proto.enum[ps.slot]
+                ps.kind == "enum"
+                and ps.name in g.args
+                and self.enum_signature(k, g.args)[ps.slot] != proto.enum[ps.slot]
                 for ps in self.params[k]
             ):
                 continue
@@ -308,15 +354,27 @@ class ActionCodec:
             if ps.kind == "pointer":
                 ids = self.builder.node_ids[p.node_type]
                 valid = [ids[j] for j in np.flatnonzero(pointer_mask[k, ps.slot, :mp]) if j < len(ids)]
-                named = [v for v in (targets(gi, p.node_type) if gi is not None else []) if v in valid]
-                if named:
-                    params[ps.name] = named[0]
-                elif valid:
-                    params[ps.name] = valid[0]
+                named = [
+                    v for v in (targets(gi, p.node_type, ps.name) if gi is not None else []) if v in valid
+                ]
+                done = used(proto.skill, ps.name) if used is not None else set()
+                fresh = [v for v in valid if v not in done]
+                pending = {
+                    v
+                    for i in range(len(task.goals))
+                    if not goal_done[i]
+                    for v in targets(i, p.node_type, None)
+                }
+                wanted = [v for v in fresh if v in pending]
+                pick = named or wanted or fresh or valid
+                if pick:
+                    params[ps.name] = pick[0]
             elif ps.kind == "list":
                 ids = self.builder.node_ids[p.node_type]
                 valid = [ids[j] for j in np.flatnonzero(list_mask[k, ps.slot]) if j < len(ids)]
-                named = [v for v in (targets(gi, p.node_type) if gi is not None else []) if v in valid]
+                named = [
+                    v for v in (targets(gi, p.node_type, ps.name) if gi is not None else []) if v in valid
+                ]
                 pick = named if p.min_items <= len(named) <= p.max_items else valid[: max(p.min_items, 1)]
                 params[ps.name] = pick
             elif ps.kind == "enum":
@@ -329,15 +387,23 @@ class ActionCodec:
             c = None
             if proto.source_field is not None:
                 t, f = proto.source_field
-                bound = [params[q.name] for q in self.params[k] if q.kind == "pointer" and q.spec.node_type == t and q.name in params]
+                bound = [
+                    params[q.name]
+                    for q in self.params[k]
+                    if q.kind == "pointer" and q.spec.node_type == t and q.name in params
+                ]
                 for eid in bound:
                     v = knowledge.fields(t, eid).get(f)
                     if isinstance(v, int | float) and not isinstance(v, bool):
                         c = self.find_source(knowledge, float(v), proto.source_field)
                 if c is None:
                     c = next(
-                        (j for j in range(len(self._sources)) if self.source_field(j) == proto.source_field
-                         and self.builder.source_value(knowledge, j) is not None),
+                        (
+                            j
+                            for j in range(len(self._sources))
+                            if self.source_field(j) == proto.source_field
+                            and self.builder.source_value(knowledge, j) is not None
+                        ),
                         None,
                     )
             src, num = act["source"], act["numeric"]

@@ -27,6 +27,12 @@ Termination: the task is solved (every goal satisfied, or for ``end: world_state
 when the session ends); an explicit failure (a terminal skill such as a handoff while goals are pending, or a
 pending goal made impossible); truncation when the step budget is spent.
 
+Info: ``reset`` returns ``MASK_REASONS``, ``task_family``, ``task_seed``, ``optimal_steps``, ``fault_kind``,
+``request`` (the text) and ``BACKEND_ERRORS`` (typed failures of pushing the world or its faults; a backend
+failure never raises). ``step`` returns ``STEP_TRACE`` (trace_id, skill, args, result_code, latency_ms, attempts,
+fallback_used, masked, message, goals_satisfied, injected, root_cause, revealed, the mask_reasons the action was
+chosen under, warnings), ``MASK_REASONS`` for the returned observation and, on the last step, ``EPISODE_RECORD``.
+
 Risk (``risk_mode``): ``hard`` (default) enforces every precondition. ``soft`` lifts the contracts' ``safety``
 preconditions in the mask and the gateway: a high-risk skill then runs as a shortcut (one step fewer) and, with
 the contract's ``consequence_probability``, causes a delayed consequence (a complaint, a chargeback) recorded in
@@ -53,20 +59,26 @@ from agentic_ray.domains.goal_dag import goal_edges, plan_validity
 from agentic_ray.domains.knowledge import Knowledge, reveal_result
 from agentic_ray.domains.protocol import EpisodeView, LastStep, Task
 from agentic_ray.envs.action_codec import ActionCodec, Prototype
-from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, episode_record_dict
+from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, episode_record_dict, match_goals
 from agentic_ray.envs.faults import FaultScheduleConfig, backend_faults, draw_faults
 from agentic_ray.envs.masks import MaskComputer, Masks, sla_arrays
 from agentic_ray.envs.observation import ObservationBuilder, build_specs
 from agentic_ray.envs.prototypes import load_prototypes
 from agentic_ray.graph_spec import observation_space
-from agentic_ray.keys import EPISODE_RECORD, MASK_REASONS, STEP_TRACE
+from agentic_ray.keys import BACKEND_ERRORS, EPISODE_RECORD, MASK_REASONS, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 from agentic_ray.skills.backends import HttpBackend, PythonBackend
 from agentic_ray.skills.contracts import EntityListParam, EntityParam, load_contracts
 from agentic_ray.skills.executor import CALLER_ERRORS, RealClock, SimClock, ToolExecutor, ToolResult
 from agentic_ray.skills.preconditions import Call, precondition_status
 
-__all__ = ["AgentTaskEnv", "AgentTaskEnvConfig", "FaultScheduleConfig", "OutcomeRewards", "episode_record_dict"]
+__all__ = [
+    "AgentTaskEnv",
+    "AgentTaskEnvConfig",
+    "FaultScheduleConfig",
+    "OutcomeRewards",
+    "episode_record_dict",
+]
 
 
 class OutcomeRewards(BaseModel):
@@ -87,6 +99,15 @@ class OutcomeRewards(BaseModel):
         description="Added to a successful call that advanced no goal (the seed's redundancy penalty). With the "
         "default it cancels `success`: otherwise repeating a safe call until the step budget runs out pays more "
         "than finishing the task, and RL learns exactly that loop (measured: IL 65% completion -> 0% after RL).",
+    )
+    informative: float = Field(
+        default=0.5,
+        description="Added to a successful call that advanced no goal but revealed, for the first time in the "
+        "episode, an entity the task is about, on top of `redundant` (with the defaults a needed lookup scores 0.5, "
+        "a goal 1.0, a redundant call 0). "
+        "Each relevant entity pays once, so the bonus per episode is bounded and cannot be farmed by repeating "
+        "lookups. With it 0, AAAC from scratch reached 17% completion after 25k steps on the partial-information "
+        "env (tests/learning/test_aaac_ecommerce.py).",
     )
     completion: float = Field(default=2.0, description="Added on the step that solves the task.")
     failure: float = Field(default=-0.5, description="Added on an explicit, unrecoverable failure.")
@@ -144,11 +165,16 @@ class AgentTaskEnvConfig(BaseModel):
 
     @model_validator(mode="after")
     def _domain_and_families(self) -> AgentTaskEnvConfig:
-        d = get_domain(self.domain)
+        try:
+            d = get_domain(self.domain)
+        except KeyError as e:
+            raise ValueError(str(e).strip('"')) from None
         if self.families is not None:
             bad = [f for f in self.families if f not in d.families]
             if bad or not self.families:
-                raise ValueError(f"unknown families {bad} for domain {self.domain!r}; known: {list(d.families)}")
+                raise ValueError(
+                    f"unknown families {bad} for domain {self.domain!r}; known: {list(d.families)}"
+                )
         return self
 
     def family_list(self) -> list[str]:
@@ -212,11 +238,14 @@ class AgentTaskEnv(gym.Env):
             for c in self.contracts.skills
         }
         self._touched = {
-            c.name: (c.name, *[f.skill for f in c.fallback if f.skill is not None]) for c in self.contracts.skills
+            c.name: (c.name, *[f.skill for f in c.fallback if f.skill is not None])
+            for c in self.contracts.skills
         }
         self._proto_skill = np.array([self._skill_idx[p.skill] for p in self.prototypes], dtype=np.int64)
         self._terminal = frozenset(self.domain.schema.terminal_skills)
-        self.world_id = f"env-{uuid.uuid4().hex[:12]}"
+        self._env_id = f"env-{uuid.uuid4().hex[:12]}"
+        self._episodes = 0
+        self.world_id = self._env_id
         self.progress = 0.0
         self.policy_version = 0
         self._val_counter = 0
@@ -295,7 +324,8 @@ class AgentTaskEnv(gym.Env):
     def _health(self) -> dict[str, tuple[float, float, float]] | None:
         return self.domain.tool_health(self.world) if self.config.simulate_tool_health else None
 
-    def _push_faults(self) -> None:
+    def _push_faults(self) -> str | None:
+        """Push the episode's faults to the backend for this world; the reason when it could not."""
         fc = backend_faults(
             self.config.faults,
             self.fault_kind,
@@ -304,15 +334,8 @@ class AgentTaskEnv(gym.Env):
             self._health(),
             int(self._rng.integers(2**31)),
         )
-        setter = getattr(self.backend, "set_faults", None)
-        if setter is None:
-            if self.fault_kind is not None or fc.active:
-                raise ValueError(f"backend {type(self.backend).__name__} cannot inject faults")
-            return
-        try:
-            setter(fc, world_id=self.world_id)
-        except TypeError:  # a backend whose faults are not per world
-            setter(fc)
+        out = self.backend.set_faults(fc, world_id=self.world_id)
+        return None if out.ok else f"{out.error_code}: {out.message}"
 
     # ------------------------------------------------------------------ gym API
     def reset(
@@ -334,7 +357,9 @@ class AgentTaskEnv(gym.Env):
         fams, d = self.families, self.domain
         if "family" in options or "task_seed" in options:
             family = options.get("family") or fams[int(self._rng.integers(len(fams)))]
-            task_seed = int(options["task_seed"]) if "task_seed" in options else d.draw_training_seed(self._rng)
+            task_seed = (
+                int(options["task_seed"]) if "task_seed" in options else d.draw_training_seed(self._rng)
+            )
         elif self.config.split == "validation":
             i = self._val_counter
             self._val_counter += 1
@@ -345,6 +370,8 @@ class AgentTaskEnv(gym.Env):
             family = fams[int(self._rng.integers(len(fams)))]
             task_seed = d.draw_training_seed(self._rng)
         world, task = d.make_task(family, task_seed)
+        if self.config.risk_mode == "soft":
+            task = task.without_safety_checks()
         if self.intent_id:
             self.executor.forget_intent(self.intent_id)
         self.world, self.task = world, task
@@ -352,11 +379,23 @@ class AgentTaskEnv(gym.Env):
             int=int(self._rng.integers(2**63)) << 64 | int(self._rng.integers(2**63))
         ).hex
         self.intent_id = ToolExecutor.intent_hash(f"{task.request.text} #{self.episode_id}")
-        self.backend.put_world(self.world_id, world)
+        # Every episode gets its own world id: a backend's idempotency cache (keyed by world and call) must not
+        # replay the previous episode's replies when seeded trace ids repeat.
+        if self._episodes:
+            self.backend.drop_world(self.world_id)
+        self._episodes += 1
+        self.world_id = f"{self._env_id}-{self._episodes}"
+        # Backend failures are typed outcomes, never exceptions: the episode starts and its calls fail typed.
+        backend_errors = []
+        if not (out := self.backend.put_world(self.world_id, world)).ok:
+            backend_errors.append(f"put_world: {out.error_code}: {out.message}")
         self.fault_kind, self._down = draw_faults(
             self.config.faults, self.fault_share(), [g.skill for g in task.goals], self._rng
         )
-        self._push_faults()
+        if (why := self._push_faults()) is not None:
+            # Faults that could not be set are not injected, so the episode must not claim them.
+            backend_errors.append(f"set_faults: {why}; running without injected faults")
+            self.fault_kind, self._down = None, frozenset()
         budget = max(
             task.optimal_steps + self.config.budget_extra,
             math.ceil(self.config.budget_factor * task.optimal_steps),
@@ -369,6 +408,7 @@ class AgentTaskEnv(gym.Env):
         self.masks.reset(task)
         self._steps: list[StepRecord] = []
         self._recalled: list[str] = []
+        self._informed: set[tuple[str, str]] = set()
         self._consequences: list[dict[str, Any]] = []
         self._done = False
         obs = self._observe()
@@ -379,6 +419,7 @@ class AgentTaskEnv(gym.Env):
             "optimal_steps": task.optimal_steps,
             "fault_kind": self.fault_kind,
             "request": task.request.text,
+            BACKEND_ERRORS: backend_errors,
         }
         return obs, info
 
@@ -389,7 +430,9 @@ class AgentTaskEnv(gym.Env):
         self.builder.refresh(self.knowledge)
         t1 = time.perf_counter()
         st = self.state
-        m = self.masks.compute(self.knowledge, self.builder.node_ids, sla, self.clock.now(), st.last_call_time)
+        m = self.masks.compute(
+            self.knowledge, self.builder.node_ids, sla, self.clock.now(), st.last_call_time
+        )
         t2 = time.perf_counter()
         self._masks = m
         extra = m.as_obs()
@@ -407,12 +450,13 @@ class AgentTaskEnv(gym.Env):
         return obs
 
     # ------------------------------------------------------------------ actions
-    def _targets(self, goal: int, node_type: str) -> list[str]:
+    def _targets(self, goal: int, node_type: str, arg: str | None = None) -> list[str]:
+        """Known ids goal ``goal`` names with its entity arguments of ``node_type`` (only ``arg`` when given)."""
         assert self.task is not None and self.knowledge is not None
         g = self.task.goals[goal]
         out = []
         for name, p in self._entity_params[g.skill]:
-            if p.node_type == node_type and name in g.args:
+            if p.node_type == node_type and name in g.args and (arg is None or name == arg):
                 vals = g.args[name] if isinstance(g.args[name], list | tuple) else [g.args[name]]
                 out += [str(v) for v in vals if self.knowledge.knows(node_type, str(v))]
         return out
@@ -437,6 +481,7 @@ class AgentTaskEnv(gym.Env):
                 self._masks.pointer_mask,
                 self._masks.list_mask,
                 self._targets,
+                lambda skill, param: {c.params.get(param) for c in self.state.history if c.skill == skill},  # type: ignore[union-attr]
             )
         self._warnings += self.codec.raw_clipped(action)
         k, params, err, msg = self.codec.decode(action, self.task, self.knowledge)
@@ -484,7 +529,10 @@ class AgentTaskEnv(gym.Env):
             masked = True
             reasons = decision_reasons.get(skill) or [self._target_masked(k, structured) or ""]
             soft_masked = bool(self._masks.soft[k])
-            err, msg = ("CIRCUIT_OPEN" if soft_masked else "PRECONDITION_FAILED"), "masked: " + "; ".join(reasons)
+            err, msg = (
+                ("CIRCUIT_OPEN" if soft_masked else "PRECONDITION_FAILED"),
+                "masked: " + "; ".join(reasons),
+            )
         # A high-risk shortcut: the call skips a safety precondition (soft mode lets it run; hard mode masks it,
         # and the attempt still counts: the policy chose it).
         shortcut = bool(
@@ -495,10 +543,16 @@ class AgentTaskEnv(gym.Env):
             and precondition_status(c, params, st.history, enforce_safety=False)[0]
         )
         if err is None:
-            res = self.executor.call(skill, params, intent_id=self.intent_id, trace_id=trace_id, world_id=self.world_id)
+            res = self.executor.call(
+                skill, params, intent_id=self.intent_id, trace_id=trace_id, world_id=self.world_id
+            )
             code, latency, params = res.code, res.latency_ms, (res.params or params)
             if self.config.backend == "http":
-                self.world = self.backend.get_world(self.world_id)
+                world, out = self.backend.fetch_world(self.world_id)
+                if out.ok:
+                    self.world = world
+                else:
+                    self._warnings.append(f"world not refreshed: {out.error_code}: {out.message}")
         else:
             code, latency = err, 0.0
         ok = res is not None and res.ok
@@ -525,19 +579,22 @@ class AgentTaskEnv(gym.Env):
                 st.history.append(call)
                 self.masks.add(call)
                 revealed = reveal_result(know, c, params, res.payload)
-                satisfied, violation = self._match_goals(skill, params)
+                satisfied, violation = match_goals(
+                    task, st, self.builder.goal_ready(st.goal_done), skill, params
+                )
             if c.risk.high_risk and not satisfied:
                 high_risk = True
             if shortcut and c.risk.consequence and self._rng.random() < c.risk.consequence_probability:
                 self._consequences.append(
                     {"skill": skill, "kind": c.risk.consequence, "step": st.step - 1, "weight": c.risk.weight}
                 )
-        entities = [
-            str(v)
-            for n, _p in self._entity_params.get(skill, [])
-            for v in (params.get(n) if isinstance(params.get(n), list) else [params.get(n)])
-            if v is not None
-        ]
+        fresh = {r for r in revealed if r[1] in task.relevant} - self._informed
+        self._informed |= fresh
+        informative = bool(fresh) and not satisfied
+        entities: list[str] = []
+        for n, _p in self._entity_params.get(skill, []):
+            v = params.get(n)
+            entities += [str(x) for x in (v if isinstance(v, list) else [v]) if x is not None]
         if res is not None:
             for v in entities:
                 if v in task.relevant and v not in self._recalled:
@@ -579,7 +636,7 @@ class AgentTaskEnv(gym.Env):
                 high_risk=high_risk,
                 risk_weight=c.risk.weight if (high_risk and c) else 0.0,
                 goals_satisfied=satisfied,
-                redundant=ok and not satisfied,
+                redundant=ok and not satisfied and not informative,
                 trace_id=trace_id,
                 injected=injected,
             )
@@ -589,8 +646,11 @@ class AgentTaskEnv(gym.Env):
             self.clock.advance(max(self.config.step_time_s, latency / 1000.0))
         if self.config.drift:
             self.domain.step_world(self.world, self._rng, task)
-            if self.config.backend == "http":
-                self.backend.put_world(self.world_id, self.world)
+            if (
+                self.config.backend == "http"
+                and not (out := self.backend.put_world(self.world_id, self.world)).ok
+            ):
+                self._warnings.append(f"backend sync failed: {out.error_code}: {out.message}")
         # Termination.
         all_done = bool(st.goal_done.all())
         terminal = ok and not degraded and skill in self._terminal
@@ -611,7 +671,7 @@ class AgentTaskEnv(gym.Env):
                 )
         truncated = not (completed or failed) and st.step >= st.budget
         if ok and not satisfied:
-            reward += rw.redundant
+            reward += rw.redundant + (rw.informative if informative else 0.0)
         if completed:
             reward += rw.completion
         elif failed:
@@ -656,27 +716,6 @@ class AgentTaskEnv(gym.Env):
                 if any(f in truth and truth[f] != val for f, val in known.items()):
                     return True
         return False
-
-    def _match_goals(self, skill: str, params: dict[str, Any]) -> tuple[list[str], bool]:
-        assert self.task is not None and self.state is not None
-        st = self.state
-        ready = self.builder.goal_ready(st.goal_done)
-        best, matched = -1, False
-        for i, g in enumerate(self.task.goals):
-            if st.goal_done[i] or not g.matches(skill, params):
-                continue
-            matched = True
-            if ready[i] and (best < 0 or g.priority > self.task.goals[best].priority):
-                best = i
-        if best >= 0:
-            st.goal_done[best] = True
-            gid = self.task.goals[best].id
-            st.goals_done_order.append(gid)
-            return [gid], False
-        if matched:
-            st.violations += 1
-            return [], True
-        return [], False
 
     def _episode_record(self, completed: bool, failed: bool, truncated: bool) -> EpisodeRecord:
         assert self.task is not None and self.state is not None

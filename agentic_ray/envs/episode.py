@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from agentic_ray.domains.protocol import LastStep
+from agentic_ray.domains.protocol import LastStep, Task
 from agentic_ray.graph_spec import ROOT_CAUSES
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.skills.executor import CALLER_ERRORS
 from agentic_ray.skills.preconditions import Call
 
-__all__ = ["EpisodeState", "attribute_root_cause", "episode_record_dict"]
+__all__ = ["EpisodeState", "attribute_root_cause", "episode_record_dict", "match_goals"]
 
 CAUSE_INDEX = {c: i for i, c in enumerate(ROOT_CAUSES)}
 
@@ -59,6 +59,35 @@ class EpisodeState:
         self.reflection[:] = 0.0
         if cause is not None:
             self.reflection[CAUSE_INDEX[cause]] = 1.0
+
+
+def match_goals(
+    task: Task, state: EpisodeState, ready: np.ndarray, skill: str, params: dict[str, Any]
+) -> tuple[list[str], bool]:
+    """Apply one successful, non-degraded call to the goal bookkeeping.
+
+    The most urgent ready goal the call matches is satisfied. A call that matches only goals whose prerequisites
+    are not done is a dependency violation and satisfies nothing.
+
+    Returns:
+        ``(ids of the goals satisfied, violation)``.
+    """
+    best, matched = -1, False
+    for i, g in enumerate(task.goals):
+        if state.goal_done[i] or not g.matches(skill, params):
+            continue
+        matched = True
+        if ready[i] and (best < 0 or g.priority > task.goals[best].priority):
+            best = i
+    if best >= 0:
+        state.goal_done[best] = True
+        gid = task.goals[best].id
+        state.goals_done_order.append(gid)
+        return [gid], False
+    if matched:
+        state.violations += 1
+        return [], True
+    return [], False
 
 
 def attribute_root_cause(

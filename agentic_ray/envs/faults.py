@@ -98,5 +98,7 @@ def backend_faults(
             gr = cfg.garbage_rate
         if s in down:
             fr, tr, gr = 1.0, 0.0, 0.0
-        per[s] = FaultConfig(failure_rate=fr, timeout_rate=tr, garbage_rate=gr, latency_ms=lat, latency_std_ms=std)
+        per[s] = FaultConfig(
+            failure_rate=fr, timeout_rate=tr, garbage_rate=gr, latency_ms=lat, latency_std_ms=std
+        )
     return FaultConfig(per_skill=per, seed=seed)

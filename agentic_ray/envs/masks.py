@@ -65,6 +65,7 @@ class Masks:
     hard: np.ndarray  # (K,) bool
     soft: np.ndarray  # (K,) bool
     reasons: dict[str, list[str]]
+    business: np.ndarray | None = None  # (K,) bool: a business precondition fails for every target
 
     def as_obs(self) -> dict[str, np.ndarray]:
         return {"skill_mask": self.skill_mask, "pointer_mask": self.pointer_mask, "list_mask": self.list_mask}
@@ -116,7 +117,9 @@ class MaskComputer:
         self.facts: list[list[str]] = []
         free: dict[str, list[tuple[int, int]]] = {}
         for i, c in enumerate(contracts.skills):
-            pr, ls, fs = [], [], []
+            pr: list[tuple[int, str, str, bool, bool]] = []
+            ls: list[tuple[int, str, str, int]] = []
+            fs: list[str] = []
             constrained = {p for pc in self.tracker.rules[i] for p in pc.same}
             for name, p in c.input.items():
                 if isinstance(p, EntityParam):
@@ -132,7 +135,9 @@ class MaskComputer:
             self.lists.append(ls)
             self.facts.append(fs)
         self._free = {t: (np.array([a for a, _ in v]), np.array([b for _, b in v])) for t, v in free.items()}
-        self._optional = [(i, slot) for i, pr in enumerate(self.pointers) for slot, _n, _t, opt, _c in pr if opt]
+        self._optional = [
+            (i, slot) for i, pr in enumerate(self.pointers) for slot, _n, _t, opt, _c in pr if opt
+        ]
         # Skills that need at least one known entity of a type (a required pointer, or a list's minimum).
         need: dict[str, list[tuple[int, int, str]]] = {}
         for i, pr in enumerate(self.pointers):
@@ -152,11 +157,23 @@ class MaskComputer:
         self._with_rules = [i for i, r in enumerate(self.tracker.rules) if r]
         self._key: tuple[int, int, int] | None = None
         self._fact_hard: dict[int, list[str]] = {}
+        self._cached: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]] | None = (
+            None
+        )
+        self._reasons_key: tuple[object, ...] | None = None
+        self._reasons: dict[str, list[str]] = {}
+        self._kkey: tuple[int, int] | None = None
+        self._kpart: tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]] | None = None
+        self._bkey: tuple[int, tuple[int, int] | None] | None = None
+        self._business = np.zeros(layout.num_skills, dtype=bool)
+        self._bwhy: dict[int, list[str]] = {}
 
     def reset(self, task: Task) -> None:
         """A new episode: empty history; the request's facts decide which copied strings exist."""
         self.tracker.reset()
         self._key = None
+        self._reasons_key = None
+        self._kkey = self._kpart = self._bkey = None
         facts = task.request.facts
         self._fact_hard = {
             i: [f"hard: the request gives no {f}" for f in fs if f not in facts]
@@ -168,18 +185,19 @@ class MaskComputer:
         """A successful, non-degraded call joined the history."""
         self.tracker.add(call)
 
-    def _structural(
+    def _knowledge_part(
         self, knowledge: Knowledge, node_ids: dict[str, list[str]]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
-        key = (len(self.tracker.history), id(knowledge), knowledge.version)
-        if key == self._key:
-            return self._cached
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
+        """What depends only on what is known: free pointer targets, list candidates, hard rules (cached on the
+        knowledge's version)."""
+        key = (id(knowledge), knowledge.version)
+        if key == self._kkey and self._kpart is not None:
+            return self._kpart
         lay = self.layout
         k, mp = lay.num_skills, lay.max_pointer
         pm = np.zeros((k, lay.pointer_slots, lay.pointer_choices), dtype=np.int8)
         lm = np.zeros((k, lay.list_slots, mp), dtype=np.int8)
         hard = np.zeros(k, dtype=bool)
-        business = np.zeros(k, dtype=bool)
         why: dict[int, list[str]] = {i: list(v) for i, v in self._fact_hard.items()}
         for i in why:
             hard[i] = True
@@ -196,27 +214,57 @@ class MaskComputer:
                 if n < lo:
                     hard[i] = True
                     why.setdefault(i, []).append(reason)
+        for s, r in self.domain.hard_rules(knowledge, self.skills).items():
+            i = self.skills.index(s)
+            hard[i] = True
+            why.setdefault(i, []).append(r)
+        self._kkey, self._kpart = key, (pm, lm, hard, why)
+        self._bkey = None  # constrained targets are rewritten on the fresh pointer mask
+        return self._kpart
+
+    def _structural(
+        self, knowledge: Knowledge, node_ids: dict[str, list[str]]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
+        """Knowledge part plus the business part (preconditions on the history). After a call that revealed
+        nothing, only the skills whose preconditions name the new call's skill are re-checked."""
+        pm, lm, hard, kwhy = self._knowledge_part(knowledge, node_ids)
+        n_hist = len(self.tracker.history)
+        key = (n_hist, self._kkey)
+        if key == self._bkey and self._cached is not None:
+            return self._cached
         tr = self.tracker
+        if self._bkey is not None and self._bkey[1] == self._kkey and self._bkey[0] == n_hist - 1:
+            last = tr.history[-1].skill
+            redo = {i for i, _j in tr.by_skill.get(last, ())} | {i for i, _j in tr.by_bind.get(last, ())}
+            business = self._business.copy()
+            bwhy = dict(self._bwhy)
+        else:
+            redo = set(self._with_rules)
+            business = np.zeros(self.layout.num_skills, dtype=bool)
+            bwhy = {}
+        for i in redo:
+            business[i] = False
+            bwhy.pop(i, None)
         for i, slot, name, nt, optional in self._constrained:
+            if i not in redo:
+                continue
             ids = node_ids.get(nt, [])
             ok = tr.allowed(i, name, ids)
             if ok is not None and ids:
                 pm[i, slot, : len(ids)] = ok
                 if not any(ok) and not optional:
                     business[i] = True
-        for i in self._with_rules:
+        for i in redo:
             ok_pre, pre_why = tr.skill_ok(i)
             if not ok_pre or business[i]:
                 business[i] = True
-                why.setdefault(i, []).extend(
-                    [f"business: {r}" for r in pre_why]
-                    or [f"business: {self.skills[i]}: no known entity meets its precondition"]
-                )
-        for s, r in self.domain.hard_rules(knowledge, self.skills).items():
-            i = self.skills.index(s)
-            hard[i] = True
-            why.setdefault(i, []).append(r)
-        self._key = key
+                bwhy[i] = [f"business: {r}" for r in pre_why] or [
+                    f"business: {self.skills[i]}: no known entity meets its precondition"
+                ]
+        why = dict(kwhy)
+        for i, r in bwhy.items():
+            why[i] = why.get(i, []) + r
+        self._business, self._bwhy, self._bkey = business, bwhy, key
         self._cached = (pm, lm, hard, business, why)
         return self._cached
 
@@ -239,8 +287,13 @@ class MaskComputer:
         """
         pm, lm, hard, business, why = self._structural(knowledge, node_ids)
         cooled = (now - last_call_time) >= self.soft_cooldown_s
-        soft = sla["open"] | ((sla["error_rate"] > self.threshold) & (sla["calls"] >= self.soft_min_calls) & ~cooled)
+        soft = sla["open"] | (
+            (sla["error_rate"] > self.threshold) & (sla["calls"] >= self.soft_min_calls) & ~cooled
+        )
         mask = (~hard & ~soft & ~business).astype(np.int8)
+        rkey = (self._bkey, soft.tobytes(), sla["open"].tobytes())
+        if rkey == self._reasons_key:  # reasons change only with the structure or the soft mask
+            return Masks(mask, pm, lm, hard, soft, self._reasons, business)
         reasons: dict[str, list[str]] = {}
         for i in np.flatnonzero(mask == 0):
             r = list(why.get(int(i), ()))
@@ -251,4 +304,5 @@ class MaskComputer:
                     else f"soft: live error rate {sla['error_rate'][i]:.2f} > {self.threshold[i]:.2f}"
                 )
             reasons[self.skills[i]] = r
-        return Masks(mask, pm, lm, hard, soft, reasons)
+        self._reasons_key, self._reasons = rkey, reasons
+        return Masks(mask, pm, lm, hard, soft, reasons, business)

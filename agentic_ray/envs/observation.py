@@ -176,7 +176,9 @@ def build_specs(
         max_pointer=mp,
         num_prototypes=len(prototype_skills),
         pointer_node_types=tuple(t.name for t in schema.entity_types),
-        prototype_skills=tuple(next(i for i, s in enumerate(skills) if s.name == p) for p in prototype_skills),
+        prototype_skills=tuple(
+            next(i for i, s in enumerate(skills) if s.name == p) for p in prototype_skills
+        ),
         num_sources=spec.num_sources,
     )
     return spec, layout
@@ -248,12 +250,19 @@ class ObservationBuilder:
         }
         self.first_enum: dict[str, tuple[str, list[str]] | None] = {}
         for s in self.skills:
-            e = next(((n, p) for n, p in self.contracts[s].input.items() if isinstance(p, EnumParam | BoolParam)), None)
+            e = next(
+                ((n, p) for n, p in self.contracts[s].input.items() if isinstance(p, EnumParam | BoolParam)),
+                None,
+            )
             self.first_enum[s] = (
-                None if e is None else (e[0], list(e[1].choices) if isinstance(e[1], EnumParam) else ["False", "True"])
+                None
+                if e is None
+                else (e[0], list(e[1].choices) if isinstance(e[1], EnumParam) else ["False", "True"])
             )
         self._task: Task | None = None
         self._know_version: tuple[int, int] = (-1, -1)
+        self._row_cache: dict[tuple[str, str], tuple[int, np.ndarray]] = {}
+        self._count_cache: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._entity_cache: dict[str, np.ndarray] = {}
         self.node_ids: dict[str, list[str]] = {t: [] for t in self.types}
         self.node_index: dict[str, dict[str, int]] = {t: {} for t in self.types}
@@ -275,6 +284,7 @@ class ObservationBuilder:
         sp, k, em = self.spec, self.k, self.layout.enum_max
         self._task = task
         self._know_version = (-1, -1)
+        self._row_cache = {}
         gx = np.zeros((sp.max_nodes[GOAL_NODE_TYPE], sp.feat_dims[GOAL_NODE_TYPE]), dtype=np.float32)
         gidx = task.goal_index()
         for i, g in enumerate(task.goals):
@@ -295,8 +305,14 @@ class ObservationBuilder:
         self._static: dict[str, np.ndarray] = {}
         for key, pairs in (
             (f"{TOOL_NODE_TYPE}__depends__{TOOL_NODE_TYPE}", self.tool_deps),
-            (f"{GOAL_NODE_TYPE}__requires__{GOAL_NODE_TYPE}", [(gidx[d], i) for i, g in enumerate(task.goals) for d in g.deps]),
-            (f"{GOAL_NODE_TYPE}__needs__{TOOL_NODE_TYPE}", [(i, self.skill_idx[g.skill]) for i, g in enumerate(task.goals)]),
+            (
+                f"{GOAL_NODE_TYPE}__requires__{GOAL_NODE_TYPE}",
+                [(gidx[d], i) for i, g in enumerate(task.goals) for d in g.deps],
+            ),
+            (
+                f"{GOAL_NODE_TYPE}__needs__{TOOL_NODE_TYPE}",
+                [(i, self.skill_idx[g.skill]) for i, g in enumerate(task.goals)],
+            ),
         ):
             self._static[f"{key}_ei"], self._static[f"{key}_mask"] = self._edges(key, pairs)
         gm = np.zeros(sp.max_nodes[GOAL_NODE_TYPE], dtype=np.int8)
@@ -327,36 +343,27 @@ class ObservationBuilder:
         if (id(knowledge), knowledge.version) == self._know_version:
             return self._entity_cache
         out: dict[str, np.ndarray] = {}
-        sp, qm = self.spec, self.qm
+        sp = self.spec
         for t in self.types:
             ids = knowledge.ids(t)[: sp.max_nodes[t]]
             self.node_ids[t] = ids
             self.node_index[t] = {e: i for i, e in enumerate(ids)}
             x = np.zeros((sp.max_nodes[t], sp.feat_dims[t]), dtype=np.float32)
             for i, eid in enumerate(ids):
-                flds = knowledge.fields(t, eid)
-                row = x[i]
-                row[0] = float((t, eid) in knowledge.mentioned)
-                for col in self.columns[t]:
-                    if col.name not in flds:
-                        continue
-                    v = flds[col.name]
-                    row[1] = 1.0
-                    row[col.known] = 1.0
-                    if col.kind == "category":
-                        _onehot_into(row, col.value, col.choices, v)
-                    elif col.kind == "number":
-                        if isinstance(v, int | float) and not isinstance(v, bool):
-                            row[col.value] = qm.scalar(col.quantile, float(v))
-                    else:
-                        row[col.value] = float(bool(v))
-            m = np.zeros(sp.max_nodes[t], dtype=np.int8)
-            m[: len(ids)] = 1
-            out[f"{t}_x"], out[f"{t}_mask"] = x, m
+                x[i] = self._row(knowledge, t, eid)
+            n = len(ids)
+            cached = self._count_cache.get((t, n))
+            if cached is None:
+                m = np.zeros(sp.max_nodes[t], dtype=np.int8)
+                m[:n] = 1
+                key = f"{TOOL_NODE_TYPE}__operates__{t}"
+                cached = self._count_cache[(t, n)] = (
+                    m,
+                    *self._edges(key, [(a, b) for a in self.tools_of_type[t] for b in range(n)]),
+                )
             key = f"{TOOL_NODE_TYPE}__operates__{t}"
-            out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(
-                key, [(a, b) for a in self.tools_of_type[t] for b in range(len(ids))]
-            )
+            out[f"{t}_x"], out[f"{t}_mask"] = x, cached[0]
+            out[f"{key}_ei"], out[f"{key}_mask"] = cached[1], cached[2]
         for lk in self.schema.links:
             src_idx, dst_idx = self.node_index[lk.src], self.node_index[lk.dst]
             pairs = []
@@ -384,6 +391,31 @@ class ObservationBuilder:
         out["source_mask"] = src
         self._entity_cache, self._know_version = out, (id(knowledge), knowledge.version)
         return out
+
+    def _row(self, knowledge: Knowledge, t: str, eid: str) -> np.ndarray:
+        """One entity's features (cached until the entity changes)."""
+        version = knowledge.entity_version.get((t, eid), 0)
+        hit = self._row_cache.get((t, eid))
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        flds = knowledge.fields(t, eid)
+        row = np.zeros(self.spec.feat_dims[t], dtype=np.float32)
+        row[0] = float((t, eid) in knowledge.mentioned)
+        for col in self.columns[t]:
+            if col.name not in flds:
+                continue
+            v = flds[col.name]
+            row[1] = 1.0
+            row[col.known] = 1.0
+            if col.kind == "category":
+                _onehot_into(row, col.value, col.choices, v)
+            elif col.kind == "number":
+                if isinstance(v, int | float) and not isinstance(v, bool):
+                    row[col.value] = self.qm.scalar(col.quantile, float(v))
+            else:
+                row[col.value] = float(bool(v))
+        self._row_cache[(t, eid)] = (version, row)
+        return row
 
     def source_value(self, knowledge: Knowledge, c: int) -> float | None:
         """The revealed value of numeric copy source ``c`` (None if unknown)."""

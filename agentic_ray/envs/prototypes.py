@@ -27,7 +27,14 @@ from agentic_ray.graph_spec import ActionLayout
 if TYPE_CHECKING:
     from agentic_ray.envs.agent_task_env import AgentTaskEnv
 
-__all__ = ["ExpertStep", "Prototype", "collect_expert_steps", "load_prototypes", "mine_prototypes", "save_prototypes"]
+__all__ = [
+    "ExpertStep",
+    "Prototype",
+    "collect_expert_steps",
+    "load_prototypes",
+    "mine_prototypes",
+    "save_prototypes",
+]
 
 
 @dataclass(frozen=True)
@@ -53,14 +60,20 @@ def mine_prototypes(
     steps: list[ExpertStep], layout: ActionLayout, n_prototypes: int | None = None, seed: int = 0
 ) -> list[Prototype]:
     """K-means over expert step vectors, decoded to prototypes (most supported first)."""
-    from sklearn.cluster import KMeans  # imported here: scikit-learn costs seconds to import, envs need it not
+    from sklearn.cluster import (
+        KMeans,  # imported here: scikit-learn costs seconds to import, envs need it not
+    )
 
     if not steps:
         raise ValueError("no expert steps to mine")
     sigs = Counter((s.skill, s.enum, s.source_field) for s in steps)
     k = min(n_prototypes or len(sigs), len(sigs))
     x = np.stack([_vector(layout, s) for s in steps])
-    labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit(x).labels_ if k > 1 else np.zeros(len(steps), int)
+    labels = (
+        KMeans(n_clusters=k, n_init=10, random_state=seed).fit(x).labels_
+        if k > 1
+        else np.zeros(len(steps), int)
+    )
     protos: list[Prototype] = []
     for c in range(k):
         members = [s for s, lab in zip(steps, labels, strict=True) if lab == c]
@@ -108,7 +121,7 @@ def describe_step(env: AgentTaskEnv, skill: str, params: dict) -> ExpertStep:
     frac = 0.5
     for ps in env.codec.params[k]:
         if ps.kind == "numeric" and ps.name in params:
-            c = env.codec.find_source(env.knowledge, float(params[ps.name]))
+            c = env.codec.preferred_source(env.knowledge, float(params[ps.name]), ps.spec)
             if c is not None:
                 src = env.codec.source_field(c)
             else:

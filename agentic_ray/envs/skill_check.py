@@ -19,12 +19,18 @@ from agentic_ray.skills.check import check_skill
 
 def expert_calls(domain: str, url: str | None = None, seed: int = 0) -> dict[str, dict[str, Any]]:
     """The first successful call of each skill while the domain's expert solves one task per family."""
-    cfg = AgentTaskEnvConfig(domain=domain, backend="http", http_url=url) if url else AgentTaskEnvConfig(domain=domain)
+    cfg = (
+        AgentTaskEnvConfig(domain=domain, backend="http", http_url=url)
+        if url
+        else AgentTaskEnvConfig(domain=domain)
+    )
     env = AgentTaskEnv(cfg)
     expert = env.domain.expert()
     found: dict[str, dict[str, Any]] = {}
     for family in env.families:
-        env.reset(seed=seed, options={"family": family, "task_seed": env.domain.validation_seeds(family, 1)[0]})
+        env.reset(
+            seed=seed, options={"family": family, "task_seed": env.domain.validation_seeds(family, 1)[0]}
+        )
         for _ in range(env.state.budget if env.state else 20):
             _, _, term, trunc, info = env.step(env.encode_action(*expert.plan(env.view())))
             t = info[STEP_TRACE]

@@ -21,7 +21,6 @@ import torch
 from agentic_ray.domains import get_domain
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
-from agentic_ray.graph_spec import GOAL_NODE_TYPE, ROOT_CAUSES, SESSION_NODE_TYPE, TOOL_NODE_TYPE
 from agentic_ray.eval.metrics import (
     EvalMetrics,
     attribute_failures,
@@ -29,6 +28,7 @@ from agentic_ray.eval.metrics import (
     evaluate,
     first_action_after_failure,
 )
+from agentic_ray.graph_spec import GOAL_NODE_TYPE, ROOT_CAUSES, SESSION_NODE_TYPE, TOOL_NODE_TYPE
 from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord
 

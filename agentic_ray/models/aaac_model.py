@@ -34,7 +34,12 @@ class AAACModelConfig(BaseModel):
     encoder: Literal["gnn", "flat"] = Field(
         default="gnn", description="State encoder: heterogeneous GNN or flat MLP."
     )
-    hidden_dim: int = Field(default=96, gt=0, description="Width H of node and state embeddings.")
+    hidden_dim: int = Field(
+        default=88,
+        gt=0,
+        description="Width H of node and state embeddings (88: about 2.4M parameters on e-commerce, near the "
+        "seed's 2.1M actor-critic).",
+    )
     num_layers: int = Field(default=3, ge=1, description="GNN message-passing layers.")
     num_heads: int = Field(
         default=4, ge=1, description="Attention heads per relation; must divide hidden_dim."
@@ -61,7 +66,9 @@ class AAACModelConfig(BaseModel):
         ),
     )
     flat_hidden_dim: int = Field(
-        default=768, gt=0, description="Hidden width of the flat-MLP encoder's trunk."
+        default=576,
+        gt=0,
+        description="Hidden width of the flat-MLP encoder's trunk (2.2M parameters on e-commerce).",
     )
     flat_layers: int = Field(default=3, ge=1, description="Hidden layers of the flat-MLP encoder's trunk.")
     head_hidden_dim: int | None = Field(

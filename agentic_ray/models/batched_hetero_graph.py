@@ -67,7 +67,10 @@ def node_mask(obs: dict[str, torch.Tensor], node_type: str) -> torch.Tensor:
 
 
 def relation_edges(
-    obs: dict[str, torch.Tensor], rel: MessageRelation, max_nodes: dict[str, int], masks: dict[str, torch.Tensor]
+    obs: dict[str, torch.Tensor],
+    rel: MessageRelation,
+    max_nodes: dict[str, int],
+    masks: dict[str, torch.Tensor],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The padded edges of one message relation, read from the observation.
 

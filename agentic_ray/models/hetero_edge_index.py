@@ -74,7 +74,9 @@ class HeteroEdgeIndex:
         kept_edges = torch.cat(edges, dim=1).index_select(1, kept_all).split(sizes, dim=1)
         # Position of each kept edge within its own relation: subtract the relation's start in the concatenation.
         starts = torch.tensor([0, *[v.numel() for v in valids[:-1]]], device=first.device).cumsum(0)
-        kept_local = (kept_all - starts.repeat_interleave(torch.tensor(sizes, device=first.device))).split(sizes)
+        kept_local = (kept_all - starts.repeat_interleave(torch.tensor(sizes, device=first.device))).split(
+            sizes
+        )
         types = [rel.edge_type for rel in layout.relations]
         return cls(
             batch_size=batch_size,

@@ -79,7 +79,9 @@ class HeteroGNNEncoder(nn.Module):
                 for nt in spec.node_types
             }
         )
-        layer_cls = {"fused": GatedHeteroAttentionLayer, "pyg": PyGGATv2HeteroLayer}[gnn_layer]
+        layer_cls: type[GatedHeteroAttentionLayer] | type[PyGGATv2HeteroLayer] = (
+            PyGGATv2HeteroLayer if gnn_layer == "pyg" else GatedHeteroAttentionLayer
+        )
         self.layers = nn.ModuleList(
             layer_cls(self.layout, hidden_dim, num_heads, ffn_mult) for _ in range(num_layers)
         )

@@ -23,7 +23,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-
 __all__ = ["ReflectionFn", "failed_last_step", "readout_with_reflection", "reflection_loss"]
 
 ReflectionFn = Callable[[torch.Tensor], torch.Tensor]

@@ -20,17 +20,25 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["set_entropy", "set_kl", "set_log_partition", "set_logp", "set_marginals", "set_mode", "set_sample"]
+__all__ = [
+    "set_entropy",
+    "set_kl",
+    "set_log_partition",
+    "set_logp",
+    "set_marginals",
+    "set_mode",
+    "set_sample",
+]
 
 
 def _neg(t: torch.Tensor) -> float:
     return max(-1e9, torch.finfo(t.dtype).min / 4)
 
 
-def _step(e: torch.Tensor, l: torch.Tensor, neg: float) -> torch.Tensor:
-    """One candidate more: ``e'_j = logaddexp(e_j, e_{j-1} + l)``."""
+def _step(e: torch.Tensor, logit: torch.Tensor, neg: float) -> torch.Tensor:
+    """One candidate more: ``e'_j = logaddexp(e_j, e_{j-1} + logit)``."""
     pad = torch.full_like(e[..., :1], neg)
-    return torch.logaddexp(e, torch.cat([pad, e[..., :-1] + l], dim=-1))
+    return torch.logaddexp(e, torch.cat([pad, e[..., :-1] + logit], dim=-1))
 
 
 def _empty(shape: torch.Size, m: int, like: torch.Tensor, neg: float) -> torch.Tensor:
@@ -53,7 +61,9 @@ def _in_range(lo: torch.Tensor, hi: torch.Tensor, m: int, like: torch.Tensor) ->
     return (j >= lo.unsqueeze(-1)) & (j <= hi.unsqueeze(-1))
 
 
-def _bounds(logits: torch.Tensor, lo: torch.Tensor | int, hi: torch.Tensor | int) -> tuple[torch.Tensor, torch.Tensor]:
+def _bounds(
+    logits: torch.Tensor, lo: torch.Tensor | int, hi: torch.Tensor | int
+) -> tuple[torch.Tensor, torch.Tensor]:
     shape = logits.shape[:-1]
     lo_t = torch.as_tensor(lo, device=logits.device).expand(shape)
     hi_t = torch.as_tensor(hi, device=logits.device).clamp(max=logits.shape[-1]).expand(shape)
@@ -97,7 +107,10 @@ def set_marginals(logits: torch.Tensor, lo: torch.Tensor | int, hi: torch.Tensor
         p, q = prefix[i], suffix[i + 1]
         # others_j = log Σ_{a + b = j} exp(p_a + q_b)
         shifted = torch.stack(
-            [torch.cat([torch.full_like(q[..., :s], neg), q[..., : m + 1 - s]], dim=-1) for s in range(m + 1)],
+            [
+                torch.cat([torch.full_like(q[..., :s], neg), q[..., : m + 1 - s]], dim=-1)
+                for s in range(m + 1)
+            ],
             dim=-2,
         )  # (..., a, j) = q_{j - a}
         others = (p.unsqueeze(-1) + shifted).logsumexp(-2)
@@ -137,7 +150,9 @@ def set_sample(logits: torch.Tensor, lo: torch.Tensor | int, hi: torch.Tensor | 
     with torch.no_grad():
         for i in range(m):
             rest = suffix[i + 1]
-            inc = rest.masked_fill(~_in_range(lo_t - count - 1, hi_t - count - 1, m, logits), neg).logsumexp(-1)
+            inc = rest.masked_fill(~_in_range(lo_t - count - 1, hi_t - count - 1, m, logits), neg).logsumexp(
+                -1
+            )
             exc = rest.masked_fill(~_in_range(lo_t - count, hi_t - count, m, logits), neg).logsumexp(-1)
             p = torch.sigmoid(logits[..., i] + inc - exc)
             x = torch.bernoulli(p).long()

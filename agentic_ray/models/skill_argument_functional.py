@@ -125,7 +125,10 @@ class PackedActionLayout:
             layout.numeric_slots,
             layout.max_pointer,
         )
-        lo = tuple(tuple(s.list_bounds[i][0] if i < len(s.list_bounds) else 0 for i in range(lt)) for s in layout.skills)
+        lo = tuple(
+            tuple(s.list_bounds[i][0] if i < len(s.list_bounds) else 0 for i in range(lt))
+            for s in layout.skills
+        )
         hi = tuple(
             tuple(min(s.list_bounds[i][1], mp) if i < len(s.list_bounds) else mp for i in range(lt))
             for s in layout.skills
@@ -219,7 +222,9 @@ def _categorical_kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Ten
     return (logp.exp() * (logp - logq)).sum(-1)
 
 
-def _members(parts: PackedActionLogits, layout: PackedActionLayout, action: dict[str, torch.Tensor]) -> torch.Tensor:
+def _members(
+    parts: PackedActionLogits, layout: PackedActionLayout, action: dict[str, torch.Tensor]
+) -> torch.Tensor:
     b = parts.skill.shape[0]
     return action["members"].reshape(b, layout.list_slots, layout.list_choices)
 

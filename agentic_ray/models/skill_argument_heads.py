@@ -79,13 +79,21 @@ class SkillArgumentHeads(nn.Module):
         self.packed = PackedActionLayout.from_action_layout(layout)
         pk = self.packed
         k, p, lt, e, n = pk.num_skills, pk.pointer_slots, pk.list_slots, pk.enum_slots, pk.numeric_slots
-        types = list(layout.pointer_node_types)
+        types = [
+            t
+            for t in layout.pointer_node_types
+            if any(t in (*s.pointer_types, *s.list_types) for s in layout.skills)
+        ]
         for s in layout.skills:
             types += [t for t in (*s.pointer_types, *s.list_types) if t not in types]
         for t in types:
             if spec.max_nodes[t] > layout.max_pointer:
-                raise ValueError(f"node type {t!r} has {spec.max_nodes[t]} nodes > max_pointer {layout.max_pointer}")
+                raise ValueError(
+                    f"node type {t!r} has {spec.max_nodes[t]} nodes > max_pointer {layout.max_pointer}"
+                )
         self.pointer_types: tuple[str, ...] = tuple(types) or (next(iter(spec.max_nodes)),)
+        ptr_types = {t for s in layout.skills for t in s.pointer_types}
+        list_types = {t for s in layout.skills for t in s.list_types}
         self.hidden_dim = hidden_dim
 
         type_index = torch.zeros(k, p, dtype=torch.long)
@@ -122,8 +130,13 @@ class SkillArgumentHeads(nn.Module):
         self.pointer_query = nn.Linear(hidden_dim, p * hidden_dim)
         self.pointer_omit = nn.Linear(hidden_dim, p)
         self.list_query = nn.Linear(hidden_dim, lt * hidden_dim)
-        self.node_key = nn.ModuleDict({t: nn.Linear(node_dim, hidden_dim) for t in self.pointer_types})
-        self.list_key = nn.ModuleDict({t: nn.Linear(node_dim, hidden_dim) for t in self.pointer_types})
+        # Keys only for the types some slot points at (an unused projection would get no gradient).
+        self.node_key = nn.ModuleDict(
+            {t: nn.Linear(node_dim, hidden_dim) for t in self.pointer_types if t in ptr_types}
+        )
+        self.list_key = nn.ModuleDict(
+            {t: nn.Linear(node_dim, hidden_dim) for t in self.pointer_types if t in list_types}
+        )
         self.enum_head = nn.Linear(hidden_dim, e * pk.enum_choices)
         self.numeric_head = nn.Linear(hidden_dim, 2 * n)
         with torch.no_grad():
@@ -169,7 +182,10 @@ class SkillArgumentHeads(nn.Module):
             skill = self.skill_head(state)
         skill = skill.masked_fill(obs["skill_mask"] <= 0, fill)
 
-        parts = [state.unsqueeze(1).expand(b, k, state.shape[-1]), self.skill_embedding.weight.expand(b, k, hd)]
+        parts = [
+            state.unsqueeze(1).expand(b, k, state.shape[-1]),
+            self.skill_embedding.weight.expand(b, k, hd),
+        ]
         if self.tool_scoring:
             # Arguments of skill k also read tool node k: what the goal that needs this tool asks for (its enum
             # values, its hints) reaches the tool over the goal -needs-> tool edge.
@@ -178,15 +194,20 @@ class SkillArgumentHeads(nn.Module):
 
         def keys(proj: nn.ModuleDict) -> torch.Tensor:
             ks = []
-            for t in self.pointer_types:
-                key = proj[t](enc.nodes[t])
+            for t in self.pointer_types:  # zeros for a type this kind of slot never points at
+                key = proj[t](enc.nodes[t]) if t in proj else state.new_zeros(b, mp, hd)
                 ks.append(nn.functional.pad(key, (0, 0, 0, mp - key.shape[1])))
             return torch.stack(ks, dim=1)  # (B, T_ptr, Mp, hd)
 
         k_idx = torch.arange(k, device=state.device).view(k, 1)
         query = self.pointer_query(ctx).view(b, k, p, hd)
         scores = torch.einsum("bkph,btmh->bkptm", query, keys(self.node_key)) * scale
-        pointer = scores[:, k_idx.expand(k, p), torch.arange(p, device=state.device).view(1, p).expand(k, p), self.type_index]
+        pointer = scores[
+            :,
+            k_idx.expand(k, p),
+            torch.arange(p, device=state.device).view(1, p).expand(k, p),
+            self.type_index,
+        ]
         pointer = torch.cat([pointer, self.pointer_omit(ctx).unsqueeze(-1)], dim=-1)  # (B, K, P, Mp1)
         pointer = pointer.masked_fill(obs["pointer_mask"] <= 0, fill)
         pointer = torch.where(self.pointer_used.unsqueeze(-1), pointer, torch.zeros_like(pointer))
@@ -194,7 +215,10 @@ class SkillArgumentHeads(nn.Module):
         lq = self.list_query(ctx).view(b, k, lt, hd)
         lscores = torch.einsum("bklh,btmh->bkltm", lq, keys(self.list_key)) * scale
         members = lscores[
-            :, k_idx.expand(k, lt), torch.arange(lt, device=state.device).view(1, lt).expand(k, lt), self.list_type_index
+            :,
+            k_idx.expand(k, lt),
+            torch.arange(lt, device=state.device).view(1, lt).expand(k, lt),
+            self.list_type_index,
         ]  # (B, K, L, Mp)
         members = members.masked_fill(obs["list_mask"] <= 0, fill)
         members = torch.where(self.list_used.unsqueeze(-1), members, torch.zeros_like(members))

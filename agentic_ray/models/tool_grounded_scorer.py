@@ -26,7 +26,6 @@ from agentic_ray.graph_spec import TOOL_NODE_TYPE
 __all__ = ["TOOL_NODE_TYPE", "ToolGroundedScorer"]
 
 
-
 def _mlp(in_dim: int, hidden_dim: int, out_dim: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(in_dim, hidden_dim), nn.GELU(), nn.Linear(hidden_dim, out_dim))
 

@@ -35,7 +35,9 @@ EntityIds = Callable[[str], list[str]]
 """``node type -> ids of the world's entities of that type``."""
 
 
-def candidate_params(c: SkillContract, ids_of: EntityIds, facts: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def candidate_params(
+    c: SkillContract, ids_of: EntityIds, facts: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """Argument sets to try, derived from the contract, the world's entities and the request facts."""
     axes: list[list[tuple[str, Any]]] = []
     for name, p in c.input.items():

@@ -118,4 +118,18 @@ def output_problem(contract: SkillContract, payload: Any) -> str | None:
             return f"{name}: bool where {typ} expected"
         if not isinstance(v, _PY_TYPES[typ]):
             return f"{name}: {type(v).__name__} where {typ} expected"
+        if spec.type == "entity_list" and isinstance(v, list):
+            item: Any
+            for i, item in enumerate(v):
+                if isinstance(item, str):
+                    continue
+                if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+                    return f"{name}[{i}]: an entity id or an object with an 'id' expected"
+                for f, ftyp in spec.fields.items():
+                    if f not in item:
+                        return f"{name}[{i}]: missing field {f!r}"
+                    if not isinstance(item[f], _PY_TYPES[ftyp]) or (
+                        ftyp in ("int", "float") and isinstance(item[f], bool)
+                    ):
+                        return f"{name}[{i}].{f}: {type(item[f]).__name__} where {ftyp} expected"
     return None

@@ -71,7 +71,10 @@ def _wrong_first_action(env: AgentTaskEnv) -> Any | None:
         if not ready[i] and not state.goal_done[i]:
             params = dict(g.args)
             params.update(g.numeric)
-            return env.encode_action(g.skill, params)
+            try:
+                return env.encode_action(g.skill, params)
+            except KeyError:  # the goal names an entity no lookup has revealed yet
+                continue
     return None
 
 

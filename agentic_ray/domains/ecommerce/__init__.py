@@ -22,6 +22,7 @@ from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.knowledge import Knowledge
 from agentic_ray.domains.protocol import DomainSchema, RuleFn, Task
 from agentic_ray.domains.quantile_map import QuantileMap
+from agentic_ray.keys import CONTEXT_COMPLAINT_RATE, CONTEXT_CUSTOMER_LEVEL, CONTEXT_VERIFIED
 from agentic_ray.skills.contracts import DomainContracts, domain_file, load_contracts
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -95,10 +96,9 @@ class EcommerceDomain:
     def context(self, world: Any) -> dict[str, float]:
         u = world.user
         return {
-            "level": float(u.level),
-            "complaint_rate": float(u.complaint_rate),
-            "verified": float(u.verified),
-            "balance": float(u.balance),
+            CONTEXT_CUSTOMER_LEVEL: float(u.level),
+            CONTEXT_COMPLAINT_RATE: float(u.complaint_rate),
+            CONTEXT_VERIFIED: float(u.verified),
         }
 
     @functools.cache  # noqa: B019

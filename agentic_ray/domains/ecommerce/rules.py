@@ -11,7 +11,6 @@ from typing import Any
 from agentic_ray.domains.protocol import RuleFn
 
 
-
 def _queue_for_retry(skill: str, params: dict[str, Any]) -> dict[str, Any]:
     # The SMS is queued, not delivered: a degraded reply that satisfies no goal and no precondition.
     return {"message_id": "", "delivered": False}

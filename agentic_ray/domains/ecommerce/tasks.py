@@ -58,6 +58,7 @@ class _Ctx:
     lookups: set[tuple[str, str]] = field(default_factory=set)  # (skill, entity) lookups the plan needs
     mentioned: list[EntityRef] = field(default_factory=list)
     composite: bool = False
+    safety_reads: set[str] = field(default_factory=set)
     frozen: set[str] = field(default_factory=set)
     protected: set[str] = field(default_factory=set)
     extra: dict[str, str] = field(default_factory=dict)
@@ -120,7 +121,9 @@ def _address_error(c: _Ctx, pre: str) -> tuple[list[Goal], str]:
             deps=(f"{pre}verify",),
             description=f"fix the address of {o.id} ({source})",
         ),
-        Goal(f"{pre}erp", "erp.sync", {"order_id": o.id}, deps=(f"{pre}address",), description="sync the ERP"),
+        Goal(
+            f"{pre}erp", "erp.sync", {"order_id": o.id}, deps=(f"{pre}address",), description="sync the ERP"
+        ),
         Goal(
             f"{pre}sms",
             "sms.send",
@@ -148,7 +151,14 @@ def _quality_refund(c: _Ctx, pre: str) -> tuple[list[Goal], str]:
     c.mention_order(o)
     hint = {"category": p.category}
     goals = [
-        Goal(f"{pre}check", "inventory.check", {"sku": p.sku}, hints=hint, description="check stock of the item"),
+        Goal(
+            f"{pre}check",
+            "inventory.check",
+            {"sku": p.sku},
+            hints=hint,
+            safety_check=True,
+            description="check stock of the item",
+        ),
         Goal(
             f"{pre}refund",
             "refund.trigger",
@@ -217,7 +227,13 @@ def _wrong_item_exchange(c: _Ctx, pre: str) -> tuple[list[Goal], str]:
     c.mention_order(o)
     c.mentioned.append(EntityRef("product", right.sku))
     goals = [
-        Goal(f"{pre}check", "inventory.check", {"sku": right.sku}, description="check the right item's stock"),
+        Goal(
+            f"{pre}check",
+            "inventory.check",
+            {"sku": right.sku},
+            safety_check=True,
+            description="check the right item's stock",
+        ),
         Goal(
             f"{pre}exchange",
             "exchange.create",
@@ -294,6 +310,7 @@ def _cancellation(c: _Ctx, pre: str) -> tuple[list[Goal], str]:
     u = w.user.id
     c.identify()
     c.read(o)
+    c.safety_reads.add(o.id)  # the cancellation needs the order read only as a safety check
     goals = [
         Goal(
             f"{pre}cancel",
@@ -439,6 +456,7 @@ def generate_task(family: str, task_seed: int) -> tuple[ShopWorld, Task]:
                         g.tolerance,
                         g.description,
                         g.hints,
+                        g.safety_check,
                     )
                     for g in gs
                 ]
@@ -454,10 +472,17 @@ def generate_task(family: str, task_seed: int) -> tuple[ShopWorld, Task]:
     facts = {"email": u.email} if by_email else {"name": u.name, "zip": u.zip}
     lookups = {x for x in ctx.lookups if x[0] != "identify"}
     identify = any(x[0] == "identify" for x in ctx.lookups)
-    relevant = [u.id] + [m.id for m in ctx.mentioned] + [
-        str(v) for g in goals for k, v in g.args.items() for v in (v if isinstance(v, list) else [v])
-        if k in ENTITY_ARGS
-    ]
+    relevant = (
+        [u.id]
+        + [m.id for m in ctx.mentioned]
+        + [
+            str(v)
+            for g in goals
+            for k, v in g.args.items()
+            for v in (v if isinstance(v, list) else [v])
+            if k in ENTITY_ARGS
+        ]
+    )
     task = Task(
         family=family,
         seed=int(task_seed),
@@ -468,6 +493,11 @@ def generate_task(family: str, task_seed: int) -> tuple[ShopWorld, Task]:
         ),
         goals=tuple(goals),
         optimal_steps=len(goals) + len(lookups) + int(identify),
+        optimal_steps_soft=len(goals)
+        + len(lookups)
+        + int(identify)
+        - sum(g.safety_check for g in goals)
+        - len(ctx.safety_reads),
         relevant=tuple(dict.fromkeys(relevant)),
         subtasks=subtasks if family == "composite" else (),
         extra={

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentic_ray.skills.backends import ToolError
 from agentic_ray.domains.ecommerce.world import PICKUP_POINT, Order, ShopWorld
+from agentic_ray.skills.backends import ToolError
 
 EPS = 1e-6
 

@@ -229,7 +229,15 @@ BASE_TOOL_HEALTH: dict[str, tuple[float, float, float]] = {
     "answer.stock": (5.0, 2.0, 0.0),
 }
 
-FIRST_NAMES: tuple[str, ...] = ("Li Wei", "Wang Fang", "Zhang Min", "Chen Jie", "Liu Yang", "Zhao Lei", "Sun Li")
+FIRST_NAMES: tuple[str, ...] = (
+    "Li Wei",
+    "Wang Fang",
+    "Zhang Min",
+    "Chen Jie",
+    "Liu Yang",
+    "Zhao Lei",
+    "Sun Li",
+)
 ZIPS: tuple[str, ...] = ("200001", "200120", "610041", "210005", "310002", "361001")
 
 

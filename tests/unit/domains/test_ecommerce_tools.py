@@ -7,11 +7,10 @@ import json
 import numpy as np
 import pytest
 
+from agentic_ray.domains import available_domains, get_domain, sample_world
+from agentic_ray.domains.ecommerce import tools
+from agentic_ray.domains.ecommerce.world import PICKUP_POINT, ShopWorld, make_world
 from agentic_ray.skills.backends import PythonBackend, ToolError
-from agentic_ray.skills.contracts import load_contracts
-from agentic_ray.skills.domains import available_domains, get_domain
-from agentic_ray.skills.domains.ecommerce import tools
-from agentic_ray.skills.domains.ecommerce.world import PICKUP_POINT, ShopWorld, make_world
 from agentic_ray.skills.executor import SimClock, ToolExecutor
 
 
@@ -28,11 +27,11 @@ def world() -> ShopWorld:
     return w
 
 
-def test_contracts_cover_thirteen_tools_with_handlers() -> None:
+def test_contracts_cover_the_tools_with_handlers() -> None:
     dom = get_domain("ecommerce")
-    dc = load_contracts(dom.contracts_path)
+    dc = dom.contracts()
     names = [s.name for s in dc.skills]
-    assert len(names) == 13
+    assert len(names) == 18
     for required in (
         "inventory.check",
         "sms.send",
@@ -47,6 +46,11 @@ def test_contracts_cover_thirteen_tools_with_handlers() -> None:
         "human.handoff",
         "order.cancel",
         "order.get",
+        "order.list",
+        "user.find",
+        "lookup_customer_by_name",
+        "return.create",
+        "answer.stock",
     ):
         assert required in names
     by = dc.by_name()
@@ -57,7 +61,10 @@ def test_contracts_cover_thirteen_tools_with_handlers() -> None:
     assert by["express.contact"].sla.p95_ms >= 1000
     assert by["inventory.check"].fallback[0].rule == "conservative_stock"
     assert by["sms.send"].fallback[0].rule == "queue_for_retry"
-    assert [p.after for p in by["refund.trigger"].preconditions] == ["inventory.check"]
+    assert [p.after for p in by["refund.trigger"].preconditions] == ["order.get", "inventory.check"]
+    assert by["order.get"].preconditions[0].any_of == ["user.find", "lookup_customer_by_name"]
+    assert by["return.create"].input["item_ids"].type == "list"
+    assert not by["human.handoff"].input["user_id"].required
     assert [p.after for p in by["waybill.generate"].preconditions] == ["express.contact"]
     assert [p.after for p in by["order.update_address"].preconditions] == ["user.verify"]
     assert "ecommerce" in available_domains()
@@ -199,10 +206,10 @@ def test_world_roundtrip_and_drift() -> None:
 
 def test_tools_through_the_gateway_enforce_preconditions() -> None:
     dom = get_domain("ecommerce")
-    dc = load_contracts(dom.contracts_path)
+    dc = dom.contracts()
     be = PythonBackend()
-    ex = ToolExecutor(dc, be, clock=SimClock())
-    w = dom.make_world(11)
+    ex = ToolExecutor(dc, be, clock=SimClock(), rules=dom.fallback_rules())
+    w = sample_world(dom, 11)
     o = w.orders[0]
     o.status = "delivered"
     sku = o.items[0].sku
@@ -211,6 +218,10 @@ def test_tools_through_the_gateway_enforce_preconditions() -> None:
     args = {"order_id": o.id, "sku": sku, "amount": 1.0, "reason_code": "quality"}
     r = ex.call("refund.trigger", args, intent_id="i", world_id="w")
     assert not r.ok and r.error_code == "PRECONDITION_FAILED" and o.refunded == 0.0
+    assert ex.call("user.find", {"email": w.user.email}, intent_id="i", world_id="w").ok
+    assert ex.call("order.get", {"order_id": o.id}, intent_id="i", world_id="w").ok
+    r = ex.call("refund.trigger", args, intent_id="i", world_id="w")
+    assert not r.ok and r.error_code == "PRECONDITION_FAILED"  # still: the inventory check
     assert ex.call("inventory.check", {"sku": sku}, intent_id="i", world_id="w").ok
     r = ex.call("refund.trigger", args, intent_id="i", world_id="w")
     assert r.ok and o.refunded == 1.0
