@@ -62,9 +62,9 @@ class AAACModelConfig(BaseModel):
         description=(
             "GNN message-passing layer. 'fused': the hand-written GatedHeteroAttentionLayer (all relations in one "
             "gather/softmax/scatter); 'pyg': PyGGATv2HeteroLayer, torch_geometric HeteroConv(GATv2Conv), same "
-            "attention and messages. 'fused' is the default: measured 2.3-2.7x faster at batch 1 (serving, env "
-            "runners), PyG 1.2-1.3x faster at batch 1,024 with the default sizes (benchmarks/gnn_layer.py; figures in the docstring of "
-            "GatedHeteroAttentionLayer)."
+            "attention and messages. 'fused' is the default: measured 2.2-2.8x faster at batch 1-4 (serving, env "
+            "runners) and 1.07-1.24x faster for a learner step at minibatch 128-256 (benchmarks/gnn_layer.py; "
+            "figures in the docstring of GatedHeteroAttentionLayer)."
         ),
     )
     flat_hidden_dim: int = Field(

@@ -30,22 +30,24 @@ class GatedHeteroAttentionLayer(RelationGatedLayer[BatchedHeteroGraph]):
     """Gated multi-head attention message passing over all relations, with per-node-type update.
 
     Why it is hand-written, and the default (``AAACModelConfig.gnn_layer="fused"``), although PyG's
-    ``HeteroConv(GATv2Conv)`` (:class:`PyGGATv2HeteroLayer`) computes the same attention and messages: one run of
-    ``python benchmarks/gnn_layer.py`` (e-commerce env, the scripted expert's observations, 26 message relations,
-    1 CPU thread, medians of paired repeats, on a shared 2-CPU machine) measured these PyG / fused time ratios:
+    ``HeteroConv(GATv2Conv)`` (:class:`PyGGATv2HeteroLayer`) computes the same attention and messages: a run of
+    ``python benchmarks/gnn_layer.py --batches 1 4 128 256 1024`` (e-commerce env, the scripted expert's
+    observations, 26 message relations, 1 CPU thread, medians of paired repeats, on a shared 2-CPU machine; the
+    lines are in ``benchmarks/results/gnn_layer.md``) measured these PyG / fused time ratios, forward and
+    forward+backward, at the batch sizes the defaults use (4 = ``num_envs_per_env_runner``, the env runners'
+    inference; 128 = the RL ``minibatch_size``; 256 = the imitation minibatch):
 
-    * default sizes (H=88, 3 layers, 4 heads): forward 2.65 and forward+backward 2.27 at batch 1; 0.76 and 0.82
-      at batch 1,024 (fused forward at batch 1: 13.6 ms, PyG 36.5 ms);
-    * quickstart sizes (H=32, 2 layers, 2 heads): 2.52 and 2.37 at batch 1; 0.84 and 1.09 at batch 1,024.
+    * default sizes (H=88, 3 layers, 4 heads): batch 1: 2.78 / 2.35; batch 4: 2.72 / 2.25; batch 128: 1.08 /
+      1.16; batch 256: 0.87 / 1.07; batch 1,024: 0.71 / 0.89;
+    * quickstart sizes (H=32, 2 layers, 2 heads): batch 1: 2.61 / 2.49; batch 4: 2.54 / 2.37; batch 128: 1.03 /
+      1.24; batch 256: 0.94 / 1.23; batch 1,024: 0.67 / 1.01.
 
-    PyG runs one ``GATv2Conv`` per relation in a Python loop where this layer runs one fused pass, and that
-    overhead dominates at the batch sizes of serving and of the env runners' inference (1 to
-    ``num_envs_per_env_runner``); at batch 1,024 PyG is 1.2-1.3x faster at the default size and 1.1x slower for a
-    quickstart-sized learner step. Every sample is inferred once at a small batch and trained ``num_epochs`` (4)
-    times at a large one, so per sample the fused layer costs less (13.6 + 4 x 4.7 ms against 36.5 + 4 x 3.9 ms
-    with batch-1 inference). PyG also needs a host sync per batch to drop padded edges, where this layer keeps
-    static shapes on CUDA (not measured here: no GPU). ``gnn_layer="pyg"`` stays available, for example for
-    large-batch offline training at the default size.
+    PyG runs one ``GATv2Conv`` per relation in a Python loop where this layer runs one fused pass; that overhead
+    dominates at the small batches of serving and the env runners (2.2-2.8x), and the fused learner step is still
+    ahead at the RL and imitation minibatches (1.07-1.24x). PyG is faster only in a forward at batch >= 256 and in
+    a default-sized learner step at 1,024 (1.1x), which the defaults do not use. PyG also needs a host sync per
+    batch to drop padded edges, where this layer keeps static shapes on CUDA (not measured here: no GPU).
+    ``gnn_layer="pyg"`` stays available.
 
     Args:
         layout: Static graph layout (node types, message relations incl. reverse ones).

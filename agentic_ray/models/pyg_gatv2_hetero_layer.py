@@ -25,7 +25,8 @@ both compute with two projections; the message reuses the neighbour projection).
 
 Measured with ``python benchmarks/gnn_layer.py`` (the figures and why the fused layer is the default are in the
 docstring of :class:`GatedHeteroAttentionLayer`): about 2.5x slower than the fused layer at batch 1 (26 relations,
-one convolution each), 1.2-1.3x faster at batch 1,024 with the default model sizes.
+one convolution each) and 1.07-1.24x slower for a learner step at minibatch 128-256; faster only in forwards at
+batch >= 256 and in a default-sized learner step at batch 1,024.
 """
 
 from __future__ import annotations
