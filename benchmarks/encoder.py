@@ -99,11 +99,13 @@ def bench_encoder(
     return out
 
 
-def expert_batch(batch_size: int) -> tuple[Any, Any, dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+def expert_batch(
+    batch_size: int, domain: str = "ecommerce"
+) -> tuple[Any, Any, dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """``(spec, layout, obs, actions)``: ``batch_size`` steps of the scripted expert on ``AgentTaskEnv``."""
     from agentic_ray.envs.agent_task_env import AgentTaskEnv
 
-    env = AgentTaskEnv()
+    env = AgentTaskEnv({"domain": domain})
     expert = env.domain.expert()
     observations: list[dict[str, np.ndarray]] = []
     actions: list[dict[str, Any]] = []

@@ -21,7 +21,10 @@ _EXPORTS = {
     "MessageRelation": "batched_hetero_graph",
     "FlatMLPEncoder": "flat_mlp_encoder",
     "GatedHeteroAttentionLayer": "gated_hetero_attention_layer",
+    "HeteroEdgeIndex": "hetero_edge_index",
     "HeteroGNNEncoder": "hetero_gnn_encoder",
+    "PyGGATv2HeteroLayer": "pyg_gatv2_hetero_layer",
+    "RelationGatedLayer": "relation_gated_layer",
     "stack_observations": "obs_batching",
     "reflection_loss": "reflection",
     "PackedActionLayout": "skill_argument_functional",
@@ -36,11 +39,14 @@ __all__ = [
     "BatchedHeteroGraph",
     "FlatMLPEncoder",
     "GatedHeteroAttentionLayer",
+    "HeteroEdgeIndex",
     "HeteroGNNEncoder",
     "HeteroGraphLayout",
     "MessageRelation",
     "PackedActionLayout",
     "PackedActionLogits",
+    "PyGGATv2HeteroLayer",
+    "RelationGatedLayer",
     "SkillArgumentHeads",
     "StateEncoderOutput",
     "build_state_encoder",
@@ -54,9 +60,12 @@ if TYPE_CHECKING:
     from agentic_ray.models.batched_hetero_graph import BatchedHeteroGraph, HeteroGraphLayout, MessageRelation
     from agentic_ray.models.flat_mlp_encoder import FlatMLPEncoder
     from agentic_ray.models.gated_hetero_attention_layer import GatedHeteroAttentionLayer
+    from agentic_ray.models.hetero_edge_index import HeteroEdgeIndex
     from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
     from agentic_ray.models.obs_batching import stack_observations
+    from agentic_ray.models.pyg_gatv2_hetero_layer import PyGGATv2HeteroLayer
     from agentic_ray.models.reflection import reflection_loss
+    from agentic_ray.models.relation_gated_layer import RelationGatedLayer
     from agentic_ray.models.skill_argument_functional import PackedActionLayout, PackedActionLogits
     from agentic_ray.models.skill_argument_heads import SkillArgumentHeads
     from agentic_ray.models.state_encoder_output import StateEncoderOutput

@@ -27,7 +27,7 @@ import torch
 
 from agentic_ray.graph_spec import GraphSpec
 
-__all__ = ["BatchedHeteroGraph", "HeteroGraphLayout", "MessageRelation", "node_mask"]
+__all__ = ["BatchedHeteroGraph", "HeteroGraphLayout", "MessageRelation", "node_mask", "relation_edges"]
 
 
 @dataclass(frozen=True)
@@ -55,10 +55,48 @@ class MessageRelation:
         """Flat name, e.g. ``tool__rev_uses__user``."""
         return f"{self.src}__{self.rel}__{self.dst}"
 
+    @property
+    def edge_type(self) -> tuple[str, str, str]:
+        """PyG edge type ``(src, rel, dst)``."""
+        return (self.src, self.rel, self.dst)
+
 
 def node_mask(obs: dict[str, torch.Tensor], node_type: str) -> torch.Tensor:
     """``(B, N_nt)`` bool mask of real nodes."""
     return obs[f"{node_type}_mask"] > 0
+
+
+def relation_edges(
+    obs: dict[str, torch.Tensor],
+    rel: MessageRelation,
+    max_nodes: dict[str, int],
+    masks: dict[str, torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The padded edges of one message relation, read from the observation.
+
+    Args:
+        obs: Batched observation tensors (``{rk}_ei (B, 2, E)``, ``{rk}_mask (B, E)``).
+        rel: The relation (a reverse one reads the observed columns swapped).
+        max_nodes: ``N_nt`` per node type.
+        masks: ``{nt: (B, N_nt)}`` real-node masks (:func:`node_mask`).
+
+    Returns:
+        ``(src_local, dst_local, valid)``, each ``(B, E_r)``: endpoints as node indices within their row, clamped
+        in range; ``valid`` is True for a real edge (edge mask set, endpoints in range and both real nodes).
+    """
+    ei = obs[f"{rel.obs_key}_ei"].long()
+    src_local, dst_local = (ei[:, 1], ei[:, 0]) if rel.reverse else (ei[:, 0], ei[:, 1])
+    n_src, n_dst = max_nodes[rel.src], max_nodes[rel.dst]
+    in_range = (src_local >= 0) & (src_local < n_src) & (dst_local >= 0) & (dst_local < n_dst)
+    src_local = src_local.clamp(0, n_src - 1)
+    dst_local = dst_local.clamp(0, n_dst - 1)
+    valid = (
+        (obs[f"{rel.obs_key}_mask"] > 0)
+        & in_range
+        & masks[rel.src].gather(1, src_local)
+        & masks[rel.dst].gather(1, dst_local)
+    )
+    return src_local, dst_local, valid
 
 
 class HeteroGraphLayout:
@@ -176,18 +214,8 @@ class BatchedHeteroGraph:
         src_rows, query_rows, valids, slices = [], [], [], []
         start = 0
         for r_id, rel in enumerate(layout.relations):
-            ei = obs[f"{rel.obs_key}_ei"].long()
-            src_local, dst_local = (ei[:, 1], ei[:, 0]) if rel.reverse else (ei[:, 0], ei[:, 1])
+            src_local, dst_local, valid = relation_edges(obs, rel, layout.max_nodes, masks)
             n_src, n_dst = layout.max_nodes[rel.src], layout.max_nodes[rel.dst]
-            in_range = (src_local >= 0) & (src_local < n_src) & (dst_local >= 0) & (dst_local < n_dst)
-            src_local = src_local.clamp(0, n_src - 1)
-            dst_local = dst_local.clamp(0, n_dst - 1)
-            valid = (
-                (obs[f"{rel.obs_key}_mask"] > 0)
-                & in_range
-                & masks[rel.src].gather(1, src_local)
-                & masks[rel.dst].gather(1, dst_local)
-            )
             n_out = len(layout.out_relations[rel.src])
             n_in = len(layout.in_relations[rel.dst])
             src_node = rows * n_src + src_local

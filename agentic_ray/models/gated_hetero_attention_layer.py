@@ -1,16 +1,15 @@
-"""One layer of gated attention message passing over every relation of a heterogeneous graph (seed 002).
+"""One layer of gated attention message passing over every relation of a heterogeneous graph (seed 002),
+hand-written with all relations fused into one gather/softmax/scatter.
 
 For relation ``r`` with destination node ``i`` and neighbour ``j`` (per head)::
 
-    e_ij   = a_r · LeakyReLU(W_h,r h_i + W_r h_j)        attention score (GATv2 form of a learnable attention
-                                                          vector over the node and neighbour projections)
+    e_ij   = a_r · LeakyReLU(W_h,r h_i + b_h,r + W_r h_j)  attention score (GATv2: the learnable attention vector
+                                                          is applied after the non-linearity)
     α_ij   = softmax_j(e_ij)                              over the neighbours of i in relation r
     m_r,i  = Σ_j α_ij W_r h_j                             aggregated message
-    g_r,i  = σ(w_r · h_i + u_r · m_r,i + b_r)             gate: how much node i listens to relation r
-    h_i'   = LN(h_i + Σ_r W_o,r (g_r,i · m_r,i))          output projection, residual
-    h_i''  = LN(h_i' + FFN(h_i'))
 
-All relations are processed in one fused gather/softmax/scatter (see :mod:`batched_hetero_graph`).
+then the gate, output projection, residual, norms and FFN of :class:`RelationGatedLayer`. All relations are
+processed in one fused gather/softmax/scatter (see :mod:`batched_hetero_graph`).
 """
 
 from __future__ import annotations
@@ -21,13 +20,34 @@ from torch import nn
 from torch_geometric.utils import softmax
 
 from agentic_ray.models.batched_hetero_graph import BatchedHeteroGraph, HeteroGraphLayout
+from agentic_ray.models.relation_gated_layer import RelationGatedLayer
 from agentic_ray.models.skill_argument_functional import masked_fill_value
 
 __all__ = ["GatedHeteroAttentionLayer"]
 
 
-class GatedHeteroAttentionLayer(nn.Module):
+class GatedHeteroAttentionLayer(RelationGatedLayer[BatchedHeteroGraph]):
     """Gated multi-head attention message passing over all relations, with per-node-type update.
+
+    Why it is hand-written, and the default (``AAACModelConfig.gnn_layer="fused"``), although PyG's
+    ``HeteroConv(GATv2Conv)`` (:class:`PyGGATv2HeteroLayer`) computes the same attention and messages: a run of
+    ``python benchmarks/gnn_layer.py --batches 1 4 128 256 1024`` (e-commerce env, the scripted expert's
+    observations, 26 message relations, 1 CPU thread, medians of paired repeats, on a shared 2-CPU machine; the
+    lines are in ``benchmarks/results/gnn_layer.md``) measured these PyG / fused time ratios, forward and
+    forward+backward, at the batch sizes the defaults use (4 = ``num_envs_per_env_runner``, the env runners'
+    inference; 128 = the RL ``minibatch_size``; 256 = the imitation minibatch):
+
+    * default sizes (H=88, 3 layers, 4 heads): batch 1: 2.78 / 2.35; batch 4: 2.72 / 2.25; batch 128: 1.08 /
+      1.16; batch 256: 0.87 / 1.07; batch 1,024: 0.71 / 0.89;
+    * quickstart sizes (H=32, 2 layers, 2 heads): batch 1: 2.61 / 2.49; batch 4: 2.54 / 2.37; batch 128: 1.03 /
+      1.24; batch 256: 0.94 / 1.23; batch 1,024: 0.67 / 1.01.
+
+    PyG runs one ``GATv2Conv`` per relation in a Python loop where this layer runs one fused pass; that overhead
+    dominates at the small batches of serving and the env runners (2.2-2.8x), and the fused learner step is still
+    ahead at the RL and imitation minibatches (1.07-1.24x). PyG is faster only in a forward at batch >= 256 and in
+    a default-sized learner step at 1,024 (1.1x), which the defaults do not use. PyG also needs a host sync per
+    batch to drop padded edges, where this layer keeps static shapes on CUDA (not measured here: no GPU).
+    ``gnn_layer="pyg"`` stays available.
 
     Args:
         layout: Static graph layout (node types, message relations incl. reverse ones).
@@ -45,13 +65,7 @@ class GatedHeteroAttentionLayer(nn.Module):
         ffn_mult: int = 2,
         negative_slope: float = 0.2,
     ) -> None:
-        super().__init__()
-        if hidden_dim % num_heads:
-            raise ValueError(f"hidden_dim {hidden_dim} is not divisible by num_heads {num_heads}")
-        self.layout = layout
-        self.hidden_dim = hidden_dim
-        self.num_heads = num_heads
-        self.head_dim = hidden_dim // num_heads
+        super().__init__(layout, hidden_dim, num_heads, ffn_mult)
         self.negative_slope = negative_slope
         h = hidden_dim
         self.neighbour_proj = nn.ModuleDict(
@@ -62,40 +76,12 @@ class GatedHeteroAttentionLayer(nn.Module):
         )
         self.attention = nn.Parameter(torch.empty(len(layout.relations), num_heads, self.head_dim))
         nn.init.xavier_uniform_(self.attention)
-        self.gate_node = nn.ModuleDict(
-            {nt: nn.Linear(h, len(layout.in_relations[nt])) for nt in layout.dst_types}
-        )
-        self.gate_message = nn.ParameterDict(
-            {nt: nn.Parameter(torch.zeros(len(layout.in_relations[nt]), h)) for nt in layout.dst_types}
-        )
-        self.out_proj = nn.ModuleDict(
-            {nt: nn.Linear(len(layout.in_relations[nt]) * h, h) for nt in layout.dst_types}
-        )
-        self.message_norm = nn.ModuleDict({nt: nn.LayerNorm(h) for nt in layout.dst_types})
-        self.ffn = nn.ModuleDict(
-            {
-                nt: nn.Sequential(nn.Linear(h, ffn_mult * h), nn.GELU(), nn.Linear(ffn_mult * h, h))
-                for nt in layout.node_types
-            }
-            if ffn_mult > 0
-            else {}
-        )
-        self.ffn_norm = nn.ModuleDict({nt: nn.LayerNorm(h) for nt in self.ffn})
 
-    def forward(
-        self, h: dict[str, torch.Tensor], graph: BatchedHeteroGraph, return_debug: bool = False
-    ) -> tuple[dict[str, torch.Tensor], dict[str, dict[str, torch.Tensor]]]:
-        """One round of message passing.
-
-        Args:
-            h: ``{node_type: (B·N_nt, H)}`` node embeddings.
-            graph: Edge indices of this batch.
-            return_debug: Also return attention weights and gates per relation.
-
-        Returns:
-            ``(h_new, debug)``: new embeddings (same shapes) and, if asked, ``{"attention": {rel_key: (B, E_r,
-            A)}, "gates": {rel_key: (B, N_dst)}}`` (else empty).
-        """
+    def aggregate(
+        self, h: dict[str, torch.Tensor], graph: BatchedHeteroGraph, return_attention: bool = False
+    ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """Attention and aggregated messages of all relations in one fused pass (see
+        :meth:`RelationGatedLayer.aggregate`)."""
         layout, a, dh, hd = self.layout, self.num_heads, self.head_dim, self.hidden_dim
         messages = torch.cat([self.neighbour_proj[nt](h[nt]).reshape(-1, hd) for nt in layout.src_types])
         queries = torch.cat([self.node_proj[nt](h[nt]).reshape(-1, hd) for nt in layout.dst_types])
@@ -125,36 +111,17 @@ class GatedHeteroAttentionLayer(nn.Module):
             .index_add_(0, graph.query_row, alpha.unsqueeze(-1) * msg_e)
             .reshape(graph.num_groups, hd)
         )
-
-        out: dict[str, torch.Tensor] = dict(h)
-        gates: dict[str, torch.Tensor] = {}
         # One split (backward: one cat) instead of a slice per type (backward: a zero-filled (G, H) buffer each).
         blocks = agg.split([h[nt].shape[0] * len(layout.in_relations[nt]) for nt in layout.dst_types])
-        for nt, block in zip(layout.dst_types, blocks, strict=True):
-            n_in = len(layout.in_relations[nt])
-            rows = h[nt].shape[0]
-            agg_t = block.view(rows, n_in, hd)
-            gate = torch.sigmoid(self.gate_node[nt](h[nt]) + (agg_t * self.gate_message[nt]).sum(-1))
-            update = self.out_proj[nt]((gate.unsqueeze(-1) * agg_t).reshape(rows, n_in * hd))
-            out[nt] = self.message_norm[nt](h[nt] + update)
-            if return_debug:
-                gates[nt] = gate
-        for nt, ffn in self.ffn.items():
-            out[nt] = self.ffn_norm[nt](out[nt] + ffn(out[nt]))
-
-        if not return_debug:
-            return out, {}
-        return out, self._debug(alpha, gates, graph)
-
-    def _debug(
-        self, alpha: torch.Tensor, gates: dict[str, torch.Tensor], graph: BatchedHeteroGraph
-    ) -> dict[str, dict[str, torch.Tensor]]:
-        alpha = graph.to_padded(alpha)
-        attention, gate_out = {}, {}
-        for r_id, (rel, (start, b, e)) in enumerate(
-            zip(self.layout.relations, graph.edge_slices, strict=True)
-        ):
-            attention[rel.key] = alpha[start : start + b * e].view(b, e, self.num_heads)
-            j = self.layout.in_relations[rel.dst].index(r_id)
-            gate_out[rel.key] = gates[rel.dst][:, j].view(b, -1)
-        return {"attention": attention, "gates": gate_out}
+        per_type = {
+            nt: block.view(h[nt].shape[0], len(layout.in_relations[nt]), hd)
+            for nt, block in zip(layout.dst_types, blocks, strict=True)
+        }
+        if not return_attention:
+            return per_type, {}
+        padded = graph.to_padded(alpha)
+        attention = {
+            rel.key: padded[start : start + b * e].view(b, e, a)
+            for rel, (start, b, e) in zip(layout.relations, graph.edge_slices, strict=True)
+        }
+        return per_type, attention

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from torch import nn
 
 from agentic_ray.graph_spec import GraphSpec
 from agentic_ray.models.batched_hetero_graph import BatchedHeteroGraph, HeteroGraphLayout, node_mask
 from agentic_ray.models.gated_hetero_attention_layer import GatedHeteroAttentionLayer
+from agentic_ray.models.hetero_edge_index import HeteroEdgeIndex
+from agentic_ray.models.pyg_gatv2_hetero_layer import PyGGATv2HeteroLayer
 from agentic_ray.models.reflection import ReflectionFn, readout_with_reflection
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
@@ -46,7 +50,11 @@ class HeteroGNNEncoder(nn.Module):
         add_reverse_relations: Add ``dst → src`` relations so every node type receives messages.
         compact_edges: Drop padded/invalid edge slots before message passing (same result, about half the
             per-edge work on the e-commerce env, one host sync per batch). None = only when the batch is on the
-            CPU (CUDA keeps static shapes and no host sync).
+            CPU (CUDA keeps static shapes and no host sync). Fused layers only (PyG's always drop them).
+        gnn_layer: ``"fused"``: :class:`GatedHeteroAttentionLayer`, all relations in one hand-written
+            gather/softmax/scatter; ``"pyg"``: :class:`PyGGATv2HeteroLayer`, ``HeteroConv(GATv2Conv)``. Same
+            attention and messages (what differs: :mod:`pyg_gatv2_hetero_layer`; the measured speed and why
+            ``"fused"`` is the default: :class:`GatedHeteroAttentionLayer`).
     """
 
     def __init__(
@@ -58,10 +66,12 @@ class HeteroGNNEncoder(nn.Module):
         ffn_mult: int = 2,
         add_reverse_relations: bool = True,
         compact_edges: bool | None = None,
+        gnn_layer: Literal["fused", "pyg"] = "fused",
     ) -> None:
         super().__init__()
         self.spec = spec
         self.compact_edges = compact_edges
+        self.gnn_layer = gnn_layer
         self.hidden_dim = hidden_dim
         self.layout = HeteroGraphLayout(spec, add_reverse_relations)
         self.input_proj = nn.ModuleDict(
@@ -70,8 +80,11 @@ class HeteroGNNEncoder(nn.Module):
                 for nt in spec.node_types
             }
         )
+        layer_cls: type[GatedHeteroAttentionLayer] | type[PyGGATv2HeteroLayer] = (
+            PyGGATv2HeteroLayer if gnn_layer == "pyg" else GatedHeteroAttentionLayer
+        )
         self.layers = nn.ModuleList(
-            GatedHeteroAttentionLayer(self.layout, hidden_dim, num_heads, ffn_mult) for _ in range(num_layers)
+            layer_cls(self.layout, hidden_dim, num_heads, ffn_mult) for _ in range(num_layers)
         )
         readout_in = 2 * hidden_dim * len(spec.node_types) + len(spec.root_causes)
         self.readout = nn.Sequential(
@@ -101,8 +114,12 @@ class HeteroGNNEncoder(nn.Module):
             ``{"attention": {"layer{l}/{rel}": (B, E_r, heads)}, "gates": {"layer{l}/{rel}": (B, N_dst)}}``.
         """
         first = obs[f"{self.spec.node_types[0]}_mask"]
-        compact = first.device.type == "cpu" if self.compact_edges is None else self.compact_edges
-        graph = BatchedHeteroGraph.from_padded(obs, self.layout, compact=compact)
+        graph: BatchedHeteroGraph | HeteroEdgeIndex
+        if self.gnn_layer == "pyg":
+            graph = HeteroEdgeIndex.from_padded(obs, self.layout)
+        else:
+            compact = first.device.type == "cpu" if self.compact_edges is None else self.compact_edges
+            graph = BatchedHeteroGraph.from_padded(obs, self.layout, compact=compact)
         masks = {nt: node_mask(obs, nt) for nt in self.spec.node_types}
         h = {
             nt: self.input_proj[nt](obs[f"{nt}_x"].float().reshape(-1, self.spec.feat_dims[nt]))

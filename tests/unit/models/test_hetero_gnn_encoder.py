@@ -1,4 +1,5 @@
-"""HeteroGNNEncoder: shapes, permutation invariance, padding is ignored, batching equals per-row encoding."""
+"""HeteroGNNEncoder, with either message-passing layer: shapes, permutation invariance, padding is ignored,
+batching equals per-row encoding."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ import torch
 from agentic_ray.models import HeteroGNNEncoder
 from tests.unit.models.helpers import permute_nodes, toy_batch
 
+LAYERS = pytest.mark.parametrize("gnn_layer", ["fused", "pyg"])
+
 
 def _encoder(spec, **kw) -> HeteroGNNEncoder:
     torch.manual_seed(0)
     return HeteroGNNEncoder(spec, hidden_dim=32, num_layers=2, num_heads=2, **kw).eval()
 
 
-def test_shapes_and_debug_outputs() -> None:
+@LAYERS
+def test_shapes_and_debug_outputs(gnn_layer: str) -> None:
     spec, _, obs = toy_batch(6)
-    out = _encoder(spec)(obs, return_debug=True)
+    out = _encoder(spec, gnn_layer=gnn_layer)(obs, return_debug=True)
     assert out.state.shape == (6, 32)
     for nt, n in spec.max_nodes.items():
         assert out.nodes[nt].shape == (6, n, 32)
@@ -31,9 +35,10 @@ def test_shapes_and_debug_outputs() -> None:
     assert gate.shape == (6, 1) and ((gate > 0) & (gate < 1)).all()
 
 
-def test_attention_is_a_softmax_over_real_incoming_edges() -> None:
+@LAYERS
+def test_attention_is_a_softmax_over_real_incoming_edges(gnn_layer: str) -> None:
     spec, _, obs = toy_batch(5, seed=3)
-    out = _encoder(spec)(obs, return_debug=True)
+    out = _encoder(spec, gnn_layer=gnn_layer)(obs, return_debug=True)
     att = out.debug["attention"]["layer0/tool__operates__b"]  # (B, E, heads)
     ei, em = obs["tool__operates__b_ei"], obs["tool__operates__b_mask"] > 0
     assert (att[~em] == 0).all()
@@ -43,9 +48,10 @@ def test_attention_is_a_softmax_over_real_incoming_edges() -> None:
             torch.testing.assert_close(att[b][sel].sum(0), torch.ones(2))
 
 
-def test_node_order_invariance() -> None:
+@LAYERS
+def test_node_order_invariance(gnn_layer: str) -> None:
     spec, layout, obs = toy_batch(8, seed=1)
-    enc = _encoder(spec)
+    enc = _encoder(spec, gnn_layer=gnn_layer)
     perm_obs, perms = permute_nodes(obs, spec, layout, seed=7)
     with torch.no_grad():
         a, b = enc(obs), enc(perm_obs)
@@ -54,9 +60,10 @@ def test_node_order_invariance() -> None:
         torch.testing.assert_close(a.nodes[nt][:, perm], b.nodes[nt], atol=1e-5, rtol=1e-5)
 
 
-def test_padding_and_masked_edges_are_ignored() -> None:
+@LAYERS
+def test_padding_and_masked_edges_are_ignored(gnn_layer: str) -> None:
     spec, _, obs = toy_batch(8, seed=2)
-    enc = _encoder(spec)
+    enc = _encoder(spec, gnn_layer=gnn_layer)
     noisy = dict(obs)
     gen = torch.Generator().manual_seed(0)
     for nt in spec.node_types:
@@ -82,18 +89,20 @@ def test_padding_and_masked_edges_are_ignored() -> None:
         torch.testing.assert_close(a.nodes[nt][m], b.nodes[nt][m])
 
 
-def test_batched_equals_row_by_row() -> None:
+@LAYERS
+def test_batched_equals_row_by_row(gnn_layer: str) -> None:
     spec, _, obs = toy_batch(5, seed=4)
-    enc = _encoder(spec)
+    enc = _encoder(spec, gnn_layer=gnn_layer)
     with torch.no_grad():
         full = enc(obs).state
         rows = torch.cat([enc({k: v[i : i + 1] for k, v in obs.items()}).state for i in range(5)])
     torch.testing.assert_close(full, rows, atol=1e-5, rtol=1e-5)
 
 
-def test_edges_change_the_state() -> None:
+@LAYERS
+def test_edges_change_the_state(gnn_layer: str) -> None:
     spec, _, obs = toy_batch(4, seed=5)
-    enc = _encoder(spec)
+    enc = _encoder(spec, gnn_layer=gnn_layer)
     cut = dict(obs)
     for r in spec.relations:
         cut[f"{r.key}_mask"] = torch.zeros_like(obs[f"{r.key}_mask"])
