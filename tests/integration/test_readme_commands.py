@@ -43,6 +43,7 @@ SMALL_TRAINING = (
 BUDGET = {
     "python benchmarks/env_throughput.py": " --steps 400 --val-per-family 1",
     "python benchmarks/encoder.py": " --repeats 1",
+    "python benchmarks/gnn_layer.py": " --size small --batches 1 8 --repeats 5 --repeats-b1 5",
     "python benchmarks/gpu_learner.py": " --device-only cpu --batch 64 --cpu-iters 1",
     "python benchmarks/reward_pool.py": " --steps 300 --latencies 50 --blocking-max-s 3",
     "python benchmarks/aaac_vs_ppo.py": (
