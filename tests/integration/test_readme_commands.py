@@ -42,6 +42,7 @@ SMALL_TRAINING = (
 )
 BUDGET = {
     "python benchmarks/env_throughput.py": " --steps 400 --val-per-family 1",
+    "python benchmarks/env_throughput.py --domain helpdesk": " --steps 400 --val-per-family 1",
     "python benchmarks/encoder.py": " --repeats 1",
     "python benchmarks/gnn_layer.py": " --size small --batches 1 8 --repeats 5 --repeats-b1 5",
     "python benchmarks/gpu_learner.py": " --device-only cpu --batch 64 --cpu-iters 1",
@@ -233,7 +234,7 @@ RUNNERS: list[tuple[str, Runner]] = [
     (r"agentic-ray skills check --domain \w+", plain),
     (r"agentic-ray skills serve .*", skills_server_and_check),
     (r"agentic-ray skills check --domain \w+ --url http://127\.0\.0\.1:8321", checked_over_http),
-    (r"python benchmarks/\w+\.py( --set \S+)*", benchmark),
+    (r"python benchmarks/\w+\.py( --\S+( \S+)?)*", benchmark),
     (r"agentic-ray sweep --config tune_sweeps/\S+\.yaml", sweep),
     (r"agentic-ray sweep --resume sweeps/\S+-<time>", sweep_resume),
 ]
