@@ -164,7 +164,7 @@ class Gateway:
 
 def build_app(args: dict[str, Any] | ServeSettings) -> Any:
     """The application from its settings (``args`` of ``serve_apps/policy.yaml``, validated here)."""
-    s = args if isinstance(args, ServeSettings) else ServeSettings.model_validate(args)
+    s = (args if isinstance(args, ServeSettings) else ServeSettings.model_validate(args)).absolute_paths()
 
     def policy(name: str, arm: ArmSettings) -> Any:
         return PolicyDeployment.options(  # type: ignore[attr-defined]

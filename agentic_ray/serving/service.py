@@ -90,6 +90,7 @@ class PolicyService:
         self.strategy_mode: StrategyMode = settings.strategy_mode
         self.degraded = 0
         self._counted: OrderedDict[str, None] = OrderedDict()
+        self._gauges_at = 0.0
 
     # ------------------------------------------------------------------ switches
     def set_strategy(self, mode: StrategyMode) -> None:
@@ -157,6 +158,8 @@ class PolicyService:
             self.rules_counts.calls += 1
             self.rules_counts.ok_calls += int(ok)
         self.metrics.sink.outcome(arm, ok)
+        if time.monotonic() - self._gauges_at > 1.0:
+            self._push_gauges()
 
     # ------------------------------------------------------------------ agent mode
     async def create_session(self, body: SessionCreate) -> AgentSession:
@@ -263,29 +266,41 @@ class PolicyService:
         """``GET /v1/metrics`` (the gateway adds the policy deployments' batch statistics)."""
         canary = self.router.snapshot()
         live = {**canary["arms"], "rules": self.rules_counts.summary()}
-        share = self.router.share
-        split = (
-            {"stable": 1.0 - share, "candidate": share} if self.strategy_mode == "learned" else {"rules": 1.0}
-        )
-        self.metrics.sink.gauges(
-            {
-                "tcsr": {a: v["tcsr"] for a, v in live.items() if v["tcsr"] is not None},
-                "dvr": {a: v["dvr"] for a, v in live.items() if v["dvr"] is not None},
-                "traffic_share": split,
-                "strategy_rules": {"all": float(self.strategy_mode == "rules")},
-            }
-        )
+        self._push_gauges(live)
         return {
             "domain": self.domain,
             "strategy_mode": self.strategy_mode,
             "models": {a: v for a, v in self.versions.items() if a in ARMS},
             "live": live,
-            "traffic_split": split,
+            "traffic_split": self._split(),
             "canary": canary,
             "sessions_open": len(self.sessions.open),
             "degraded_to_rules": self.degraded,
             **self.metrics.summary(),
         }
+
+    def _split(self) -> dict[str, float]:
+        share = self.router.share
+        return (
+            {"stable": 1.0 - share, "candidate": share} if self.strategy_mode == "learned" else {"rules": 1.0}
+        )
+
+    def _push_gauges(self, live: dict[str, dict[str, Any]] | None = None) -> None:
+        """Prometheus gauges: live TCSR/DVR per arm, traffic shares, the strategy."""
+        self._gauges_at = time.monotonic()
+        if live is None:
+            live = {
+                **{k: v.summary() for k, v in self.router.counts.items()},
+                "rules": self.rules_counts.summary(),
+            }
+        self.metrics.sink.gauges(
+            {
+                "tcsr": {a: v["tcsr"] for a, v in live.items() if v["tcsr"] is not None},
+                "dvr": {a: v["dvr"] for a, v in live.items() if v["dvr"] is not None},
+                "traffic_share": self._split(),
+                "strategy_rules": {"all": float(self.strategy_mode == "rules")},
+            }
+        )
 
     def _check_domain(self, domain: str) -> None:
         if domain != self.domain:

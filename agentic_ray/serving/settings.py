@@ -185,6 +185,26 @@ class ServeSettings(_Strict):
             )
         return self
 
+    def absolute_paths(self, base: str | Path | None = None) -> ServeSettings:
+        """The settings with relative file paths resolved from ``base`` (default: the working directory), so
+        replicas started elsewhere read the same files."""
+        root = Path(base or Path.cwd())
+
+        def fix(p: str) -> str:
+            return str(p if Path(p).is_absolute() else (root / p).resolve())
+
+        arms = {
+            k: a.model_copy(update={"checkpoint": fix(a.checkpoint)})
+            for k, a in (("stable", self.stable), ("candidate", self.candidate))
+            if a is not None
+        }
+        auth = (
+            self.auth.model_copy(update={"token_file": fix(self.auth.token_file)})
+            if self.auth.token_file
+            else self.auth
+        )
+        return self.model_copy(update={**arms, "auth": auth, "feedback_db": fix(self.feedback_db)})
+
     def env_config(self) -> AgentTaskEnvConfig:
         """The served env config: given, or the stable run's (``settings.json`` next to its checkpoints)."""
         if self.env is not None:
