@@ -18,6 +18,7 @@ CONTEXT_VERIFIED = "customer_verified"  # 1.0 if the identity was verified in th
 # Step info keys.
 STEP_TRACE = "trace"
 MASK_REASONS = "mask_reasons"
+BACKEND_ERRORS = "backend_errors"  # reset info: list of typed backend failures (world or fault push)
 
 # AAAC train-batch columns written by the two-critic advantage connector (besides Columns.ADVANTAGES and
 # Columns.VALUE_TARGETS, which hold the combined advantage and the reward critic's TD(λ) targets).

@@ -31,18 +31,20 @@ def train(
     """Train: imitation → RL → reflection, with gates, per-stage checkpoints and evaluation."""
     import yaml
 
-    from agentic_ray.settings import ExperimentSettings, SettingsError, load_settings
+    from agentic_ray.cli.preflight import PreflightError, check_env, load_resume
+    from agentic_ray.settings import SettingsError, load_settings
     from agentic_ray.stages.pipeline import run_pipeline
 
     overrides = {k: yaml.safe_load(v) for k, _, v in (x.partition("=") for x in (set_ or []))}
-    try:
+    try:  # every check before Ray starts or a run directory exists
         if config is not None:
             settings = load_settings(config, overrides)
         elif resume is not None:
-            settings = ExperimentSettings.model_validate_json((resume / "settings.json").read_text())
+            settings = load_resume(resume)
         else:
             raise typer.BadParameter("give --config or --resume")
-    except SettingsError as e:
+        check_env(settings)
+    except (SettingsError, PreflightError) as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(2) from e
     init_ray(address or settings.ray.address, settings.ray.num_cpus)
@@ -59,13 +61,17 @@ def eval_cmd(
     tasks_per_family: Annotated[int | None, typer.Option(help="Validation tasks per family.")] = None,
 ) -> None:
     """Re-evaluate a run's checkpoint on the fixed validation tasks and print the metrics."""
+    from agentic_ray.cli.preflight import PreflightError, load_run_settings
     from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy, validation_env_config
-    from agentic_ray.eval.policy_loading import load_policy_module, pick_checkpoint
-    from agentic_ray.settings import ExperimentSettings
+    from agentic_ray.eval.policy_loading import CheckpointError, load_policy_module, pick_checkpoint
 
-    settings = ExperimentSettings.model_validate_json((run_dir / "settings.json").read_text())
-    ckpt = pick_checkpoint(run_dir, checkpoint or None)
-    module = load_policy_module(ckpt)
+    try:
+        settings = load_run_settings(run_dir)
+        ckpt = pick_checkpoint(run_dir, checkpoint or None)
+        module = load_policy_module(ckpt)
+    except (PreflightError, CheckpointError, FileNotFoundError) as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(2) from e
     # The same validation env as the run's own evaluations (fixed fault share, no curriculum).
     env_cfg = validation_env_config(settings.env, settings.eval.fault_share)
     res = evaluate_policy(

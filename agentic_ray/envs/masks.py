@@ -162,12 +162,18 @@ class MaskComputer:
         )
         self._reasons_key: tuple[object, ...] | None = None
         self._reasons: dict[str, list[str]] = {}
+        self._kkey: tuple[int, int] | None = None
+        self._kpart: tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]] | None = None
+        self._bkey: tuple[int, tuple[int, int] | None] | None = None
+        self._business = np.zeros(layout.num_skills, dtype=bool)
+        self._bwhy: dict[int, list[str]] = {}
 
     def reset(self, task: Task) -> None:
         """A new episode: empty history; the request's facts decide which copied strings exist."""
         self.tracker.reset()
         self._key = None
         self._reasons_key = None
+        self._kkey = self._kpart = self._bkey = None
         facts = task.request.facts
         self._fact_hard = {
             i: [f"hard: the request gives no {f}" for f in fs if f not in facts]
@@ -179,18 +185,19 @@ class MaskComputer:
         """A successful, non-degraded call joined the history."""
         self.tracker.add(call)
 
-    def _structural(
+    def _knowledge_part(
         self, knowledge: Knowledge, node_ids: dict[str, list[str]]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
-        key = (len(self.tracker.history), id(knowledge), knowledge.version)
-        if key == self._key and self._cached is not None:
-            return self._cached
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
+        """What depends only on what is known: free pointer targets, list candidates, hard rules (cached on the
+        knowledge's version)."""
+        key = (id(knowledge), knowledge.version)
+        if key == self._kkey and self._kpart is not None:
+            return self._kpart
         lay = self.layout
         k, mp = lay.num_skills, lay.max_pointer
         pm = np.zeros((k, lay.pointer_slots, lay.pointer_choices), dtype=np.int8)
         lm = np.zeros((k, lay.list_slots, mp), dtype=np.int8)
         hard = np.zeros(k, dtype=bool)
-        business = np.zeros(k, dtype=bool)
         why: dict[int, list[str]] = {i: list(v) for i, v in self._fact_hard.items()}
         for i in why:
             hard[i] = True
@@ -207,27 +214,57 @@ class MaskComputer:
                 if n < lo:
                     hard[i] = True
                     why.setdefault(i, []).append(reason)
+        for s, r in self.domain.hard_rules(knowledge, self.skills).items():
+            i = self.skills.index(s)
+            hard[i] = True
+            why.setdefault(i, []).append(r)
+        self._kkey, self._kpart = key, (pm, lm, hard, why)
+        self._bkey = None  # constrained targets are rewritten on the fresh pointer mask
+        return self._kpart
+
+    def _structural(
+        self, knowledge: Knowledge, node_ids: dict[str, list[str]]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
+        """Knowledge part plus the business part (preconditions on the history). After a call that revealed
+        nothing, only the skills whose preconditions name the new call's skill are re-checked."""
+        pm, lm, hard, kwhy = self._knowledge_part(knowledge, node_ids)
+        n_hist = len(self.tracker.history)
+        key = (n_hist, self._kkey)
+        if key == self._bkey and self._cached is not None:
+            return self._cached
         tr = self.tracker
+        if self._bkey is not None and self._bkey[1] == self._kkey and self._bkey[0] == n_hist - 1:
+            last = tr.history[-1].skill
+            redo = {i for i, _j in tr.by_skill.get(last, ())} | {i for i, _j in tr.by_bind.get(last, ())}
+            business = self._business.copy()
+            bwhy = dict(self._bwhy)
+        else:
+            redo = set(self._with_rules)
+            business = np.zeros(self.layout.num_skills, dtype=bool)
+            bwhy = {}
+        for i in redo:
+            business[i] = False
+            bwhy.pop(i, None)
         for i, slot, name, nt, optional in self._constrained:
+            if i not in redo:
+                continue
             ids = node_ids.get(nt, [])
             ok = tr.allowed(i, name, ids)
             if ok is not None and ids:
                 pm[i, slot, : len(ids)] = ok
                 if not any(ok) and not optional:
                     business[i] = True
-        for i in self._with_rules:
+        for i in redo:
             ok_pre, pre_why = tr.skill_ok(i)
             if not ok_pre or business[i]:
                 business[i] = True
-                why.setdefault(i, []).extend(
-                    [f"business: {r}" for r in pre_why]
-                    or [f"business: {self.skills[i]}: no known entity meets its precondition"]
-                )
-        for s, r in self.domain.hard_rules(knowledge, self.skills).items():
-            i = self.skills.index(s)
-            hard[i] = True
-            why.setdefault(i, []).append(r)
-        self._key = key
+                bwhy[i] = [f"business: {r}" for r in pre_why] or [
+                    f"business: {self.skills[i]}: no known entity meets its precondition"
+                ]
+        why = dict(kwhy)
+        for i, r in bwhy.items():
+            why[i] = why.get(i, []) + r
+        self._business, self._bwhy, self._bkey = business, bwhy, key
         self._cached = (pm, lm, hard, business, why)
         return self._cached
 
@@ -254,7 +291,7 @@ class MaskComputer:
             (sla["error_rate"] > self.threshold) & (sla["calls"] >= self.soft_min_calls) & ~cooled
         )
         mask = (~hard & ~soft & ~business).astype(np.int8)
-        rkey = (self._key, soft.tobytes(), sla["open"].tobytes())
+        rkey = (self._bkey, soft.tobytes(), sla["open"].tobytes())
         if rkey == self._reasons_key:  # reasons change only with the structure or the soft mask
             return Masks(mask, pm, lm, hard, soft, self._reasons, business)
         reasons: dict[str, list[str]] = {}

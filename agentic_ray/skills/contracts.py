@@ -8,6 +8,7 @@ and which business rules must hold before it may run. Loading validates everythi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -70,6 +71,9 @@ class FloatParam(_Strict):
 
     @model_validator(mode="after")
     def _bounds(self) -> FloatParam:
+        for name, v in (("min", self.min), ("max", self.max), ("default", self.default)):
+            if v is not None and not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v}")
         if self.min > self.max:
             raise ValueError(f"min {self.min} > max {self.max}")
         if self.default is not None and not self.min <= self.default <= self.max:
@@ -130,6 +134,12 @@ class StringParam(_Strict):
         "email, a name, a zip code). Strings that are not copied are enums (a declared vocabulary).",
     )
     description: str = ""
+
+    @model_validator(mode="after")
+    def _default_fits(self) -> StringParam:
+        if self.default is not None and len(self.default) > self.max_length:
+            raise ValueError(f"default is {len(self.default)} characters, above max_length {self.max_length}")
+        return self
 
     @property
     def request_fact(self) -> str | None:
@@ -256,6 +266,11 @@ class SLASpec(_Strict):
     def _p95_within_timeout(self) -> SLASpec:
         if self.p95_ms > self.timeout_ms:
             raise ValueError(f"p95_ms {self.p95_ms} exceeds timeout_ms {self.timeout_ms}")
+        if self.breaker_min_calls > self.window:
+            raise ValueError(
+                f"breaker_min_calls {self.breaker_min_calls} exceeds window {self.window}: the breaker could "
+                "never trip"
+            )
         return self
 
 
@@ -345,7 +360,9 @@ class SkillContract(_Strict):
     version: str = Field(default="1.0", description="Contract version.")
     description: str = Field(min_length=1, description="What the skill does.")
     handler: str | None = Field(
-        default=None, description="`module:function` of the in-process backend (also hosted over HTTP)."
+        default=None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="`module:function` of the in-process backend (also hosted over HTTP).",
     )
     input: dict[str, ParamSpec] = Field(default_factory=dict, description="Parameters.")
     output: OutputSpec = Field(default_factory=OutputSpec, description="Payload and errors.")
@@ -368,6 +385,11 @@ class SkillContract(_Strict):
 class DomainContracts(_Strict):
     domain: str = Field(description="Domain name, e.g. ecommerce.")
     version: str = Field(default="1", description="Version of this skill set.")
+    node_types: list[str] | None = Field(
+        default=None,
+        description="The domain's entity node types; when given, every entity (or list) parameter and entity "
+        "output must name one.",
+    )
     skills: list[SkillContract] = Field(min_length=1, description="The skills.")
     source: str = Field(default="", description="File it was loaded from (set by the loader).")
 
@@ -377,38 +399,10 @@ class DomainContracts(_Strict):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"duplicate skill names: {sorted(dup)}")
-        known = set(names)
-        for i, s in enumerate(self.skills):
-            for j, fb in enumerate(s.fallback):
-                if fb.skill is not None and fb.skill not in known:
-                    raise ValueError(f"skills.{i} ({s.name}).fallback.{j}.skill: unknown skill {fb.skill!r}")
-                if fb.skill == s.name:
-                    raise ValueError(
-                        f"skills.{i} ({s.name}).fallback.{j}.skill: a skill cannot fall back to itself"
-                    )
-            for j, pc in enumerate(s.preconditions):
-                where = f"skills.{i} ({s.name}).preconditions.{j}"
-                for a in pc.skills + [x for v in pc.bind.values() for x in v]:
-                    if a not in known:
-                        raise ValueError(f"{where}: unknown skill {a!r}")
-                for p in pc.same:
-                    if p not in s.input:
-                        raise ValueError(f"{where}.same: {p!r} is not an input")
-                # The action mask checks `same` per pointer slot; a joint constraint over two arguments, or one on
-                # a value the policy picks in the same action (an enum), would make the mask disagree with the
-                # gateway, so `same` names at most one single-entity parameter.
-                if any(not isinstance(s.input[p], EntityParam) for p in pc.same) or len(pc.same) > 1:
-                    raise ValueError(f"{where}.same: at most one entity parameter per precondition")
-            for name, spec in s.input.items():
-                if isinstance(spec, EntityListParam) and spec.min_items < 1 and spec.required:
-                    raise ValueError(
-                        f"skills.{i} ({s.name}).input.{name}: a required list needs min_items >= 1"
-                    )
-            for name, f in s.output.fields.items():
-                if f.of is not None and f.of not in s.input and f.of not in s.output.fields:
-                    raise ValueError(
-                        f"skills.{i} ({s.name}).output.fields.{name}.of: {f.of!r} is neither an input nor an output"
-                    )
+        by = {s.name: s for s in self.skills}
+        problems = [p for i, s in enumerate(self.skills) for p in _skill_problems(i, s, by, self.node_types)]
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     def check_rules(self, rules: Iterable[str]) -> None:
@@ -424,6 +418,96 @@ class DomainContracts(_Strict):
 
     def by_name(self) -> dict[str, SkillContract]:
         return {s.name: s for s in self.skills}
+
+
+def _skill_problems(
+    i: int, s: SkillContract, by: dict[str, SkillContract], node_types: list[str] | None
+) -> list[str]:
+    """What is impossible about skill ``i`` given the other skills: each item names its field. (Fallback rules
+    are the domain's; :meth:`DomainContracts.check_rules` checks them.)"""
+    at = f"skills.{i} ({s.name})"
+    out: list[str] = []
+    if node_types is not None:
+        for pname, p in s.input.items():
+            if isinstance(p, EntityParam | EntityListParam) and p.node_type not in node_types:
+                out.append(
+                    f"{at}.input.{pname}.node_type: unknown node type {p.node_type!r} (known: {node_types})"
+                )
+        for fname, f in s.output.fields.items():
+            if f.node_type is not None and f.node_type not in node_types:
+                out.append(
+                    f"{at}.output.fields.{fname}.node_type: unknown node type {f.node_type!r} (known: {node_types})"
+                )
+    for j, fb in enumerate(s.fallback):
+        if fb.skill is not None:
+            fc = by.get(fb.skill)
+            if fc is None:
+                out.append(f"{at}.fallback.{j}.skill: unknown skill {fb.skill!r}")
+                continue
+            if fc.name == s.name:
+                out.append(f"{at}.fallback.{j}.skill: a skill cannot fall back to itself")
+                continue
+            lacking = [k for k in s.input if k not in fc.input]
+            if lacking:
+                out.append(f"{at}.fallback.{j}.skill: {fb.skill} does not accept input(s) {lacking}")
+            wrong = [k for k, t in s.output.fields.items() if fc.output.fields.get(k) != t]
+            if wrong:
+                out.append(
+                    f"{at}.fallback.{j}.skill: {fb.skill} does not return output field(s) {wrong} as typed"
+                )
+    for j, pc in enumerate(s.preconditions):
+        where = f"{at}.preconditions.{j}"
+        named = [("after" if pc.after is not None else "any_of", a) for a in pc.skills]
+        named += [(f"bind.{fld}", a) for fld, skills in pc.bind.items() for a in skills]
+        for key, a in named:
+            if a not in by:
+                out.append(f"{where}.{key}: unknown skill {a!r}")
+            elif a == s.name:
+                out.append(f"{where}.{key}: a skill cannot require an earlier call of itself")
+        for name in pc.same:
+            if name not in s.input:
+                out.append(f"{where}.same: {name!r} is not an input")
+            elif not isinstance(s.input[name], EntityParam):
+                out.append(f"{where}.same: {name!r} is not a single-entity parameter")
+            for a in pc.skills:
+                after = by.get(a)
+                if after is not None and name not in after.input and name not in after.output.fields:
+                    out.append(f"{where}.same: {name!r} is neither an input nor an output of {a}")
+        # The action mask checks `same` per pointer slot; a joint constraint over two arguments would make the
+        # mask disagree with the gateway, so `same` names at most one parameter.
+        if len(pc.same) > 1:
+            out.append(f"{where}.same: at most one entity parameter per precondition")
+        for a in pc.skills:
+            after = by.get(a)
+            if after is None or not after.output.fields:
+                continue
+            for k, v in pc.where.items():
+                typ = after.output.fields.get(k)
+                if typ is None:
+                    out.append(f"{where}.where: {k!r} is not an output field of {a}")
+                elif not _has_type(v, typ.scalar_type):
+                    out.append(f"{where}.where.{k}: {v!r} can never equal {a}'s {typ.scalar_type} field")
+        for fld, skills in pc.bind.items():
+            for a in [*pc.skills, *skills]:
+                after = by.get(a)
+                if after is not None and after.output.fields and fld not in after.output.fields:
+                    out.append(f"{where}.bind: {fld!r} is not an output field of {a}")
+    for name, spec in s.input.items():
+        if isinstance(spec, EntityListParam) and spec.min_items < 1 and spec.required:
+            out.append(f"{at}.input.{name}: a required list needs min_items >= 1")
+    for name, f in s.output.fields.items():
+        if f.of is not None and f.of not in s.input and f.of not in s.output.fields:
+            out.append(f"{at}.output.fields.{name}.of: {f.of!r} is neither an input nor an output")
+    return out
+
+
+def _has_type(v: Any, typ: str) -> bool:
+    if typ in ("int", "float"):
+        return (
+            isinstance(v, int | float) and not isinstance(v, bool) and (typ == "float" or isinstance(v, int))
+        )
+    py = {"bool": bool, "string": str, "list": list, "dict": dict}[typ]
+    return isinstance(v, py)
 
 
 class ContractError(ValueError):
@@ -464,6 +548,10 @@ def load_contracts(path: str | Path) -> DomainContracts:
         lines = []
         for err in e.errors():
             loc = tuple(err["loc"])
+            if not loc:  # a cross-skill check: its message names skill and field itself
+                msg = str(err["msg"]).removeprefix("Value error, ")
+                lines += [f"{path}: {m}" for m in msg.split("; ")]
+                continue
             field = ".".join(str(p) for p in loc)
             lines.append(f"{path}: skill {_skill_name(raw, loc)}: field {field}: {err['msg']}")
         raise ContractError("\n".join(lines)) from e

@@ -18,13 +18,24 @@ payload field ``f`` equals the payload field ``f`` of a successful call of one o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentic_ray.skills.contracts import PreconditionSpec, SkillContract
 
-__all__ = ["Call", "allowed_values", "precondition_status", "unconstrained_ok"]
+__all__ = [
+    "Call",
+    "CallHistory",
+    "CallRecord",
+    "PreconditionTracker",
+    "allowed_values",
+    "precondition_status",
+    "unconstrained_ok",
+    "unmet_precondition",
+]
 
 
 @dataclass(frozen=True)
@@ -203,3 +214,65 @@ class PreconditionTracker:
         if not sets:
             return None
         return [all(v in s for s in sets) for v in candidates]
+
+
+CallRecord = Call
+"""The history entry the gateway and the skill server store (a real, non-degraded success)."""
+
+
+def unmet_precondition(
+    contract: SkillContract,
+    params: Mapping[str, Any],
+    history: Sequence[Call],
+    *,
+    enforce_safety: bool = True,
+) -> str | None:
+    """Why ``contract``'s preconditions do not hold for a call with ``params`` (None when they all hold): the
+    gateway's and the skill server's form of :func:`precondition_status`."""
+    ok, why = precondition_status(contract, dict(params), history, enforce_safety=enforce_safety)
+    return None if ok else why
+
+
+class CallHistory:
+    """Real successes by key (an intent id, or ``(world_id, intent_id)`` on the server), bounded both ways.
+
+    Only real successes belong in a history: a degraded reply (a fallback rule's canned answer, another skill's
+    substitute answer) never satisfies a precondition, so callers record only the skill that actually ran, with
+    its own parameters and payload.
+
+    Args:
+        max_keys: how many keys' histories to keep; the least recently used is dropped first.
+        max_records: records kept per key (the oldest go first), so a long-lived key, e.g. direct calls to a
+            server without an intent id, cannot grow without bound.
+    """
+
+    def __init__(self, max_keys: int = 10_000, max_records: int = 1_000) -> None:
+        self.max_keys = max_keys
+        self.max_records = max_records
+        self._d: OrderedDict[Hashable, deque[Call]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def record(self, key: Hashable, rec: Call) -> None:
+        with self._lock:
+            h = self._d.get(key)
+            if h is None:
+                h = self._d[key] = deque(maxlen=self.max_records)
+            h.append(rec)
+            self._d.move_to_end(key)
+            while len(self._d) > self.max_keys:
+                self._d.popitem(last=False)
+
+    def get(self, key: Hashable) -> list[Call]:
+        """A snapshot of the key's records (empty when unknown)."""
+        with self._lock:
+            return list(self._d.get(key, ()))
+
+    def forget(self, key: Hashable) -> None:
+        with self._lock:
+            self._d.pop(key, None)
+
+    def forget_where(self, pred: Any) -> None:
+        """Drop every key for which ``pred(key)`` is true (e.g. all intents of a deleted world)."""
+        with self._lock:
+            for k in [k for k in self._d if pred(k)]:
+                del self._d[k]

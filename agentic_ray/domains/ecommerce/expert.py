@@ -80,13 +80,8 @@ class EcommerceExpert:
         prefix = g.id.rsplit(".", 1)[0] + "." if "." in g.id else ""
         related = (g.args.get("order_id"), task.extra.get(f"{prefix}compensated_order"))
         orders = [o for o in related if isinstance(o, str)]
-        unknown = [
-            (name, v)
-            for name, v in g.args.items()
-            if name in ("order_id", "sku")
-            and isinstance(v, str)
-            and not k.knows(name.split("_")[0].replace("sku", "product"), v)
-        ] + [("item_ids", v) for v in g.args.get("item_ids", []) if not k.knows("product", v)]
+        products = [g.args["sku"]] if isinstance(g.args.get("sku"), str) else []
+        unknown = [p for p in products + list(g.args.get("item_ids", [])) if not k.knows("product", p)]
         needs_user = "user_id" in g.args or bool(reads) or bool(orders)
         if needs_user and not k.ids("user"):
             return self._identify(view)

@@ -71,10 +71,10 @@ CONTRACTS: dict[str, Any] = {
         },
         {
             "name": "db.write",
-            "description": "Needs a database file.",
+            "description": "Needs a database driver (tests point `requires` at missing resources).",
             "handler": "tests.unit.skills.fixtures:stock",
             "input": {"sku": {"type": "entity", "node_type": "product"}},
-            "requires": [{"kind": "file", "target": "/nonexistent/agentic_ray_test.db"}],
+            "requires": [{"kind": "module", "target": "sqlite3"}],
         },
         {
             "name": "admin.wipe",
