@@ -135,7 +135,7 @@ def main() -> None:
         after = batching()
         errors += r.errors
         out["http_rps_c32_batched"], out["http_p99_ms_c32_batched"] = r.rps, r.pct(99)
-        n_b, n_i = after["batches"] - before["batches"], after["items"] - before["items"]
+        n_b, n_i = after["batches"] - before["batches"], after["requests"] - before["requests"]
         out["mean_batch_size"] = n_i / n_b if n_b else 0.0
 
         async def handle_load() -> float:

@@ -7,6 +7,7 @@ call goes into the transcript as :func:`transcript_entry` writes it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -25,21 +26,7 @@ def task_body(task: Task, budget: int | None = None) -> dict[str, Any]:
             "facts": dict(r.facts),
             "mentioned": [{"type": m.type, "id": m.id} for m in r.mentioned],
         },
-        "goals": [
-            {
-                "id": g.id,
-                "skill": g.skill,
-                "args": {k: list(v) if isinstance(v, list | tuple) else v for k, v in g.args.items()},
-                "numeric": dict(g.numeric),
-                "deps": list(g.deps),
-                "priority": g.priority,
-                "tolerance": g.tolerance,
-                "description": g.description,
-                "hints": dict(g.hints),
-                "safety_check": g.safety_check,
-            }
-            for g in task.goals
-        ],
+        "goals": [_jsonable(dataclasses.asdict(g)) for g in task.goals],
         "optimal_steps": task.optimal_steps,
         "budget": budget,
         "relevant": list(task.relevant),

@@ -40,19 +40,19 @@ class BatchStats:
 
     def __init__(self) -> None:
         self.batches = 0
-        self.items = 0
+        self.requests = 0
         self.forward_ms = 0.0
 
     def add(self, n: int, ms: float) -> None:
         self.batches += 1
-        self.items += n
+        self.requests += n
         self.forward_ms += ms
 
     def summary(self) -> dict[str, float]:
         return {
             "batches": self.batches,
-            "items": self.items,
-            "mean_batch_size": self.items / self.batches if self.batches else 0.0,
+            "requests": self.requests,
+            "mean_batch_size": self.requests / self.batches if self.batches else 0.0,
             "mean_forward_ms": self.forward_ms / self.batches if self.batches else 0.0,
         }
 

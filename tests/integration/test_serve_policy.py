@@ -222,7 +222,9 @@ def test_strategy_mode_flips_under_load_with_no_failed_request(served, record_pr
     print(f"strategy_mode learned -> rules took effect after {(first - t_flip) * 1e3:.0f} ms")
     # requests that started after the first answer by rules were all decided by rules (ones already waiting on
     # the policy when the switch landed may finish later), until the switch back
-    started = [(t - ms / 1e3, b["arm"]) for (t, _s, b), ms in zip(live.answers, live.latencies_ms, strict=True)]
+    started = [
+        (t - ms / 1e3, b["arm"]) for (t, _s, b), ms in zip(live.answers, live.latencies_ms, strict=True)
+    ]
     arms = [arm for t0, arm in started if first < t0 < t_back]
     assert arms and set(arms) == {"rules"}
     assert live.answers[-1][2]["arm"] == "stable"
