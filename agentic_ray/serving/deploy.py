@@ -54,6 +54,10 @@ def deploy(
 ) -> None:
     """Apply a config's applications to the running Serve instance (starting Serve if needed).
 
+    A config sent to the controller is the whole set of applications (one it does not name is deleted), so the
+    applications already running that ``apps`` does not name are sent along unchanged, as they were deployed:
+    changing one application's ``strategy_mode`` leaves the others running.
+
     Args:
         apps: ``applications`` entries (see :func:`app_config`).
         http_options: for a Serve instance this call starts (``host``, ``port``).
@@ -68,10 +72,21 @@ def deploy(
     from ray.serve.schema import ServeDeploySchema
 
     client = _private_api.serve_start(http_options=http_options or {})
-    client.deploy_apps(ServeDeploySchema.model_validate({"applications": apps}))
+    client.deploy_apps(ServeDeploySchema.model_validate({"applications": [*apps, *_others(client, apps)]}))
     if wait:
         for a in apps:
             wait_running(a["name"], timeout_s)
+
+
+def _others(client: Any, apps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The configs of the running declaratively deployed applications not named in ``apps``."""
+    names = {a["name"] for a in apps}
+    details = client.get_serve_details().get("applications", {})
+    return [
+        d["deployed_app_config"]
+        for name, d in details.items()
+        if name not in names and d.get("deployed_app_config") is not None
+    ]
 
 
 def wait_running(name: str, timeout_s: float = 300.0) -> None:

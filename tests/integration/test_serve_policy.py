@@ -228,6 +228,10 @@ def test_strategy_mode_flips_under_load_with_no_failed_request(served, record_pr
     arms = [arm for t0, arm in started if first < t0 < t_back]
     assert arms and set(arms) == {"rules"}
     assert live.answers[-1][2]["arm"] == "stable"
+    from ray import serve
+
+    # redeploying one application left the others running
+    assert set(serve.status().applications) == set(served.settings)
 
 
 def _gateway_actor(app: str) -> str:
@@ -286,12 +290,20 @@ def _canary(
     state = {"decisions": []}
 
     async def watch() -> None:
+        try:
+            await _watch()
+        finally:  # a failed watch stops the load too
+            done["v"] = True
+
+    async def _watch() -> None:
         nonlocal min_sample_at, decided_at
         cfg = served.settings[app].canary
         async with httpx.AsyncClient(base_url=served.url + "/" + app, headers=AUTH, timeout=60) as c:
             t_end = time.monotonic() + timeout_s
             while time.monotonic() < t_end:
-                m = (await c.get("/v1/metrics")).json()["canary"]
+                r = await c.get("/v1/metrics")
+                assert r.status_code == 200, r.text
+                m = r.json()["canary"]
                 cand = m["arms"]["candidate"]
                 if (
                     min_sample_at is None
@@ -304,7 +316,6 @@ def _canary(
                     state["decisions"] = m["decisions"]
                     break
                 await asyncio.sleep(0.25)
-        done["v"] = True
 
     async def run() -> LoadResult:
         w = asyncio.create_task(watch())
