@@ -379,7 +379,7 @@ def test_schemathesis_finds_no_server_error(served):
             "--workers",
             "2",
             "--max-time",
-            "120",
+            "60",
         ],
         capture_output=True,
         text=True,
