@@ -359,7 +359,7 @@ def test_canary_promotes_a_candidate_as_good_as_stable(served):
     assert load.errors == 0
 
 
-def test_schemathesis_finds_no_server_error(served):
+def test_schemathesis_finds_no_server_error(served, tmp_path):
     cli = "import sys; from schemathesis.cli import schemathesis; sys.exit(schemathesis())"
     r = subprocess.run(
         [
@@ -384,5 +384,6 @@ def test_schemathesis_finds_no_server_error(served):
         capture_output=True,
         text=True,
         timeout=600,
+        cwd=tmp_path,  # its .schemathesis/ cache stays out of the repository
     )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
