@@ -117,6 +117,24 @@ def unbatch_actions(actions: Any, n: int) -> list[Any]:
     return [int(x) for x in actions.detach().cpu().numpy().reshape(n)]
 
 
+@dataclass
+class PolicyForward:
+    """What one batched forward of :class:`ModulePolicy` produced.
+
+    Attributes:
+        actions: one env action per observation.
+        debug: the module's batched debug outputs (None unless ``debug``).
+        batch: the stacked observation tensors.
+        dist: the action distribution (deterministic when greedy); for structured actions ``dist.parts.skill``
+            holds the masked ``(B, K)`` skill logits.
+    """
+
+    actions: list[Any]
+    debug: dict[str, Any] | None
+    batch: dict[str, torch.Tensor]
+    dist: Any
+
+
 class ModulePolicy:
     """Greedy (or sampled) actions from an RLModule, with optional debug outputs for traces.
 
@@ -137,9 +155,8 @@ class ModulePolicy:
         self.dist_cls = module.get_inference_action_dist_cls()
 
     @torch.no_grad()
-    def act_batch(
-        self, obs: list[dict[str, np.ndarray]], envs: list[AgentTaskEnv]
-    ) -> tuple[list[Any], list[dict]]:
+    def forward(self, obs: Sequence[dict[str, np.ndarray]]) -> PolicyForward:
+        """One batched forward (serving calls this directly: it has observations, not envs)."""
         from ray.rllib.core.columns import Columns
 
         batch = stack_obs(obs)
@@ -151,7 +168,16 @@ class ModulePolicy:
         if self.deterministic:
             dist = dist.to_deterministic()
         acts = unbatch_actions(dist.sample(), len(obs))
-        dbg = out.get("debug_outputs") if self.debug else None
+        return PolicyForward(acts, out.get("debug_outputs") if self.debug else None, batch, dist)
+
+    @torch.no_grad()
+    def act_batch(
+        self, obs: list[dict[str, np.ndarray]], envs: list[AgentTaskEnv]
+    ) -> tuple[list[Any], list[dict]]:
+        from ray.rllib.core.columns import Columns
+
+        fw = self.forward(obs)
+        acts, dbg, batch = fw.actions, fw.debug, fw.batch
         debugs = [_row_debug(dbg, i, envs[i], obs[i]) if dbg else {} for i in range(len(obs))]
         if self.debug and hasattr(self.module, "model") and hasattr(self.module.model, "reflection_logits"):
             probs = torch.softmax(

@@ -1,0 +1,183 @@
+"""The Ray Serve deployments of a trained policy and the application builder (``serve_apps/policy.yaml`` and
+``agentic-ray serve`` both build the application with :func:`build_app`).
+
+Deployments (thin wrappers; the logic is in :mod:`agentic_ray.serving`):
+
+* ``stable`` and, during a canary, ``candidate``: :class:`PolicyDeployment`, one per policy version, each a
+  batched model server (``@serve.batch``, observations in, actions out). Scale them with ``num_replicas``.
+* ``Gateway``: the FastAPI ingress (auth, limits, schemas, trace ids), the canary router, agent-mode sessions
+  and the decision/feedback store. It keeps sessions and the canary state in memory, so it runs as one replica.
+
+Runtime switches are Serve ``user_config`` (applied by ``reconfigure``, no restart): ``strategy_mode`` on the
+Gateway, ``max_batch_size`` / ``batch_wait_timeout_s`` on each policy deployment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray import serve
+from ray.serve.handle import DeploymentHandle
+
+from agentic_ray.serving.http_app import create_app
+from agentic_ray.serving.live_metrics import RayMetricsSink
+from agentic_ray.serving.policy_runner import PolicyRunner
+from agentic_ray.serving.schemas import ActRequest
+from agentic_ray.serving.service import PolicyService
+from agentic_ray.serving.settings import ArmSettings, GatewayUserConfig, PolicyUserConfig, ServeSettings
+
+
+class _Replica:
+    """The gateway replica of this process. A class attribute, not a module global: Serve pickles the ingress
+    class and its FastAPI app by value, which copies the module globals they use, while a class importable by
+    name is pickled by reference, so the replica's constructor and the app's routes see the same one."""
+
+    service: PolicyService | None = None
+    gateway: Gateway | None = None
+
+    @staticmethod
+    def get_service() -> PolicyService:
+        if _Replica.service is None:
+            raise RuntimeError("the gateway replica has not started")
+        return _Replica.service
+
+    @staticmethod
+    def get_gateway() -> Gateway:
+        if _Replica.gateway is None:
+            raise RuntimeError("the gateway replica has not started")
+        return _Replica.gateway
+
+
+def _check_batch_fits(max_batch_size: int) -> None:
+    """Refuse a batch size the replica's ``max_ongoing_requests`` can never fill (the measured collapse:
+    ``@serve.batch(32)`` with the default 5 gave 13-17 req/s and a p99 of 4 s). Serve's own batching warning reads
+    the same (developer) field."""
+    ongoing = serve.get_replica_context()._deployment_config.max_ongoing_requests
+    if ongoing < max_batch_size:
+        raise ValueError(
+            f"max_ongoing_requests ({ongoing}) < max_batch_size ({max_batch_size}): raise max_ongoing_requests"
+        )
+
+
+@serve.deployment
+class PolicyDeployment:
+    """One policy version: batched observations -> actions and skill probabilities."""
+
+    def __init__(self, arm: dict[str, Any]) -> None:
+        s = ArmSettings.model_validate(arm)
+        self.version = s.resolved_version()
+        self.runner = PolicyRunner(s.checkpoint, sample=s.sample, torch_threads=s.torch_threads)
+        self.batching = s.batching
+        self.reconfigure(s.batching.model_dump())
+
+    def reconfigure(self, user_config: dict[str, Any]) -> None:
+        cfg = PolicyUserConfig.model_validate(user_config)
+        _check_batch_fits(cfg.max_batch_size)
+        self.act.set_max_batch_size(cfg.max_batch_size)  # type: ignore[attr-defined]
+        self.act.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)  # type: ignore[attr-defined]
+        self.batching = cfg
+
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.005)
+    async def act(self, obs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self.runner.act(obs)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "observation_space": self.runner.observation_space,
+            "batching": self.batching.model_dump(),
+            "stats": self.runner.stats.summary(),
+        }
+
+
+http_app = create_app(
+    _Replica.get_service,
+    ready=lambda: _Replica.get_gateway().ready(),
+    extra_metrics=lambda: _Replica.get_gateway().policy_stats(),
+)
+
+
+@serve.deployment
+@serve.ingress(http_app)
+class Gateway:
+    """The HTTP ingress around :class:`~agentic_ray.serving.service.PolicyService`."""
+
+    def __init__(
+        self, settings: dict[str, Any], stable: DeploymentHandle, candidate: DeploymentHandle | None = None
+    ) -> None:
+        s = ServeSettings.model_validate(settings)
+        self.handles = {"stable": stable, **({"candidate": candidate} if candidate is not None else {})}
+        versions = {"stable": s.stable.resolved_version()}
+        if s.candidate is not None:
+            versions["candidate"] = s.candidate.resolved_version()
+        self.service = PolicyService(s, self._call_policy, versions, sink=RayMetricsSink())
+        self._ready: tuple[bool, dict[str, Any]] | None = None
+        _Replica.service, _Replica.gateway = self.service, self
+
+    def reconfigure(self, user_config: dict[str, Any]) -> None:
+        self.service.set_strategy(GatewayUserConfig.model_validate(user_config).strategy_mode)
+
+    async def _call_policy(self, arm: str, obs: dict[str, Any]) -> dict[str, Any]:
+        return await self.handles[arm].act.remote(obs)
+
+    async def decide(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``/v1/act`` through a deployment handle (no HTTP): what the benchmark's ``handle_p50_ms`` times."""
+        from agentic_ray.serving.http_guards import current_trace_id
+
+        return await self.service.act(ActRequest.model_validate(body), current_trace_id())
+
+    async def ready(self) -> tuple[bool, dict[str, Any]]:
+        """Every policy deployment answers, with the observation space of the served env."""
+        if self._ready is not None and self._ready[0]:
+            return self._ready
+        want = self.service.pool.template.observation_space
+        detail: dict[str, Any] = {"strategy_mode": self.service.strategy_mode, "policies": {}}
+        ok = True
+        for arm, h in self.handles.items():
+            try:
+                info = await h.info.remote()
+            except Exception as e:
+                ok = False
+                detail["policies"][arm] = f"unreachable: {e!r}"[:300]
+                continue
+            match = info["observation_space"] == want
+            ok &= match
+            detail["policies"][arm] = (
+                info["version"] if match else "observation space differs from the served env's"
+            )
+        self._ready = (ok, detail)
+        return self._ready
+
+    async def policy_stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for arm, h in self.handles.items():
+            try:
+                info = await h.info.remote()
+                out[arm] = {"version": info["version"], **info["batching"], **info["stats"]}
+            except Exception as e:
+                out[arm] = {"error": repr(e)[:300]}
+        return {"batching": out}
+
+    def __del__(self) -> None:
+        self.service.close()
+
+
+def build_app(args: dict[str, Any] | ServeSettings) -> Any:
+    """The application from its settings (``args`` of ``serve_apps/policy.yaml``, validated here)."""
+    s = (args if isinstance(args, ServeSettings) else ServeSettings.model_validate(args)).absolute_paths()
+
+    def policy(name: str, arm: ArmSettings) -> Any:
+        return PolicyDeployment.options(  # type: ignore[attr-defined]
+            name=name,
+            num_replicas=arm.num_replicas,
+            max_ongoing_requests=arm.max_ongoing_requests,
+            ray_actor_options={"num_cpus": arm.num_cpus},
+            user_config=arm.batching.model_dump(),
+        ).bind(arm.model_dump(mode="json"))
+
+    candidate = policy("candidate", s.candidate) if s.candidate is not None else None
+    return Gateway.options(  # type: ignore[attr-defined]
+        max_ongoing_requests=s.gateway_max_ongoing_requests,
+        ray_actor_options={"num_cpus": s.gateway_num_cpus},
+        user_config={"strategy_mode": s.strategy_mode},
+    ).bind(s.model_dump(mode="json"), policy("stable", s.stable), candidate)

@@ -1,0 +1,209 @@
+"""Turn a ``/v1/act`` body into the env's own objects, checked against the served domain.
+
+The pydantic schema (:mod:`agentic_ray.serving.schemas`) checks shapes; this module checks meaning against the
+domain's contracts and schema, so that a client mistake is a 422 naming the field and never reaches code that
+would raise (a goal on an unknown skill, an enum value outside the contract, a cyclic goal graph, transcript
+parameters or payloads the contract rejects). It uses the gateway's own checks: ``validate_params`` for call
+arguments and ``output_problem`` for success payloads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agentic_ray.domains.goal_dag import Goal, goal_graph
+from agentic_ray.domains.protocol import EntityRef, Request, Task
+from agentic_ray.envs.agent_task_env import AgentTaskEnv
+from agentic_ray.envs.masks import sla_arrays
+from agentic_ray.envs.transcript import TranscriptCall
+from agentic_ray.serving.schemas import ActRequest, GoalIn, ToolStatsIn, TranscriptCallIn
+from agentic_ray.skills.contracts import EntityListParam, EntityParam, EnumParam, FloatParam, IntParam
+from agentic_ray.skills.executor import SLAStats
+from agentic_ray.skills.param_validation import InvalidParams, output_problem, validate_params
+
+__all__ = ["CheckedRequest", "ClientError", "check_act_request", "sla_from_stats"]
+
+Loc = tuple[str | int, ...]
+
+INVALID_SKILL = "<invalid>"
+"""The skill the env's step trace records for an action that decoded to no skill (a failed step, no tool call)."""
+
+
+class ClientError(ValueError):
+    """The request is well-formed JSON but wrong for this domain: ``problems`` are ``(location, message)``,
+    answered as a 422 in FastAPI's shape (``{"detail": [{"loc", "msg", "type"}]}``)."""
+
+    def __init__(self, problems: Sequence[tuple[Loc, str]], status: int = 422) -> None:
+        super().__init__("; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in problems))
+        self.problems = list(problems)
+        self.status = status
+
+    def detail(self) -> list[dict[str, Any]]:
+        return [{"loc": list(loc), "msg": msg, "type": "value_error"} for loc, msg in self.problems]
+
+
+@dataclass(frozen=True)
+class CheckedRequest:
+    """A request in the env's terms."""
+
+    task: Task
+    transcript: list[TranscriptCall]
+    sla: dict[str, np.ndarray]
+    budget: int | None
+
+
+def check_act_request(body: ActRequest, env: AgentTaskEnv) -> CheckedRequest:
+    """Check ``body`` against ``env``'s domain and convert it.
+
+    Raises:
+        ClientError: every problem found, each with its location in the body.
+    """
+    problems: list[tuple[Loc, str]] = []
+    if body.domain != env.domain.name:
+        raise ClientError([(("body", "domain"), f"this service serves domain {env.domain.name!r}")])
+    t = body.task
+    schema = env.domain.schema
+    if len(t.goals) > schema.max_goals:
+        problems.append((("body", "task", "goals"), f"at most {schema.max_goals} goals"))
+    ids = [g.id for g in t.goals]
+    for i, g in enumerate(t.goals):
+        problems += _goal_problems(g, ("body", "task", "goals", i), env, ids)
+    if len(set(ids)) != len(ids):
+        problems.append((("body", "task", "goals"), "goal ids must be unique"))
+    for i, m in enumerate(t.request.mentioned):
+        if m.type not in schema.type_names:
+            problems.append(
+                (("body", "task", "request", "mentioned", i, "type"), f"not one of {list(schema.type_names)}")
+            )
+    for name in body.tool_stats:
+        if name not in env.by_name:
+            problems.append((("body", "tool_stats", name), "unknown skill"))
+    calls = []
+    for i, c in enumerate(body.transcript):
+        call, errs = _transcript_call(c, ("body", "transcript", i), env)
+        problems += errs
+        calls.append(call)
+    if not problems:
+        try:
+            goal_graph([Goal(id=g.id, skill=g.skill, deps=tuple(g.deps)) for g in t.goals])
+        except ValueError as e:
+            problems.append((("body", "task", "goals"), str(e)))
+    if problems:
+        raise ClientError(problems)
+    task = Task(
+        family=t.family,
+        seed=0,
+        request=Request(
+            text=t.request.text,
+            facts=dict(t.request.facts),
+            mentioned=tuple(EntityRef(m.type, m.id) for m in t.request.mentioned),
+        ),
+        goals=tuple(_goal(g) for g in t.goals),
+        optimal_steps=t.optimal_steps or len(t.goals),
+        relevant=tuple(t.relevant),
+        extra=dict(t.extra),
+    )
+    if env.config.risk_mode == "soft":
+        task = task.without_safety_checks()
+    return CheckedRequest(
+        task, [c for c in calls if c is not None], sla_from_stats(body.tool_stats, env), t.budget
+    )
+
+
+def sla_from_stats(stats: dict[str, ToolStatsIn], env: AgentTaskEnv) -> dict[str, np.ndarray]:
+    """The SLA arrays the observation reads, from the client's tool statistics (missing: healthy, no history)."""
+    healthy = ToolStatsIn()
+    return sla_arrays(
+        {
+            s: SLAStats(
+                calls=x.calls,
+                p50_ms=x.p50_ms,
+                p95_ms=x.p95_ms,
+                error_rate=x.error_rate,
+                attempt_error_rate=x.attempt_error_rate,
+                breaker_state=x.breaker,
+                p95_target_ms=0.0,
+                error_budget=0.0,
+            )
+            for s in env.skills
+            for x in (stats.get(s, healthy),)
+        },
+        env.skills,
+    )
+
+
+def _goal(g: GoalIn) -> Goal:
+    return Goal(
+        id=g.id,
+        skill=g.skill,
+        args={k: list(v) if isinstance(v, list) else v for k, v in g.args.items()},
+        numeric=dict(g.numeric),
+        deps=tuple(g.deps),
+        priority=g.priority,
+        tolerance=g.tolerance,
+        description=g.description,
+        hints=dict(g.hints),
+        safety_check=g.safety_check,
+    )
+
+
+def _goal_problems(g: GoalIn, loc: Loc, env: AgentTaskEnv, ids: list[str]) -> list[tuple[Loc, str]]:
+    out: list[tuple[Loc, str]] = []
+    c = env.by_name.get(g.skill)
+    if c is None:
+        return [((*loc, "skill"), f"unknown skill {g.skill!r}")]
+    for name, v in g.args.items():
+        p = c.input.get(name)
+        where = (*loc, "args", name)
+        if p is None:
+            out.append((where, f"{g.skill} has no parameter {name!r}"))
+        elif isinstance(p, EnumParam) and v not in p.choices:
+            out.append((where, f"not one of {p.choices}"))
+        elif isinstance(p, EntityParam) and not isinstance(v, str):
+            out.append((where, f"expected a {p.node_type} id"))
+        elif isinstance(p, EntityListParam) and not isinstance(v, list):
+            out.append((where, f"expected a list of {p.node_type} ids"))
+        elif isinstance(p, FloatParam | IntParam):
+            out.append((where, "numeric targets go under `numeric`"))
+    for name in g.numeric:
+        if not isinstance(c.input.get(name), FloatParam | IntParam):
+            out.append(((*loc, "numeric", name), f"{g.skill} has no numeric parameter {name!r}"))
+    hints = {h.name: h for h in env.domain.schema.goal_hints}
+    for name, v in g.hints.items():
+        h = hints.get(name)
+        if h is None:
+            out.append(((*loc, "hints", name), f"not one of {sorted(hints)}"))
+        elif h.choices and v not in h.choices:
+            out.append(((*loc, "hints", name), f"not one of {list(h.choices)}"))
+    for j, d in enumerate(g.deps):
+        if d not in ids:
+            out.append(((*loc, "deps", j), f"unknown goal {d!r}"))
+    return out
+
+
+def _transcript_call(
+    c: TranscriptCallIn, loc: Loc, env: AgentTaskEnv
+) -> tuple[TranscriptCall | None, list[tuple[Loc, str]]]:
+    ok = c.result_code == "OK"
+    if c.skill == INVALID_SKILL and not ok:
+        return TranscriptCall(c.skill, dict(c.params), c.result_code), []
+    contract = env.by_name.get(c.skill)
+    if contract is None:
+        return None, [((*loc, "skill"), f"unknown skill {c.skill!r}")]
+    if (
+        not ok
+    ):  # a rejected call's arguments may be exactly what was wrong with it; only its entities are read
+        return TranscriptCall(c.skill, dict(c.params), c.result_code, {}, c.fallback_used), []
+    try:
+        params, _warnings = validate_params(contract, c.params)
+    except InvalidParams as e:
+        return None, [((*loc, "params"), str(e))]
+    if c.fallback_used is None:
+        problem = output_problem(contract, c.payload)
+        if problem is not None:
+            return None, [((*loc, "payload"), problem)]
+    return TranscriptCall(c.skill, params, c.result_code, dict(c.payload), c.fallback_used), []

@@ -1,0 +1,253 @@
+"""Request and response bodies of the policy service (the OpenAPI schema at ``/openapi.json``).
+
+Every model forbids unknown fields, so a misspelt field is a 422 that names it. The structured goal of a request
+maps one to one onto :class:`~agentic_ray.domains.protocol.Task` (see :mod:`agentic_ray.serving.request_check`,
+which also checks it against the served domain's contracts and schema).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ArgValue = str | int | float | bool | list[str]
+FeedbackReason = Literal["wrong_steps", "outdated", "not_solved", "other"]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------------------------------------------- requests
+class EntityRefIn(_Body):
+    """An entity the request names by id."""
+
+    type: str = Field(min_length=1, max_length=64, description="Entity type of the domain schema.")
+    id: str = Field(min_length=1, max_length=128, description="Entity id.")
+
+
+class RequestIn(_Body):
+    """What the customer said."""
+
+    text: str = Field(default="", max_length=4000, description="The request in natural language.")
+    facts: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=32,
+        description="Values the customer gave that arguments may copy (e.g. email, name, zip).",
+    )
+    mentioned: list[EntityRefIn] = Field(
+        default_factory=list, max_length=64, description="Entities the request names by id."
+    )
+
+
+class GoalIn(_Body):
+    """One subgoal: the skill whose successful call satisfies it, with the constraints the client states."""
+
+    id: str = Field(min_length=1, max_length=64, description="Unique within the task.")
+    skill: str = Field(min_length=1, max_length=128, description="Skill that satisfies the goal.")
+    args: dict[str, ArgValue] = Field(
+        default_factory=dict,
+        max_length=32,
+        description="Required argument values the client knows: enum values, entity ids the customer named.",
+    )
+    numeric: dict[str, float] = Field(
+        default_factory=dict,
+        max_length=16,
+        description="Required numeric arguments (matched with tolerance).",
+    )
+    deps: list[str] = Field(default_factory=list, max_length=32, description="Ids of prerequisite goals.")
+    priority: int = Field(default=1, ge=0, le=100, description="Larger is more urgent.")
+    tolerance: float = Field(default=0.02, ge=0, le=1, description="Relative tolerance of numeric targets.")
+    description: str = Field(default="", max_length=1000, description="What the goal means for the customer.")
+    hints: dict[str, str] = Field(
+        default_factory=dict, max_length=16, description="Facts about the entity the goal means (goal hints)."
+    )
+    safety_check: bool = Field(default=False, description="The goal is a safety check of a high-risk skill.")
+
+
+class TaskIn(_Body):
+    """The request as a task: the customer's words and facts plus the structured goal DAG."""
+
+    request: RequestIn = Field(default_factory=RequestIn, description="What the customer said.")
+    goals: list[GoalIn] = Field(
+        default_factory=list, max_length=64, description="The goal DAG (structured; required for now)."
+    )
+    optimal_steps: int | None = Field(
+        default=None, ge=1, le=256, description="Fewest calls that solve the task (default: one per goal)."
+    )
+    budget: int | None = Field(
+        default=None, ge=1, le=512, description="Step budget (default: the env's rule on optimal_steps)."
+    )
+    relevant: list[str] = Field(
+        default_factory=list, max_length=64, description="Ids of the entities the task is about."
+    )
+    family: str = Field(default="request", max_length=64, description="Task family label (free text).")
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="Domain data for the rule-based policy (never read by the model)."
+    )
+
+    @model_validator(mode="after")
+    def _structured(self) -> TaskIn:
+        if not self.goals:
+            raise ValueError(
+                "goals: at least one structured goal is required; a natural-language-only request needs the goal "
+                "parser, which does not exist yet"
+                if self.request.text
+                else "goals: at least one goal is required"
+            )
+        return self
+
+
+class ToolStatsIn(_Body):
+    """Live health of one tool, as the client's gateway measures it (absent: a healthy tool with no history)."""
+
+    p50_ms: float = Field(default=0.0, ge=0, le=1e7, description="Median latency.")
+    p95_ms: float = Field(default=0.0, ge=0, le=1e7, description="95th percentile latency.")
+    error_rate: float = Field(default=0.0, ge=0, le=1, description="Failed calls / calls (after retries).")
+    attempt_error_rate: float = Field(default=0.0, ge=0, le=1, description="Failed attempts / attempts.")
+    calls: int = Field(default=0, ge=0, le=10**9, description="Calls in the window.")
+    breaker: Literal["closed", "open", "half_open"] = Field(default="closed", description="Breaker state.")
+
+
+class TranscriptCallIn(_Body):
+    """One executed call and its result."""
+
+    skill: str = Field(min_length=1, max_length=128, description="Skill called.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Arguments as sent to the tool.")
+    result_code: str = Field(
+        default="OK", pattern=r"^[A-Z][A-Z_]{0,39}$", description="OK or the gateway's error code."
+    )
+    payload: dict[str, Any] = Field(default_factory=dict, description="The success payload (OK calls).")
+    fallback_used: str | None = Field(
+        default=None, max_length=128, description="The fallback that answered, if any (a degraded result)."
+    )
+    trace_id: str | None = Field(
+        default=None,
+        max_length=128,
+        description="trace_id of the /v1/act decision that proposed this call (reports its outcome to the "
+        "canary's live TCSR).",
+    )
+
+
+class ActRequest(_Body):
+    """``POST /v1/act``: decide the next call from the request and the transcript so far."""
+
+    domain: str = Field(min_length=1, max_length=64, description="The served domain.")
+    task: TaskIn = Field(description="The request and its structured goal.")
+    transcript: list[TranscriptCallIn] = Field(
+        default_factory=list, max_length=256, description="Calls so far, in order."
+    )
+    tool_stats: dict[str, ToolStatsIn] = Field(
+        default_factory=dict, description="Live tool health by skill (default: healthy, no history)."
+    )
+    conversation_id: str | None = Field(
+        default=None,
+        max_length=128,
+        description="Keeps a conversation on one policy version during a canary (default: a hash of the task).",
+    )
+
+
+class SessionCreate(_Body):
+    """``POST /v1/sessions`` or ``/v1/episodes``: start an agent-mode episode on a task the server draws."""
+
+    domain: str = Field(min_length=1, max_length=64, description="The served domain.")
+    family: str | None = Field(default=None, max_length=64, description="Task family (default: round-robin).")
+    seed: int | None = Field(
+        default=None, ge=0, lt=2**31, description="Task seed (default: the family's next validation seed)."
+    )
+
+
+class SessionStepIn(_Body):
+    """``POST /v1/sessions/{id}/step``: one decision, executed through the ToolExecutor. No call can be
+    injected: the policy (or the rule-based fallback) chooses, the executor's whitelist guards."""
+
+
+class FeedbackIn(_Body):
+    """``POST /v1/feedback``."""
+
+    trace_id: str = Field(min_length=1, max_length=128, description="A decision's or an episode's trace_id.")
+    outcome: Literal["success", "failure"] = Field(description="How it went for the user.")
+    reason: FeedbackReason | None = Field(default=None, description="Why it failed (required for failure).")
+    comment: str = Field(default="", max_length=2000, description="Free text.")
+
+    @model_validator(mode="after")
+    def _reason(self) -> FeedbackIn:
+        if self.outcome == "failure" and self.reason is None:
+            raise ValueError("reason: required when outcome is failure")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------------- responses
+class CallOut(_Body):
+    """A call: skill and arguments."""
+
+    skill: str = Field(description="Skill name.")
+    arguments: dict[str, Any] = Field(description="Arguments (validated against the contract when valid).")
+
+
+class Alternative(_Body):
+    """A skill the policy also considered."""
+
+    skill: str = Field(description="Skill name.")
+    probability: float = Field(description="The policy's probability of choosing it.")
+
+
+class ActResponse(_Body):
+    """A decision."""
+
+    trace_id: str = Field(description="Identifies this decision in logs, metrics and feedback.")
+    model_version: str = Field(description="Policy version that decided (or 'rules').")
+    arm: Literal["stable", "candidate", "rules"] = Field(description="Who decided.")
+    strategy_mode: Literal["learned", "rules"] = Field(description="The strategy in force.")
+    skill: str = Field(description="The skill to call next.")
+    arguments: dict[str, Any] = Field(description="Its arguments (contract-validated when valid).")
+    confidence: float = Field(description="Probability of the chosen skill (1.0 for rules).")
+    valid: bool = Field(description="The call passes the contract and the action masks.")
+    problems: list[str] = Field(description="Why it is not valid (empty when valid).")
+    warnings: list[str] = Field(description="Contract clipping warnings.")
+    fallback_action: CallOut | None = Field(
+        description="The rule-based policy's call on the same state (what strategy_mode=rules would do)."
+    )
+    alternatives: list[Alternative] = Field(description="Top-k skills with probabilities.")
+    mask_reasons: dict[str, list[str]] = Field(description="Why each masked skill is masked now.")
+    step: int = Field(description="Steps taken so far.")
+    budget: int = Field(description="The step budget.")
+
+
+class StepOut(_Body):
+    """One executed agent-mode step."""
+
+    trace_id: str = Field(description="This step's trace_id (the executor's trace id of the call).")
+    session_id: str = Field(description="The episode.")
+    t: int = Field(description="Step index.")
+    arm: str = Field(description="Who decided.")
+    skill: str = Field(description="Skill called.")
+    arguments: dict[str, Any] = Field(description="Arguments as executed.")
+    result_code: str = Field(description="OK or the error code.")
+    fallback_used: str | None = Field(description="The fallback that answered, if any.")
+    payload: dict[str, Any] = Field(description="The tool's success payload ({} otherwise).")
+    executor_trace_id: str = Field(description="The ToolExecutor's trace id of the call (its audit log).")
+    reward: float = Field(description="The env's step reward.")
+    done: bool = Field(description="The episode ended.")
+    completed: bool | None = Field(description="At the end: every goal was satisfied.")
+    dag_valid: bool | None = Field(description="At the end: the executed plan respected the goal DAG.")
+
+
+class SessionOut(_Body):
+    """A started session."""
+
+    session_id: str = Field(description="Session id (also the episode's trace_id for feedback).")
+    arm: str = Field(description="Policy version that serves it.")
+    family: str = Field(description="Task family.")
+    seed: int = Field(description="Task seed.")
+    request: str = Field(description="The customer's request text.")
+    goals: list[str] = Field(description="Goal ids.")
+    budget: int = Field(description="Step budget.")
+
+
+class FeedbackOut(_Body):
+    """Stored feedback."""
+
+    feedback_id: int = Field(description="Row id in the feedback store.")
+    trace_id: str = Field(description="The decision or episode it is about.")

@@ -1,0 +1,322 @@
+"""The policy service: what the gateway deployment does, as a plain class.
+
+It owns the domain side (observations rebuilt from requests, agent-mode sessions), the canary router, the
+decision/feedback store and the live metrics. The models are reached through an injected ``call_policy(arm,
+obs)`` coroutine: in Serve it calls the arm's batched policy deployment through its handle; in unit tests it
+calls a :class:`~agentic_ray.serving.policy_runner.PolicyRunner` directly.
+
+Failures never reach the user as long as someone can decide: a failed candidate call is answered by stable
+(and counted against the candidate by the router); a failed stable call by the rule-based policy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import numpy as np
+
+from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
+from agentic_ray.eval.evaluator import validation_env_config
+from agentic_ray.serving.canary import ArmCounts, CanaryRouter
+from agentic_ray.serving.decision_store import DecisionStore
+from agentic_ray.serving.decisions import DecisionBuilder, EnvPool
+from agentic_ray.serving.http_guards import load_token
+from agentic_ray.serving.live_metrics import LiveMetrics, MetricsSink
+from agentic_ray.serving.request_check import ClientError
+from agentic_ray.serving.schemas import ActRequest, FeedbackIn, SessionCreate
+from agentic_ray.serving.sessions import AgentSession, SessionManager, StepResult
+from agentic_ray.serving.settings import ServeSettings, StrategyMode
+
+__all__ = ["PolicyCall", "PolicyService", "served_env_config"]
+
+log = logging.getLogger("ray.serve")
+
+PolicyCall = Callable[[str, dict[str, np.ndarray]], Awaitable[dict[str, Any]]]
+"""``(arm, observation) -> {"action", "skill_probs"}``."""
+
+ARMS = ("stable", "candidate")
+
+
+def served_env_config(settings: ServeSettings) -> AgentTaskEnvConfig:
+    """The training env config as evaluation uses it (validation split, a fixed fault share), with the agent
+    mode's backend."""
+    cfg = validation_env_config(settings.env_config(), settings.agent.fault_share)
+    a = settings.agent
+    return cfg.model_copy(update={"backend": a.backend, "http_url": a.http_url})
+
+
+class PolicyService:
+    """See the module docstring.
+
+    Args:
+        settings: the service settings.
+        call_policy: reaches the policy modules.
+        versions: model version per arm.
+        sink: Prometheus export (default: none).
+        clock: monotonic seconds (the canary router's).
+        pool_size: envs built up front.
+    """
+
+    def __init__(
+        self,
+        settings: ServeSettings,
+        call_policy: PolicyCall,
+        versions: dict[str, str],
+        sink: MetricsSink | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        pool_size: int = 4,
+    ) -> None:
+        self.settings = settings
+        self.call_policy = call_policy
+        self.versions = {**versions, "rules": "rules"}
+        self.pool = EnvPool(served_env_config(settings), size=pool_size)
+        self.domain = self.pool.template.domain.name
+        self.builder = DecisionBuilder(self.pool, settings.top_k)
+        self.router = CanaryRouter(
+            settings.canary, settings.candidate is not None, clock=clock, log=self._log_canary
+        )
+        self.store = DecisionStore(settings.feedback_db)
+        self.sessions = SessionManager(self.pool, settings.agent.max_sessions, settings.agent.session_ttl_s)
+        self.metrics = LiveMetrics(sink)
+        self.token = load_token(settings.auth)
+        self.rules_counts = ArmCounts()
+        self.strategy_mode: StrategyMode = settings.strategy_mode
+        self.degraded = 0
+        self._counted: OrderedDict[str, None] = OrderedDict()
+        self._gauges_at = 0.0
+
+    # ------------------------------------------------------------------ switches
+    def set_strategy(self, mode: StrategyMode) -> None:
+        if mode != self.strategy_mode:
+            log.info(json.dumps({"event": "strategy_mode", "from": self.strategy_mode, "to": mode}))
+        self.strategy_mode = mode
+
+    # ------------------------------------------------------------------ decisions
+    async def act(self, body: ActRequest, trace_id: str) -> dict[str, Any]:
+        """``POST /v1/act`` (raises :class:`ClientError` on a client mistake)."""
+        with self.pool.lease() as env:
+            p = self.builder.prepare(body, env)
+            self._report_transcript(body)
+            if self.strategy_mode == "rules":
+                arm, fields = "rules", self.builder.rules(p)
+            else:
+                key = body.conversation_id or _task_key(body)
+                arm, out = await self._decide(self.router.assign(key), p.obs, trace_id)
+                fields = (
+                    self.builder.rules(p)
+                    if out is None
+                    else self.builder.learned(p, out["action"], out["skill_probs"])
+                )
+        resp = {
+            "trace_id": trace_id,
+            "model_version": self.versions[arm],
+            "arm": arm,
+            "strategy_mode": self.strategy_mode,
+            **fields,
+        }
+        self.store.add_decision(trace_id, "act", arm, self.versions[arm], body.model_dump(mode="json"), resp)
+        return resp
+
+    async def _decide(
+        self, arm: str, obs: dict[str, np.ndarray], trace_id: str
+    ) -> tuple[str, dict[str, Any] | None]:
+        """``(who decided, the policy output)``; ``(rules, None)`` when no policy could answer."""
+        try:
+            return arm, await self.call_policy(arm, obs)
+        except Exception as e:
+            log.warning("policy %s failed (trace %s): %r", arm, trace_id, e)
+            if arm == "candidate":
+                self.router.record_error("candidate", trace_id)
+                return await self._decide("stable", obs, trace_id)
+            self.degraded += 1
+            return "rules", None
+
+    def _report_transcript(self, body: ActRequest) -> None:
+        """Outcomes of calls a client reports back with the trace_id of the decision that proposed them."""
+        for c in body.transcript:
+            if not c.trace_id or c.trace_id in self._counted:
+                continue
+            d = self.store.decision(c.trace_id)
+            if d is None:
+                continue
+            self._counted[c.trace_id] = None
+            while len(self._counted) > 100_000:
+                self._counted.popitem(last=False)
+            self._outcome(d[1], c.result_code == "OK", c.trace_id)
+
+    def _outcome(self, arm: str, ok: bool, trace_id: str) -> None:
+        if arm in ARMS:
+            self.router.record_call(arm, ok, trace_id)
+        elif arm == "rules":
+            self.rules_counts.calls += 1
+            self.rules_counts.ok_calls += int(ok)
+        self.metrics.sink.outcome(arm, ok)
+        if time.monotonic() - self._gauges_at > 1.0:
+            self._push_gauges()
+
+    # ------------------------------------------------------------------ agent mode
+    async def create_session(self, body: SessionCreate) -> AgentSession:
+        """``POST /v1/sessions``."""
+        self._check_domain(body.domain)
+        sid = uuid.uuid4().hex
+        s = self.sessions.create(sid, body.family, body.seed, self.router.assign(sid))
+        assert s.env.task is not None
+        self.store.add_decision(
+            sid, "episode", s.arm, self.versions[s.arm], body.model_dump(mode="json"), {"open": True}
+        )
+        return s
+
+    def session_out(self, s: AgentSession) -> dict[str, Any]:
+        task = s.env.task
+        assert task is not None
+        return {
+            "session_id": s.session_id,
+            "arm": s.arm,
+            "family": s.family,
+            "seed": s.seed,
+            "request": task.request.text,
+            "goals": [g.id for g in task.goals],
+            "budget": s.budget,
+        }
+
+    async def step_session(self, session_id: str) -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/step``: one decision, executed through the env's ToolExecutor."""
+        s = self.sessions.get(session_id)
+        async with s.lock:
+            if s.done:
+                raise ClientError([(("path", "session_id"), "the episode has ended")], status=409)
+            trace_id = f"{session_id}-{s.t}"
+            if self.strategy_mode == "rules":
+                decider, action = "rules", s.rules_action()
+            else:
+                decider, out = await self._decide(self.router.serving(s.arm), s.obs, trace_id)  # type: ignore[arg-type]
+                action = s.rules_action() if out is None else out["action"]
+            res = s.step(action, decider)
+        self._outcome(decider, res.ok, trace_id)
+        out_d = {"trace_id": trace_id, "session_id": session_id, "arm": decider, **_step_fields(res)}
+        self.store.add_decision(
+            trace_id, "step", decider, self.versions[decider], {"session_id": session_id, "t": res.t}, out_d
+        )
+        if res.done:
+            self._end_episode(s, res)
+        return out_d
+
+    def _end_episode(self, s: AgentSession, res: StepResult) -> None:
+        summary = {
+            "steps": s.t,
+            "completed": res.completed,
+            "dag_valid": res.dag_valid,
+            "deciders": sorted(s.deciders),
+        }
+        # DVR counts an episode for an arm only when that arm decided every step of it.
+        if s.deciders == {s.arm} and s.arm in ARMS:
+            self.router.record_episode(s.arm, bool(res.dag_valid), s.session_id)
+        elif s.deciders == {"rules"}:
+            self.rules_counts.episodes += 1
+            self.rules_counts.valid_episodes += int(bool(res.dag_valid))
+        only = next(iter(s.deciders)) if len(s.deciders) == 1 else "mixed"
+        self.store.add_decision(
+            s.session_id,
+            "episode",
+            only,
+            self.versions.get(only, only),
+            {"family": s.family, "seed": s.seed},
+            summary,
+        )
+        self.sessions.close(s.session_id, summary)
+
+    async def stream_episode(self, s: AgentSession) -> AsyncIterator[dict[str, Any]]:
+        """``POST /v1/episodes`` after :meth:`create_session`: the session, then every step until the episode
+        ends (sent as server-sent events). A client that goes away closes the session."""
+        yield {"event": "session", **self.session_out(s)}
+        try:
+            while True:
+                step = await self.step_session(s.session_id)
+                yield {"event": "step", **step}
+                if step["done"]:
+                    return
+        finally:
+            self.sessions.close(s.session_id)
+
+    def close_session(self, session_id: str) -> None:
+        self.sessions.get(session_id)
+        self.sessions.close(session_id, {"closed": True})
+
+    # ------------------------------------------------------------------ feedback and metrics
+    def feedback(self, body: FeedbackIn) -> dict[str, Any]:
+        """``POST /v1/feedback``: stored with the decision it is about; it also judges the deciding arm's plan
+        for the canary (success: valid; wrong_steps: invalid)."""
+        d = self.store.decision(body.trace_id)
+        if d is None:
+            raise ClientError([(("body", "trace_id"), "no decision with this trace_id")], status=404)
+        fid = self.store.add_feedback(body.trace_id, body.outcome, body.reason, body.comment)
+        _kind, arm = d
+        if arm in ARMS and (body.outcome == "success" or body.reason == "wrong_steps"):
+            self.router.record_episode(arm, body.outcome == "success", body.trace_id)
+        return {"feedback_id": fid, "trace_id": body.trace_id}
+
+    def snapshot(self) -> dict[str, Any]:
+        """``GET /v1/metrics`` (the gateway adds the policy deployments' batch statistics)."""
+        canary = self.router.snapshot()
+        live = {**canary["arms"], "rules": self.rules_counts.summary()}
+        self._push_gauges(live)
+        return {
+            "domain": self.domain,
+            "strategy_mode": self.strategy_mode,
+            "models": {a: v for a, v in self.versions.items() if a in ARMS},
+            "live": live,
+            "traffic_split": self._split(),
+            "canary": canary,
+            "sessions_open": len(self.sessions.open),
+            "degraded_to_rules": self.degraded,
+            **self.metrics.summary(),
+        }
+
+    def _split(self) -> dict[str, float]:
+        share = self.router.share
+        return (
+            {"stable": 1.0 - share, "candidate": share} if self.strategy_mode == "learned" else {"rules": 1.0}
+        )
+
+    def _push_gauges(self, live: dict[str, dict[str, Any]] | None = None) -> None:
+        """Prometheus gauges: live TCSR/DVR per arm, traffic shares, the strategy."""
+        self._gauges_at = time.monotonic()
+        if live is None:
+            live = {
+                **{k: v.summary() for k, v in self.router.counts.items()},
+                "rules": self.rules_counts.summary(),
+            }
+        self.metrics.sink.gauges(
+            {
+                "tcsr": {a: v["tcsr"] for a, v in live.items() if v["tcsr"] is not None},
+                "dvr": {a: v["dvr"] for a, v in live.items() if v["dvr"] is not None},
+                "traffic_share": self._split(),
+                "strategy_rules": {"all": float(self.strategy_mode == "rules")},
+            }
+        )
+
+    def _check_domain(self, domain: str) -> None:
+        if domain != self.domain:
+            raise ClientError([(("body", "domain"), f"this service serves domain {self.domain!r}")])
+
+    def _log_canary(self, decision: dict[str, Any]) -> None:
+        log.info("canary %s", json.dumps(decision, default=str))
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _task_key(body: ActRequest) -> str:
+    raw = json.dumps(body.task.model_dump(mode="json"), sort_keys=True).encode()
+    return hashlib.blake2b(raw, digest_size=12).hexdigest()
+
+
+def _step_fields(res: StepResult) -> dict[str, Any]:
+    return res.to_dict()

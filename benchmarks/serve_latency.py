@@ -1,0 +1,197 @@
+"""Serve benchmark: the policy service on a private local Ray, under a bounded loopback load (< 60 s of load).
+
+Prints one JSON line:
+  handle_p50_ms              /v1/act's decision through a deployment handle (no HTTP), one client
+  http_p50_ms_c1, _p99_      POST /v1/act over HTTP, one client
+  http_rps_c32_batched       32 clients, @serve.batch(32, 5 ms)  (http_p99_ms_c32_batched: their p99)
+  http_rps_c32_unbatched     32 clients, max_batch_size 1 (user_config, same replicas)
+  handle_rps_c32_batched     32 concurrent handle calls, batched (is the HTTP proxy the bottleneck?)
+  mean_batch_size            mean batch of the policy deployment during the batched HTTP run
+  strategy_switch_ms         user_config strategy_mode learned -> rules under 8 clients: from the deploy call
+                             to the first answer decided by rules
+  errors                     requests not answered 200, over every phase
+  loadavg_1m_start / _end    the machine's load (shared box: compare ratios within one run)
+
+Bodies are /v1/act requests along expert episodes of the validation tasks (transcripts of 0 to 10 calls). The
+policy is ``--checkpoint`` (a run directory or module), or an untrained module of the tiny config's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentic_ray.envs.agent_task_env import AgentTaskEnv
+from agentic_ray.keys import STEP_TRACE
+from agentic_ray.serving.client import act_body, transcript_entry
+from agentic_ray.serving.loadgen import LoadResult, closed_loop
+from agentic_ray.serving.settings import PolicyUserConfig, ServeSettings
+from agentic_ray.settings import load_settings
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def expert_bodies(env: AgentTaskEnv, episodes: int) -> list[dict[str, Any]]:
+    """/v1/act bodies at every step of expert episodes on the validation tasks."""
+    out: list[dict[str, Any]] = []
+    expert = env.domain.expert()
+    env.reset(seed=0)
+    for _ in range(episodes):
+        transcript: list[dict[str, Any]] = []
+        done = False
+        while not done:
+            out.append(act_body(env.domain.name, env.task, transcript, budget=env.state.budget))
+            _o, _r, term, trunc, info = env.step(env.encode_action(*expert.plan(env.view())))
+            t = info[STEP_TRACE]
+            ok = t["result_code"] == "OK" and not t["fallback_used"]
+            payload = env.state.history[-1].payload if ok else {}
+            transcript.append(
+                transcript_entry(t["skill"], t["args"], t["result_code"], payload, t["fallback_used"])
+            )
+            done = term or trunc
+        env.reset()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--checkpoint", default=None, help="Run dir or module dir (default: untrained, tiny size)."
+    )
+    ap.add_argument("--phase-s", type=float, default=8.0, help="Seconds per load phase (5 phases).")
+    a = ap.parse_args()
+
+    import ray
+    from ray import serve
+
+    from agentic_ray.serving.deploy import app_config, deploy
+    from agentic_ray.skills.server import free_port
+
+    load_start = os.getloadavg()[0]
+    tmp = Path(tempfile.mkdtemp(prefix="srvb_", dir="/tmp"))
+    token = os.urandom(16).hex()
+    (tmp / "token").write_text(token)
+    tiny = load_settings(REPO / "configs" / "tiny.yaml")
+    checkpoint = a.checkpoint
+    if checkpoint is None:
+        from agentic_ray.algorithms.build import module_spec
+
+        checkpoint = str(tmp / "module")
+        module_spec(tiny).build().save_to_path(checkpoint)
+    env_cfg = None if a.checkpoint else tiny.env.model_dump(mode="json")
+    arm = {"checkpoint": checkpoint, "num_cpus": 0, "max_ongoing_requests": 64}
+    settings = ServeSettings.model_validate(
+        {
+            "stable": arm,
+            "env": env_cfg,
+            "auth": {"token_file": str(tmp / "token")},
+            "feedback_db": str(tmp / "feedback.sqlite"),
+            "gateway_num_cpus": 0,
+        }
+    )
+    bodies = expert_bodies(AgentTaskEnv(settings.env_config()), 12)
+    headers = {"Authorization": f"Bearer {token}"}
+
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(tmp / "ray"), log_to_driver=False)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    deploy([app_config(settings, name="bench")], http_options={"host": "127.0.0.1", "port": port})
+    handle = serve.get_app_handle("bench")
+    out: dict[str, Any] = {"policy": settings.stable.resolved_version(), "bodies": len(bodies)}
+
+    def batching() -> dict[str, float]:
+        import httpx
+
+        return httpx.get(f"{url}/v1/metrics", headers=headers, timeout=60).json()["batching"]["stable"]
+
+    async def run() -> None:
+        errors = 0
+        for b in bodies[:20]:  # warm up both paths
+            await handle.decide.remote(b)
+        warm = await closed_loop(url, "/v1/act", bodies[:20], 4, 2.0, headers)
+        errors += warm.errors
+        lat = []
+        t_end = time.perf_counter() + a.phase_s / 2
+        i = 0
+        while time.perf_counter() < t_end:
+            t = time.perf_counter()
+            await handle.decide.remote(bodies[i % len(bodies)])
+            lat.append((time.perf_counter() - t) * 1e3)
+            i += 1
+        out["handle_p50_ms"] = float(np.median(lat))
+        r = await closed_loop(url, "/v1/act", bodies, 1, a.phase_s, headers)
+        errors += r.errors
+        out["http_p50_ms_c1"], out["http_p99_ms_c1"] = r.pct(50), r.pct(99)
+        before = batching()
+        r = await closed_loop(url, "/v1/act", bodies, 32, a.phase_s, headers)
+        after = batching()
+        errors += r.errors
+        out["http_rps_c32_batched"], out["http_p99_ms_c32_batched"] = r.rps, r.pct(99)
+        n_b, n_i = after["batches"] - before["batches"], after["requests"] - before["requests"]
+        out["mean_batch_size"] = n_i / n_b if n_b else 0.0
+
+        async def handle_load() -> float:
+            n, t_end = 0, time.perf_counter() + a.phase_s / 2
+
+            async def one(k: int) -> None:
+                nonlocal n
+                while time.perf_counter() < t_end:
+                    await handle.decide.remote(bodies[(n + k) % len(bodies)])
+                    n += 1
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(one(k) for k in range(32)))
+            return n / (time.perf_counter() - t0)
+
+        out["handle_rps_c32_batched"] = await handle_load()
+        await asyncio.to_thread(
+            deploy, [app_config(settings, "bench", batching=PolicyUserConfig(max_batch_size=1))]
+        )
+        await asyncio.sleep(1.0)
+        r = await closed_loop(url, "/v1/act", bodies, 32, a.phase_s, headers)
+        errors += r.errors
+        out["http_rps_c32_unbatched"] = r.rps
+        await asyncio.to_thread(deploy, [app_config(settings, "bench")])
+        stop, live = asyncio.Event(), LoadResult()
+        load = asyncio.create_task(
+            closed_loop(url, "/v1/act", bodies, 8, 3 * a.phase_s, headers, True, stop, into=live)
+        )
+        await asyncio.sleep(2.0)
+        t_switch = time.perf_counter()
+        await asyncio.to_thread(
+            deploy, [app_config(settings, "bench", strategy_mode="rules")], None, 300.0, False
+        )
+
+        def first_rules() -> float | None:
+            return min(
+                (t for t, _s, d in list(live.answers) if t > t_switch and d and d.get("arm") == "rules"),
+                default=None,
+            )
+
+        while first_rules() is None and time.perf_counter() - t_switch < 2 * a.phase_s and not load.done():
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)
+        stop.set()
+        await load
+        errors += live.errors
+        first = first_rules()
+        out["strategy_switch_ms"] = (first - t_switch) * 1e3 if first is not None else None
+        out["errors"] = errors
+
+    asyncio.run(run())
+    out["loadavg_1m_start"], out["loadavg_1m_end"] = load_start, os.getloadavg()[0]
+    serve.shutdown()
+    ray.shutdown()
+    print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,389 @@
+"""The policy service on a real Ray Serve instance (the session's private Ray, its own free HTTP port).
+
+Three applications are deployed together, each a gateway plus its policy deployments: ``main`` (a tiny trained
+run as the stable policy), ``bad`` (the same stable policy and a random policy as the canary candidate: an
+untrained module, sampled) and ``good`` (a candidate with the stable policy's own weights).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentic_ray.domains import get_domain
+from agentic_ray.envs.agent_task_env import AgentTaskEnv
+from agentic_ray.eval.evaluator import ModulePolicy, rollout
+from agentic_ray.eval.policy_loading import load_policy_module, pick_checkpoint
+from agentic_ray.keys import STEP_TRACE
+from agentic_ray.serving.client import act_body, tool_stats_body, transcript_entry
+from agentic_ray.serving.decision_store import read_feedback
+from agentic_ray.serving.deploy import app_config, deploy
+from agentic_ray.serving.loadgen import LoadResult, closed_loop, episode_loop
+from agentic_ray.serving.service import served_env_config
+from agentic_ray.serving.settings import ServeSettings
+from agentic_ray.settings import load_settings
+from agentic_ray.skills.param_validation import validate_params
+from agentic_ray.skills.server import free_port
+from agentic_ray.stages.pipeline import run_pipeline
+from tests.helpers.serving import TINY, TOKEN, save_untrained_module
+
+pytestmark = pytest.mark.integration
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+CANARY = {"min_calls": 30, "min_episodes": 4, "min_step_s": 0.0}
+
+
+@dataclass
+class Served:
+    url: str
+    settings: dict[str, ServeSettings]
+    run: Path
+
+    def client(self, prefix: str = "") -> httpx.Client:
+        return httpx.Client(base_url=self.url + prefix, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def served(ray_session, tmp_path_factory):
+    from ray import serve
+
+    tmp = tmp_path_factory.mktemp("serve")
+    run = tmp / "run"
+    run_pipeline(load_settings(TINY, {"wandb.mode": "disabled"}), run_dir=run, progress=lambda _m: None)
+    random_policy = save_untrained_module(tmp / "random", seed=1)
+    (tmp / "token").write_text(TOKEN)
+    common = {"auth": {"token_file": str(tmp / "token")}, "gateway_num_cpus": 0}
+    stable = {"checkpoint": str(run), "num_cpus": 0, "version": "tiny"}
+    settings = {
+        "main": ServeSettings.model_validate(
+            {**common, "stable": stable, "feedback_db": str(tmp / "main.sqlite")}
+        ),
+        "bad": ServeSettings.model_validate(
+            {
+                **common,
+                "stable": stable,
+                "candidate": {
+                    "checkpoint": str(random_policy),
+                    "num_cpus": 0,
+                    "sample": True,
+                    "version": "random",
+                },
+                "canary": CANARY,
+                "feedback_db": str(tmp / "bad.sqlite"),
+                "route_prefix": "/bad",
+            }
+        ),
+        "good": ServeSettings.model_validate(
+            {
+                **common,
+                "stable": stable,
+                "candidate": {**stable, "version": "tiny-again"},
+                "canary": CANARY,
+                "feedback_db": str(tmp / "good.sqlite"),
+                "route_prefix": "/good",
+            }
+        ),
+    }
+    port = free_port()
+    deploy(
+        [app_config(s, name) for name, s in settings.items()],
+        http_options={"host": "127.0.0.1", "port": port},
+        timeout_s=900,
+    )
+    yield Served(f"http://127.0.0.1:{port}", settings, run)
+    serve.shutdown()
+
+
+def _task_body(family: str = "address_error", seed: int = 3, **kw) -> dict:
+    _w, task = get_domain("ecommerce").make_task(family, seed)
+    return act_body("ecommerce", task, **kw)
+
+
+def test_act_answers_200_and_rejects_bad_requests(served):
+    with served.client() as c:
+        assert c.get("/healthz").json() == {"ok": True}
+        ready = c.get("/readyz").json()
+        assert ready["ready"] and ready["policies"] == {"stable": "tiny"}
+        r = c.post("/v1/act", json=_task_body(), headers=AUTH)
+        assert r.status_code == 200, r.text
+        d = r.json()
+        assert d["trace_id"] == r.headers["x-request-id"] == r.headers["x-trace-id"]
+        assert d["model_version"] == "tiny" and d["skill"] in {a["skill"] for a in d["alternatives"]}
+        assert c.post("/v1/act", json=_task_body()).status_code == 401
+        assert (
+            c.post("/v1/act", json=_task_body(), headers={"Authorization": "Bearer " + "y" * 35}).status_code
+            == 401
+        )
+        bad = _task_body()
+        bad["task"]["goals"][0]["skill"] = "shell.exec"
+        r = c.post("/v1/act", json=bad, headers=AUTH)
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "task", "goals", 0, "skill"]
+        huge = _task_body()
+        huge["task"]["extra"] = {"pad": "z" * 300_000}
+        assert c.post("/v1/act", json=huge, headers=AUTH).status_code == 413
+
+
+def test_act_decides_as_the_policy_does_on_the_live_env(served):
+    """The trained policy drives the env in training code; at every state /v1/act, given the request and the
+    transcript, answers with the policy's own (env-decoded, contract-validated) call."""
+    s = served.settings["main"]
+    env = AgentTaskEnv(served_env_config(s))
+    policy = ModulePolicy(load_policy_module(pick_checkpoint(served.run)))
+    obs, _ = env.reset(seed=5)
+    n, skills = 0, set()
+    with served.client() as c:
+        for _ in range(3):
+            transcript: list[dict] = []
+            done = False
+            while not done:
+                body = act_body(
+                    "ecommerce",
+                    env.task,
+                    transcript,
+                    env.state.budget,
+                    tool_stats_body(env._sla(None), env.skills),
+                )
+                d = c.post("/v1/act", json=body, headers=AUTH).json()
+                (action,), _ = policy.act_batch([obs], [env])
+                k, params, err, _m, _ = env.decode_action(action)
+                want = validate_params(env.by_name[env.skills[k]], params)[0] if err is None else params
+                assert (d["skill"], d["arguments"]) == (env.skills[k], want), (n, d)
+                skills.add(d["skill"])
+                obs, _r, term, trunc, info = env.step(action)
+                t = info[STEP_TRACE]
+                ok = t["result_code"] == "OK" and not t["fallback_used"]
+                payload = env.state.history[-1].payload if ok else {}
+                transcript.append(
+                    transcript_entry(t["skill"], t["args"], t["result_code"], payload, t["fallback_used"])
+                )
+                done = term or trunc
+                n += 1
+            obs, _ = env.reset()
+    assert n >= 10 and len(skills) >= 2
+
+
+def test_agent_mode_streams_a_validation_episode_run_through_the_executor(served):
+    s = served.settings["main"]
+    family = "late_delivery"
+    seed = get_domain("ecommerce").validation_seeds(family, 1)[0]
+    with served.client() as c:
+        r = c.post("/v1/episodes", json={"domain": "ecommerce", "family": family, "seed": seed}, headers=AUTH)
+        assert r.status_code == 200
+    events = [b.split("\n") for b in r.text.strip().split("\n\n")]
+    assert events[0][0] == "event: session"
+    steps = [json.loads(e[1][6:]) for e in events[1:]]
+    assert all(e[0] == "event: step" for e in events[1:]) and steps[-1]["done"]
+    (rec,), _ = rollout(
+        ModulePolicy(load_policy_module(pick_checkpoint(served.run))), served_env_config(s), [(family, seed)]
+    )
+    assert [(x["skill"], x["arguments"], x["result_code"]) for x in steps] == [
+        (x.skill, x.args, x.result_code) for x in rec.steps
+    ]
+    assert steps[-1]["dag_valid"] == rec.dag_valid and all(x["executor_trace_id"] for x in steps)
+
+
+def test_strategy_mode_flips_under_load_with_no_failed_request(served, record_property):
+    s = served.settings["main"]
+    bodies = [_task_body(f, 1) for f in ("address_error", "cancellation", "stock_inquiry", "late_delivery")]
+
+    async def run() -> tuple[LoadResult, float, float]:
+        stop, live = asyncio.Event(), LoadResult()
+        load = asyncio.create_task(
+            closed_loop(served.url, "/v1/act", bodies, 8, 120, AUTH, True, stop, into=live)
+        )
+        await asyncio.sleep(3.0)
+        t_flip = time.perf_counter()
+        await asyncio.to_thread(deploy, [app_config(s, "main", strategy_mode="rules")], None, 300.0, False)
+        deadline = time.perf_counter() + 60
+        while time.perf_counter() < deadline:
+            if any(t > t_flip and b and b["arm"] == "rules" for t, _s, b in list(live.answers)):
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(2.0)
+        t_back = time.perf_counter()
+        await asyncio.to_thread(deploy, [app_config(s, "main")], None, 300.0, False)
+        await asyncio.sleep(3.0)
+        stop.set()
+        await load
+        return live, t_flip, t_back
+
+    live, t_flip, t_back = asyncio.run(run())
+    assert live.errors == 0 and live.statuses == {200: len(live.answers)}
+    first = min(t for t, _s, b in live.answers if t > t_flip and b["arm"] == "rules")
+    record_property("strategy_switch_ms", round((first - t_flip) * 1e3, 1))
+    print(f"strategy_mode learned -> rules took effect after {(first - t_flip) * 1e3:.0f} ms")
+    # requests that started after the first answer by rules were all decided by rules (ones already waiting on
+    # the policy when the switch landed may finish later), until the switch back
+    started = [
+        (t - ms / 1e3, b["arm"]) for (t, _s, b), ms in zip(live.answers, live.latencies_ms, strict=True)
+    ]
+    arms = [arm for t0, arm in started if first < t0 < t_back]
+    assert arms and set(arms) == {"rules"}
+    assert live.answers[-1][2]["arm"] == "stable"
+    from ray import serve
+
+    # redeploying one application left the others running
+    assert set(serve.status().applications) == set(served.settings)
+
+
+def _gateway_actor(app: str) -> str:
+    import ray
+
+    names = [
+        a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if f"{app}#Gateway" in a["name"]
+    ]
+    assert len(names) == 1, names
+    return names[0]
+
+
+def test_feedback_survives_a_gateway_restart_and_is_read_by_training(served):
+    import ray
+
+    s = served.settings["main"]
+    with served.client() as c:
+        d = c.post("/v1/act", json=_task_body("cancellation", 2), headers=AUTH).json()
+        r = c.post(
+            "/v1/feedback",
+            json={"trace_id": d["trace_id"], "outcome": "failure", "reason": "not_solved"},
+            headers=AUTH,
+        )
+        assert r.status_code == 200
+        old = _gateway_actor("main")
+        ray.kill(ray.get_actor(old, namespace="serve"), no_restart=True)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                if c.get("/readyz").status_code == 200 and _gateway_actor("main") != old:
+                    break
+            except (httpx.HTTPError, AssertionError):
+                pass
+            time.sleep(1.0)
+        else:
+            pytest.fail("the gateway replica was not replaced")
+        # the new replica finds the decision taken by the old one
+        r = c.post("/v1/feedback", json={"trace_id": d["trace_id"], "outcome": "success"}, headers=AUTH)
+        assert r.status_code == 200, r.text
+    rows = read_feedback(s.feedback_db)
+    assert [(f.trace_id, f.outcome, f.reason) for f in rows] == [
+        (d["trace_id"], "failure", "not_solved"),
+        (d["trace_id"], "success", None),
+    ]
+    assert rows[0].decision["skill"] == d["skill"] and rows[0].request["task"]["family"] == "cancellation"
+
+
+def _canary(
+    served: Served, app: str, until: set[str], timeout_s: float
+) -> tuple[LoadResult, list[dict], float | None, float | None]:
+    """Stream agent-mode episodes into ``app`` until the canary state is in ``until``; returns the load, the
+    canary decisions, when the candidate first held the minimum sample and when the state changed (monotonic)."""
+    fams = get_domain("ecommerce").families
+    min_sample_at = decided_at = None
+    done = {"v": False}
+    state = {"decisions": []}
+
+    async def watch() -> None:
+        try:
+            await _watch()
+        finally:  # a failed watch stops the load too
+            done["v"] = True
+
+    async def _watch() -> None:
+        nonlocal min_sample_at, decided_at
+        cfg = served.settings[app].canary
+        async with httpx.AsyncClient(base_url=served.url + "/" + app, headers=AUTH, timeout=60) as c:
+            t_end = time.monotonic() + timeout_s
+            while time.monotonic() < t_end:
+                r = await c.get("/v1/metrics")
+                assert r.status_code == 200, r.text
+                m = r.json()["canary"]
+                cand = m["arms"]["candidate"]
+                if (
+                    min_sample_at is None
+                    and cand["calls"] >= cfg.min_calls
+                    and cand["episodes"] >= cfg.min_episodes
+                ):
+                    min_sample_at = time.monotonic()
+                if m["state"] in until:
+                    decided_at = time.monotonic()
+                    state["decisions"] = m["decisions"]
+                    break
+                await asyncio.sleep(0.25)
+
+    async def run() -> LoadResult:
+        w = asyncio.create_task(watch())
+        load = await episode_loop(
+            served.url + "/" + app,
+            lambda i: {"domain": "ecommerce", "family": fams[i % len(fams)], "seed": 10_000 + i},
+            12,
+            timeout_s,
+            AUTH,
+            stop=lambda: done["v"],
+        )
+        await w
+        return load
+
+    load = asyncio.run(run())
+    return load, state["decisions"], min_sample_at, decided_at
+
+
+def test_canary_rolls_back_a_random_candidate_without_failing_a_request(served):
+    load, decisions, min_at, rolled_at = _canary(served, "bad", {"rolled_back", "promoted"}, 600)
+    assert rolled_at is not None and decisions[-1]["event"] == "rollback", decisions[-1:]
+    assert min_at is not None and rolled_at - min_at < 30.0, (min_at, rolled_at)
+    d = decisions[-1]
+    assert (
+        d["candidate"]["tcsr"] < d["stable"]["tcsr"]
+        and max(v or 0 for v in d["z"].values()) > d["z_threshold"]
+    )
+    assert load.errors == 0 and load.answers
+
+
+def test_canary_promotes_a_candidate_as_good_as_stable(served):
+    load, decisions, _min_at, done_at = _canary(served, "good", {"rolled_back", "promoted"}, 900)
+    assert done_at is not None and [d["event"] for d in decisions] == [
+        "start",
+        "advance",
+        "advance",
+        "advance",
+        "promote",
+    ]
+    assert [d["share"] for d in decisions] == [0.05, 0.10, 0.50, 1.0, 1.0]
+    assert load.errors == 0
+
+
+def test_schemathesis_finds_no_server_error(served, tmp_path):
+    cli = "import sys; from schemathesis.cli import schemathesis; sys.exit(schemathesis())"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            cli,
+            "run",
+            f"{served.url}/openapi.json",
+            "-H",
+            f"Authorization: {AUTH['Authorization']}",
+            "--checks",
+            "not_a_server_error",
+            "--max-examples",
+            "15",
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--workers",
+            "2",
+            "--max-time",
+            "60",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,  # its .schemathesis/ cache stays out of the repository
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

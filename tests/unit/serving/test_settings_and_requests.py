@@ -1,0 +1,72 @@
+"""Service settings invariants, and request bodies converted into the domain's own Task."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from agentic_ray.domains import get_domain
+from agentic_ray.envs.agent_task_env import AgentTaskEnv
+from agentic_ray.serving.client import act_body
+from agentic_ray.serving.request_check import ClientError, check_act_request
+from agentic_ray.serving.schemas import ActRequest
+from agentic_ray.serving.settings import ArmSettings, CanarySettings, ServeSettings, run_dir_of
+
+
+def test_batch_size_must_fit_max_ongoing_requests():
+    with pytest.raises(ValidationError, match="max_ongoing_requests \\(5\\) < max_batch_size \\(32\\)"):
+        ArmSettings(checkpoint="x", max_ongoing_requests=5)
+    ArmSettings(checkpoint="x", max_ongoing_requests=5, batching={"max_batch_size": 4})
+    with pytest.raises(ValidationError, match="gateway_max_ongoing_requests"):
+        ServeSettings(stable={"checkpoint": "x"}, gateway_max_ongoing_requests=8)
+
+
+def test_canary_steps_must_rise_to_one():
+    for bad in ([0.5, 0.1, 1.0], [0.05, 0.5], [], [0.0, 1.0]):
+        with pytest.raises(ValidationError):
+            CanarySettings(steps=bad)
+    assert CanarySettings().steps == [0.05, 0.10, 0.50, 1.0]
+
+
+def test_env_config_comes_from_the_run(tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints" / "reflection").mkdir(parents=True)
+    (run / "settings.json").write_text(json.dumps({"env": {"domain": "helpdesk", "drift": False}}))
+    s = ServeSettings(stable={"checkpoint": str(run / "checkpoints" / "reflection")})
+    assert run_dir_of(s.stable.checkpoint) == run
+    assert s.env_config().domain == "helpdesk" and s.stable.resolved_version() == "checkpoints/reflection"
+    with pytest.raises(ValueError, match="give `env`"):
+        ServeSettings(stable={"checkpoint": str(tmp_path / "elsewhere")}).env_config()
+
+
+@pytest.mark.parametrize(
+    "domain,family", [("ecommerce", "multi_item_return"), ("helpdesk", "merge_duplicates")]
+)
+def test_a_request_body_becomes_the_domains_task(domain, family):
+    d = get_domain(domain)
+    _w, task = d.make_task(family, 5)
+    env = AgentTaskEnv({"domain": domain})
+    req = check_act_request(ActRequest.model_validate(json.loads(json.dumps(act_body(domain, task)))), env)
+    got = req.task
+    assert got.goals == task.goals and got.request == task.request
+    assert (got.optimal_steps, got.relevant) == (task.optimal_steps, task.relevant)
+    assert got.extra == json.loads(json.dumps(task.extra))  # domain data travels as JSON (tuples as lists)
+    assert req.transcript == [] and not req.sla["calls"].any()
+
+
+def test_unknown_entity_types_hints_and_tool_names_are_named():
+    d = get_domain("ecommerce")
+    _w, task = d.make_task("quality_refund", 2)
+    body = act_body("ecommerce", task)
+    body["task"]["request"]["mentioned"].append({"type": "spaceship", "id": "S1"})
+    body["task"]["goals"][0]["hints"] = {"colour": "red"}
+    body["tool_stats"] = {"teleport": {"p50_ms": 1.0}}
+    with pytest.raises(ClientError) as e:
+        check_act_request(ActRequest.model_validate(body), AgentTaskEnv())
+    assert [loc for loc, _ in e.value.problems] == [
+        ("body", "task", "goals", 0, "hints", "colour"),
+        ("body", "task", "request", "mentioned", 1, "type"),
+        ("body", "tool_stats", "teleport"),
+    ]
