@@ -25,8 +25,22 @@ def _strip_comment(line: str) -> str:
     return line.rstrip()
 
 
+def _open_quote(text: str) -> bool:
+    """Whether ``text`` ends inside a single- or double-quoted string (comments outside quotes ignored)."""
+    quote: str | None = None
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or text[i - 1].isspace()):
+            return False
+    return quote is not None
+
+
 def readme_commands(text: str | None = None) -> list[str]:
-    """Every command the README shows, in order of appearance."""
+    """Every command the README shows, in order of appearance (a quoted string may span lines)."""
     text = README.read_text() if text is None else text
     out: list[str] = []
     in_bash, buf = False, ""
@@ -37,9 +51,18 @@ def readme_commands(text: str | None = None) -> list[str]:
             buf = ""
             continue
         if in_bash:
-            joined = buf + line.strip()
+            if buf and _open_quote(buf):
+                buf += "\n" + line
+                if _open_quote(buf):
+                    continue
+                joined = buf
+            else:
+                joined = buf + line.strip()
             if joined.endswith("\\"):
                 buf = joined[:-1].rstrip() + " "
+                continue
+            if _open_quote(joined):
+                buf = joined
                 continue
             buf = ""
             if cmd := _strip_comment(joined):

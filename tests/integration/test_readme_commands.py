@@ -20,9 +20,11 @@ only these substitutions:
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +35,7 @@ import pytest
 from agentic_ray.skills.server import free_port, stop_process_group
 from tests.helpers.quickstart_run import QUICKSTART_COMMAND, CliRun, remove_run, run_cli, run_dir_of
 from tests.helpers.readme import README, REPO, readme_commands
-from tests.integration.ray_head import private_ray_head
+from tests.integration.ray_head import kill_matching, private_ray_head
 
 INSTALL = "python3 -m venv .venv && . .venv/bin/activate && pip install -e "
 SMALL_TRAINING = (
@@ -182,6 +184,81 @@ def sweep_resume(cmd: str, _run: CliRun) -> None:
     remove_run(d if d.is_absolute() else REPO / d)
 
 
+def serving_session(cmd: str, run: CliRun) -> None:
+    """The Serving block as one shell session: the README's export makes the token, the run it serves is this
+    session's quickstart run copied to ``runs/quickstart`` (the README trains it with the same command plus
+    ``--run-dir runs/quickstart``), ``serve run`` starts on a free port (a copy of the YAML with only the port
+    changed, beside the original so its relative paths hold) with a private ``RAY_TMPDIR``, and each curl gets
+    that port. Ends only the processes it started (SIGTERM to the group, then what is left under the temp dir)."""
+    cmds = readme_commands()
+    if cmd != next(c for c in cmds if c.startswith("export AGENTIC_RAY_SERVE_TOKEN=")):
+        return  # run with the session below, from its first command
+    train = next(c for c in cmds if "--run-dir runs/quickstart" in c)
+    assert train == QUICKSTART_COMMAND + " --run-dir runs/quickstart", train
+    serve_cmd = next(c for c in cmds if c.startswith("serve run "))
+    curls = [c for c in cmds if c.startswith("curl ") and "127.0.0.1:8000/" in c]
+    assert len(curls) >= 2
+    token = _ok(cmd + ' && echo "TOKEN=$AGENTIC_RAY_SERVE_TOKEN"').split("TOKEN=")[-1].strip()
+    assert len(token) >= 16
+    target = REPO / "runs" / "quickstart"
+    copied = not target.exists()
+    if copied:
+        shutil.copytree(run.run_dir, target)
+    port = free_port()
+    yaml_path = REPO / serve_cmd.split()[-1]
+    text = yaml_path.read_text()
+    assert "port: 8000" in text
+    tmp_yaml = yaml_path.with_name(f".readme_test_{port}.yaml")
+    tmp_yaml.write_text(text.replace("port: 8000", f"port: {port}"))
+    ray_tmp = tempfile.mkdtemp(prefix="agray_srv_", dir="/tmp")
+    env = {**os.environ, "AGENTIC_RAY_SERVE_TOKEN": token, "RAY_TMPDIR": ray_tmp}
+    env.pop("RAY_ADDRESS", None)
+    log = open(Path(ray_tmp) / "serve.log", "w")  # noqa: SIM115 - closed in finally
+    proc = subprocess.Popen(
+        [
+            "bash",
+            "-c",
+            "exec " + serve_cmd.replace(str(yaml_path.relative_to(REPO)), str(tmp_yaml.relative_to(REPO))),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 420
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, (Path(ray_tmp) / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "serve run did not become ready"
+            time.sleep(2)
+        act = _ok(
+            curls[0].replace("127.0.0.1:8000", f"127.0.0.1:{port}"), env={"AGENTIC_RAY_SERVE_TOKEN": token}
+        )
+        assert "skill" in json.loads(act), act[-2000:]
+        sse = _ok(
+            curls[1].replace("127.0.0.1:8000", f"127.0.0.1:{port}"), env={"AGENTIC_RAY_SERVE_TOKEN": token}
+        )
+        assert "done" in sse, sse[-2000:]
+    finally:
+        stop_process_group(proc, timeout_s=30)
+        log.close()
+        kill_matching(ray_tmp)
+        tmp_yaml.unlink(missing_ok=True)
+        if copied:
+            shutil.rmtree(target, ignore_errors=True)
+
+
+def in_serving_session(cmd: str, _run: CliRun) -> None:
+    """Run by ``serving_session`` (they need its token and its server)."""
+    assert any(c.startswith("export AGENTIC_RAY_SERVE_TOKEN=") for c in readme_commands())
+
+
 def skills_server_and_check(cmd: str, _run: CliRun) -> None:
     check = next(c for c in readme_commands() if "skills check" in c and "--url" in c)
     port = str(free_port())
@@ -235,13 +312,17 @@ RUNNERS: list[tuple[str, Runner]] = [
     (r"agentic-ray skills serve .*", skills_server_and_check),
     (r"agentic-ray skills check --domain \w+ --url http://127\.0\.0\.1:8321", checked_over_http),
     (r"python benchmarks/\w+\.py( --\S+( \S+)?)*", benchmark),
+    (r"export AGENTIC_RAY_SERVE_TOKEN=.*", serving_session),
+    (r"agentic-ray train --config configs/quickstart\.yaml --run-dir runs/quickstart", in_serving_session),
+    (r"serve run serve_apps/\S+\.yaml", in_serving_session),
+    (r"curl -sN? http://127\.0\.0\.1:8000/.*", in_serving_session),
     (r"agentic-ray sweep --config tune_sweeps/\S+\.yaml", sweep),
     (r"agentic-ray sweep --resume sweeps/\S+-<time>", sweep_resume),
 ]
 
 
 def _runner(cmd: str) -> Runner | None:
-    hits = [f for pat, f in RUNNERS if re.fullmatch(pat, cmd)]
+    hits = [f for pat, f in RUNNERS if re.fullmatch(pat, cmd, re.S)]
     assert len(hits) <= 1, f"{cmd!r} matches several runners"
     return hits[0] if hits else None
 
