@@ -125,6 +125,6 @@ class RecordEmittingEnv(gym.Env):
                 dependency_violations=self._violations,
                 entities_mentioned=self._mentioned,
                 entities_recalled=self._recalled,
-                user=self._user,
+                context=self._user,
             ).to_dict()
         return self._obs(), 0.0, terminated, False, info
