@@ -155,8 +155,8 @@ class RewardClientState:
                 "t": p.submitted_at,
             }
         )
-        for r in prescored or ():
-            self.on_result(r, source=SOURCE_INLINE)
+        for r in prescored or ():  # keyed by the env's episode id where they were scored
+            self.on_result(dataclasses.replace(r, episode_id=episode_id), source=SOURCE_INLINE)
         for name in self.sync_layers:
             if name not in p.results and name not in p.missing:
                 self.on_result(self._score_inline(p, name), source=SOURCE_INLINE)

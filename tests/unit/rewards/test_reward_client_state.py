@@ -201,3 +201,14 @@ def test_local_normaliser_is_the_central_state_plus_what_it_lacks():
     assert state.normalizer.stats["judge"].var == pytest.approx(expect.var)
     state.on_flush_acked("f1", central)  # an old acknowledgement changes nothing
     assert state.normalizer.stats["judge"].count == 4
+
+
+def test_prescored_results_settle_under_the_submitted_id():
+    """zero_latency mode: the env scored every layer inside step(), keyed by its own episode id."""
+    cfg = RewardPoolConfig(mode="zero_latency", layers={"execution": LayerConfig(), "judge": LayerConfig()})
+    state = RewardClientState(cfg, make_layers(cfg, None, [CostClass.SYNC]), "w0-x", FakeClock())
+    rec = five_step_record()
+    state.submit("rllib-id", rec, prescored=[ok(rec.episode_id, "judge", 0.5)])
+    assert state.take_requests() == {}
+    [p] = state.collect_settled()
+    assert p.episode_id == "rllib-id" and p.sources == {"judge": "inline", "execution": "inline"}
