@@ -6,6 +6,11 @@ request), runs the chunks concurrently on the async path, and retries a failed o
 ``retries`` budget with tenacity. A successful result is cached under ``(episode_id, layer)``, so a request that
 comes again (Ray re-ran the call after the actor restarted, or the client held the episode and asked again) is
 answered without scoring twice.
+
+Why the retries are here (tenacity, per chunk) and not Ray's ``retry_exceptions``: a raised exception fails the
+whole actor call, so Ray would re-run every chunk of every layer in it because one judge request timed out, and the
+attempt count that goes into the ledger would be lost. Ray's own retries (``max_task_retries``) are for what only
+Ray can see: the actor or its node died.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -67,12 +68,12 @@ def main() -> None:
                 Path(a.kill_signal).write_text(str(time.time()))
             t = time.perf_counter()
             res = algo.train()
-            er = res.get("env_runners", {})
+            steps = float(res.get("env_runners", {}).get("num_env_steps_sampled", 0) or 0)
             out["iterations"].append(
                 {
                     "i": it,
                     "s": time.perf_counter() - t,
-                    "env_steps": int(er.get("num_env_steps_sampled", 0) or 0),
+                    "env_steps": 0 if math.isnan(steps) else int(steps),
                     "healthy_runners": algo.env_runner_group.num_healthy_remote_workers(),
                 }
             )

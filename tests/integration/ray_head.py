@@ -32,6 +32,23 @@ NODE_PORTS = (
 )
 
 
+def _ray_start(
+    role: list[str], num_cpus: int, temp_dir: str, resources: dict[str, float] | None, ports: dict[str, int]
+) -> list[str]:
+    """``ray start --block`` for one node: its role flags, CPUs, private temp dir, resources and ports."""
+    cmd = [str(Path(sys.executable).parent / "ray"), "start", *role, "--block", f"--num-cpus={num_cpus}"]
+    cmd += [f"--temp-dir={temp_dir}", "--disable-usage-stats", "--min-worker-port=0", "--max-worker-port=0"]
+    if resources:
+        cmd.append(f"--resources={json.dumps(resources)}")
+    return cmd + [f"--{k}={v}" for k, v in ports.items()]
+
+
+def _node_env(base: dict[str, str] | None) -> dict[str, str]:
+    env = {**(base or os.environ), "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
 @contextlib.contextmanager
 def private_ray_head(
     num_cpus: int = 2, startup_timeout_s: float = 120.0, resources: dict[str, float] | None = None
@@ -39,25 +56,14 @@ def private_ray_head(
     """Yields ``{"dashboard": url, "gcs": host:port, "temp_dir": path, "env": env for the ray CLI}``."""
     temp_dir = tempfile.mkdtemp(prefix="agray_head_", dir="/tmp")
     ports = {name: free_port() for name in ("port", "dashboard-port", "ray-client-server-port", *NODE_PORTS)}
-    ray_bin = str(Path(sys.executable).parent / "ray")
-    cmd = [
-        ray_bin,
-        "start",
-        "--head",
-        "--block",
-        f"--num-cpus={num_cpus}",
-        "--dashboard-host=127.0.0.1",
-        "--include-dashboard=true",
-        f"--temp-dir={temp_dir}",
-        "--disable-usage-stats",
-        "--min-worker-port=0",
-        "--max-worker-port=0",
-    ]
-    if resources:
-        cmd.append(f"--resources={json.dumps(resources)}")
-    cmd += [f"--{k}={v}" for k, v in ports.items()]
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_ADDRESS", None)
+    cmd = _ray_start(
+        ["--head", "--dashboard-host=127.0.0.1", "--include-dashboard=true"],
+        num_cpus,
+        temp_dir,
+        resources,
+        ports,
+    )
+    env = _node_env(None)
     log = open(Path(temp_dir) / "head.log", "w")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     dash = f"http://127.0.0.1:{ports['dashboard-port']}"
@@ -97,23 +103,9 @@ def private_ray_worker_node(
     ``stop(hard=False)`` lets ``ray start --block`` shut it down. Either way it is stopped on exit.
     """
     temp_dir = tempfile.mkdtemp(prefix="agray_node_", dir="/tmp")
-    ray_bin = str(Path(sys.executable).parent / "ray")
-    cmd = [
-        ray_bin,
-        "start",
-        f"--address={gcs}",
-        "--block",
-        f"--num-cpus={num_cpus}",
-        f"--temp-dir={temp_dir}",
-        "--disable-usage-stats",
-        "--min-worker-port=0",
-        "--max-worker-port=0",
-    ]
-    if resources:
-        cmd.append(f"--resources={json.dumps(resources)}")
-    cmd += [f"--{k}={free_port()}" for k in NODE_PORTS]
-    env = {**(env or os.environ), "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_ADDRESS", None)
+    ports = {name: free_port() for name in NODE_PORTS}
+    cmd = _ray_start([f"--address={gcs}"], num_cpus, temp_dir, resources, ports)
+    env = _node_env(env)
     log = open(Path(temp_dir) / "node.log", "w")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     stopped = {"done": False}

@@ -3,12 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,15 +12,10 @@ from agentic_ray.cli import app
 from agentic_ray.cli.exit_codes import EXIT_GATE_FAILED, EXIT_PAUSED
 from agentic_ray.eval.policy_loading import MODULE_SUBDIR, load_policy_module, pick_checkpoint
 from agentic_ray.eval.report import read_metrics
-from agentic_ray.rewards.ledger_audit import audit_ledger, restart_diff, trained_pairs
-from agentic_ray.rewards.reward_actor_pool import LEDGER_FILE
-from agentic_ray.rewards.reward_actors import NORMALIZER_KEY
-from agentic_ray.rewards.reward_ledger import RewardLedger
-from agentic_ray.rollout.reward_pool_wiring import REWARD_POOL_DIR
 from agentic_ray.settings import load_settings
 from agentic_ray.stages import pipeline as pipeline_mod
 from agentic_ray.stages.pipeline import PipelineState, run_pipeline
-from tests.integration.ray_head import kill_matching
+from tests.helpers.resume_scenario import sigkill_and_resume
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "configs" / "tiny.yaml"
@@ -186,103 +175,22 @@ def test_rl_trains_on_l1_to_l4_and_reflection_ramps_l5_in(ray_session, tmp_path,
     assert {"execution", "long_term_value"} <= set(rows[-1]["reward_layers"])
 
 
-# Rewards through the pool's ledger, scored synchronously (zero_latency) so that a resumed run can be compared
-# with an uninterrupted one bit for bit.
-RESUME_SETS = [
-    "stages.rl.iterations=5",
-    "stages.run=[il, rl]",
-    "wandb.mode=disabled",
-    "rewards={mode: zero_latency}",
-    "eval.cu_ablation=false",
-]
-
-
-def _ledger(run: Path, checkpoint: str) -> RewardLedger:
-    return RewardLedger(run / "checkpoints" / checkpoint / REWARD_POOL_DIR / LEDGER_FILE)
-
-
 def test_sigkill_mid_stage_then_resume_trains_on_what_an_uninterrupted_run_trains_on(ray_session, tmp_path):
-    run = tmp_path / "run"
-    tmpdir = Path("/tmp") / f"agray_resume_{os.getpid()}"
-    tmpdir.mkdir(exist_ok=True)
-    env = {**os.environ, "AGENTIC_RAY_TMPDIR": str(tmpdir), "WANDB_MODE": "offline"}
-    sets = [x for kv in RESUME_SETS for x in ("--set", kv)]
-    cmd = [
-        sys.executable,
-        "-m",
-        "agentic_ray.cli",
-        "train",
-        "--config",
-        str(TINY),
-        "--run-dir",
-        str(run),
-        *sets,
-    ]
-    proc = subprocess.Popen(
-        cmd, cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            st = run / "state.json"
-            if st.exists():
-                state = json.loads(st.read_text())
-                if state["stage"] == "rl" and state["iteration"] >= 2:
-                    break
-            assert proc.poll() is None, "training ended before it could be killed"
-            time.sleep(0.5)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        kill_matching(str(tmpdir))
-    killed = PipelineState.load(run)
-    assert killed.completed == ["il"] and killed.stage == "rl" and 2 <= killed.iteration < 5
-    before = [r for r in read_metrics(run / "metrics.jsonl") if r.get("stage") == "rl" and "tcsr" in r]
-    shutil.copy(run / "checkpoints" / "latest" / REWARD_POOL_DIR / LEDGER_FILE, tmp_path / "at_kill.sqlite")
-
-    r = subprocess.run(
-        [sys.executable, "-m", "agentic_ray.cli", "train", "--resume", str(run)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    kill_matching(str(tmpdir))
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "resuming from" in r.stdout and f"run directory: {run}" in r.stdout
-    final = PipelineState.load(run)
-    assert final.status == "finished" and final.completed == ["il", "rl"]
-    rl = [r for r in read_metrics(run / "metrics.jsonl") if r.get("stage") == "rl" and "tcsr" in r]
-    after = rl[len(before) :]
+    r = sigkill_and_resume(tmp_path)
+    assert r.killed.completed == ["il"] and r.killed.stage == "rl" and 2 <= r.killed.iteration < 5
+    assert r.resume_rc == 0, r.resume_output
+    assert "resuming from" in r.resume_output and f"run directory: {tmp_path / 'run'}" in r.resume_output
+    assert r.resumed.status == "finished" and r.resumed.completed == ["il", "rl"]
     # The resumed run continues at the next iteration (no stage restart) with the learner's update counter intact.
-    assert next(x["iteration"] for x in after) == killed.iteration + 1
-    assert after[-1]["iteration"] == 5
-    last_before = max((x for x in before if x["iteration"] == killed.iteration), key=lambda x: x["time"])
-    assert after[0]["learner_updates"] == last_before["learner_updates"] + 1
-
-    # The same settings, never interrupted.
-    ref = run_pipeline(load_settings(TINY, _sets_dict()), run_dir=tmp_path / "ref", progress=_quiet)
-    assert ref["status"] == "finished"
-    ref_rows = [
-        x for x in read_metrics(tmp_path / "ref" / "metrics.jsonl") if x.get("stage") == "rl" and "tcsr" in x
-    ]
-    assert ref_rows[-1]["learner_updates"] == after[-1]["learner_updates"]  # β's counter t is the same
-    resumed, uninterrupted = _ledger(run, "rl"), _ledger(tmp_path / "ref", "rl")
+    assert r.metric_series_continues, (r.rl_rows_before[-1:], r.rl_rows_after[:1])
+    assert r.rl_rows_after[-1]["iteration"] == 5
+    assert r.reference_rows[-1]["learner_updates"] == r.rl_rows_after[-1]["learner_updates"]  # β's counter t
     # The ledger survived the kill: what it held at the last checkpoint is part of the final ledger.
-    at_kill = trained_pairs(RewardLedger(tmp_path / "at_kill.sqlite"))
-    assert at_kill and not (at_kill - trained_pairs(resumed))
-    audit = audit_ledger(resumed)
-    assert audit.ok and audit.trained == audit.submitted > 0, audit.problems()
-    # Restart diff: the killed-and-resumed run trained on the same (episode, reward) pairs as the uninterrupted one.
-    diff = restart_diff(uninterrupted, resumed)
-    assert diff.equal, diff.named()[:20]
-    assert diff.same == audit.trained
-    # And its reward normalisers ended in the same state.
-    assert resumed.get_json(NORMALIZER_KEY) == uninterrupted.get_json(NORMALIZER_KEY)
-
-
-def _sets_dict() -> dict:
-    import yaml
-
-    return {k: yaml.safe_load(v) for k, _, v in (x.partition("=") for x in RESUME_SETS)}
+    assert r.trained_at_kill_missing_later == 0
+    assert r.audit.ok and r.audit.trained == r.audit.submitted > 0, r.audit.problems()
+    # Restart diff: the killed-and-resumed run trained on the same (episode, reward) pairs as the uninterrupted one,
+    # and its reward normalisers ended in the same state.
+    assert r.diff.equal, r.diff.named()[:20]
+    assert r.diff.same == r.audit.trained
+    assert r.normalizers_equal
+    assert r.ok
