@@ -21,7 +21,9 @@ def test_layers_are_normalised_weighted_and_summed_into_their_streams():
     reward, risk, normed = combine_layers(raw, norm, {"execution": 0.5, "judge": 0.2, "risk": 1.0}, 3)
     assert reward.dtype == np.float32 and risk.dtype == np.float32
     np.testing.assert_allclose(normed["execution"], [2.0, -2.0, 1.0], rtol=1e-6)
-    np.testing.assert_allclose(normed["judge"], [0.0, 0.0, 2.0], rtol=1e-6)  # (3 - 1) / 1 on the last step only
+    np.testing.assert_allclose(
+        normed["judge"], [0.0, 0.0, 2.0], rtol=1e-6
+    )  # (3 - 1) / 1 on the last step only
     np.testing.assert_allclose(reward, [1.0, -1.0, 0.5 + 0.4], rtol=1e-6)
     np.testing.assert_allclose(risk, [0.0, -1.0, 0.0])
     with pytest.raises(KeyError):
