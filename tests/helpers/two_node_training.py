@@ -40,6 +40,51 @@ def placements(algo: Any) -> dict[str, list[str]]:
     }
 
 
+def train_and_measure(
+    iterations: int = 8, kill_after: int = 3, kill_signal: str | None = None, max_s: float = 400.0
+) -> dict[str, Any]:
+    """Train on the Ray cluster this process is connected to; see the module docstring. Returns the report."""
+    import ray
+
+    config = small_ppo(num_env_runners=2, num_envs=2, batch=84, step_delay_s=0.005)
+    config.env_runners(num_cpus_per_env_runner=1)  # one per 1-CPU node
+    spread = ActorGroupConfig(num_actors=2, scheduling_strategy="SPREAD")
+    pool_cfg = pool_config(io_group=spread.model_copy(update={"max_concurrency": 1000}), cpu_group=spread)
+    algo = RewardPoolPPO(config=wire_reward_pool(config, pool_cfg))
+    out: dict[str, Any] = {"iterations": []}
+    t0 = time.perf_counter()
+    try:
+        out["placement"] = placements(algo)
+        out["nodes"] = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
+        for it in range(iterations):
+            if kill_signal and it == kill_after:
+                Path(kill_signal).write_text(str(time.time()))
+            t = time.perf_counter()
+            res = algo.train()
+            steps = float(res.get("env_runners", {}).get("num_env_steps_sampled", 0) or 0)
+            out["iterations"].append(
+                {
+                    "i": it,
+                    "s": time.perf_counter() - t,
+                    "env_steps": 0 if math.isnan(steps) else int(steps),
+                    "healthy_runners": algo.env_runner_group.num_healthy_remote_workers(),
+                }
+            )
+            if time.perf_counter() - t0 > max_s:
+                break
+        algo.save_to_path()  # drains what the surviving runners hold into one more update
+        out["audit"] = algo.reward_audit().to_dict()
+        out["alive_nodes_at_end"] = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
+        out["ok"] = True
+    except Exception as e:  # reported, not raised: the caller asserts on the result
+        out["ok"] = False
+        out["error"] = repr(e)
+    finally:
+        out["wall_s"] = time.perf_counter() - t0
+        algo.stop()
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--address", required=True)
@@ -53,46 +98,11 @@ def main() -> None:
     import ray
 
     ray.init(address=a.address, log_to_driver=False)
-    config = small_ppo(num_env_runners=2, num_envs=2, batch=84, step_delay_s=0.005)
-    config.env_runners(num_cpus_per_env_runner=1)  # one per 1-CPU node
-    spread = ActorGroupConfig(num_actors=2, scheduling_strategy="SPREAD")
-    pool_cfg = pool_config(io_group=spread.model_copy(update={"max_concurrency": 1000}), cpu_group=spread)
-    algo = RewardPoolPPO(config=wire_reward_pool(config, pool_cfg))
-    out: dict[str, Any] = {"iterations": []}
-    t0 = time.perf_counter()
     try:
-        out["placement"] = placements(algo)
-        out["nodes"] = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
-        for it in range(a.iterations):
-            if a.kill_signal and it == a.kill_after:
-                Path(a.kill_signal).write_text(str(time.time()))
-            t = time.perf_counter()
-            res = algo.train()
-            steps = float(res.get("env_runners", {}).get("num_env_steps_sampled", 0) or 0)
-            out["iterations"].append(
-                {
-                    "i": it,
-                    "s": time.perf_counter() - t,
-                    "env_steps": 0 if math.isnan(steps) else int(steps),
-                    "healthy_runners": algo.env_runner_group.num_healthy_remote_workers(),
-                }
-            )
-            if time.perf_counter() - t0 > a.max_s:
-                break
-        algo.save_to_path()  # drains what the surviving runners hold into one more update
-        out["audit"] = algo.reward_audit().to_dict()
-        out["alive_nodes_at_end"] = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
-        out["ok"] = True
-    except Exception as e:  # reported, not raised: the caller asserts on the JSON
-        out["ok"] = False
-        out["error"] = repr(e)
-    finally:
-        out["wall_s"] = time.perf_counter() - t0
+        out = train_and_measure(a.iterations, a.kill_after, a.kill_signal, a.max_s)
         Path(a.out).write_text(json.dumps(out, default=str))
-        try:
-            algo.stop()
-        finally:
-            ray.shutdown()
+    finally:
+        ray.shutdown()
 
 
 if __name__ == "__main__":
