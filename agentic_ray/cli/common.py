@@ -55,10 +55,10 @@ def domain_contracts(domain: str | None, contracts: Path | None) -> tuple[Any, A
         return load_contracts(contracts), None, None
     if domain is None:
         raise typer.BadParameter("give --domain or --contracts")
-    from agentic_ray.skills.domains import get_domain
+    from agentic_ray.domains import get_domain, sample_world
 
     d = get_domain(domain)
-    return load_contracts(d.contracts_path), d.world_from_dict, d.make_world(0)
+    return d.contracts(), d.world_from_dict, sample_world(d)
 
 
 def table(rows: list[dict[str, Any]], cols: list[str]) -> str:

@@ -44,26 +44,26 @@ def train(
     """
     import yaml
 
-    from agentic_ray.settings import ExperimentSettings, SettingsError, load_settings
+    from agentic_ray.cli.preflight import PreflightError, check_env, load_resume
+    from agentic_ray.settings import SettingsError, load_settings
     from agentic_ray.stages.pipeline import run_pipeline
     from agentic_ray.stages.run_storage import RunStorage
 
     overrides = {k: yaml.safe_load(v) for k, _, v in (x.partition("=") for x in (set_ or []))}
     if storage_path is not None:
         overrides["storage_path"] = storage_path
-    try:
+    try:  # every check before Ray starts or a run directory exists
         if config is not None:
             settings = load_settings(config, overrides)
         elif resume is not None:
             storage = RunStorage(resume)
             if not storage.pull():
-                raise typer.BadParameter(f"no run at {storage}")
-            settings = ExperimentSettings.model_validate_json(
-                (storage.local_dir / "settings.json").read_text()
-            )
+                raise PreflightError(f"--resume {storage}: no such run directory")
+            settings = load_resume(storage.local_dir)
         else:
             raise typer.BadParameter("give --config or --resume")
-    except SettingsError as e:
+        check_env(settings)
+    except (SettingsError, PreflightError) as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(EXIT_USAGE) from e
     init_ray(address or settings.ray.address, settings.ray.num_cpus)
@@ -86,20 +86,23 @@ def eval_cmd(
 
     Exits like the run did: 3 if it stopped at a failed gate, 4 if it paused, 0 if it finished.
     """
+    from agentic_ray.cli.preflight import PreflightError, load_run_settings
     from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy, validation_env_config
-    from agentic_ray.eval.policy_loading import load_policy_module, pick_checkpoint
-    from agentic_ray.settings import ExperimentSettings
+    from agentic_ray.eval.policy_loading import CheckpointError, load_policy_module, pick_checkpoint
     from agentic_ray.stages.pipeline import PipelineState
     from agentic_ray.stages.run_storage import RunStorage
 
     storage = RunStorage(run_dir)
-    if not storage.pull():
-        typer.echo(f"no run at {storage}", err=True)
-        raise typer.Exit(EXIT_USAGE)
     local = storage.local_dir
-    settings = ExperimentSettings.model_validate_json((local / "settings.json").read_text())
-    ckpt = pick_checkpoint(local, checkpoint or None)
-    module = load_policy_module(ckpt)
+    try:
+        if not storage.pull():
+            raise PreflightError(f"no run at {storage}")
+        settings = load_run_settings(local)
+        ckpt = pick_checkpoint(local, checkpoint or None)
+        module = load_policy_module(ckpt)
+    except (PreflightError, CheckpointError, FileNotFoundError) as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(EXIT_USAGE) from e
     # The same validation env as the run's own evaluations (fixed fault share, no curriculum).
     env_cfg = validation_env_config(settings.env, settings.eval.fault_share)
     res = evaluate_policy(

@@ -18,10 +18,9 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from agentic_ray.domains import get_domain
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
-from agentic_ray.envs.ecommerce_tasks import validation_seeds
-from agentic_ray.envs.expert import RandomMaskedPolicy, ScriptedExpert
-from agentic_ray.envs.graph_spec import ROOT_CAUSES
+from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
 from agentic_ray.eval.metrics import (
     EvalMetrics,
     attribute_failures,
@@ -29,11 +28,12 @@ from agentic_ray.eval.metrics import (
     evaluate,
     first_action_after_failure,
 )
+from agentic_ray.graph_spec import GOAL_NODE_TYPE, ROOT_CAUSES, SESSION_NODE_TYPE, TOOL_NODE_TYPE
 from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord
 
 HYPOTHESES = {
-    "tool_timeout": (
+    "tool_error": (
         "the tool is slow or down right now",
         "retry once; if it fails again, use its fallback or hand off",
     ),
@@ -46,9 +46,13 @@ HYPOTHESES = {
         "a business precondition is not met yet",
         "call the skill the precondition names",
     ),
-    "forgotten_entity": (
-        "the entity the user gave was not used",
+    "wrong_entity": (
+        "the call named an entity the request is not about",
         "point the call at the entity from the request",
+    ),
+    "stale_information": (
+        "the call relied on a value that has changed since it was read",
+        "re-read the entity, then call again with the fresh value",
     ),
     "risk_violation": (
         "a high-risk action ran without its safety check",
@@ -69,13 +73,12 @@ class Policy(Protocol):
 
 
 class ExpertPolicy:
-    def __init__(self) -> None:
-        self.expert = ScriptedExpert()
+    """The domain's scripted expert, through the protocol (it reads each env's episode view)."""
 
     def act_batch(
         self, obs: list[dict[str, np.ndarray]], envs: list[AgentTaskEnv]
     ) -> tuple[list[Any], list[dict]]:
-        return [self.expert.act(e) for e in envs], [{} for _ in envs]
+        return [e.encode_action(*e.domain.expert().plan(e.view())) for e in envs], [{} for _ in envs]
 
 
 class RandomPolicy:
@@ -107,6 +110,8 @@ def unbatch_actions(actions: Any, n: int) -> list[Any]:
             row = {k: v[i] for k, v in a.items()}
             row["skill"] = int(row["skill"])
             row["numeric"] = row["numeric"].astype(np.float32)
+            if "members" in row:
+                row["members"] = row["members"].astype(np.int8)
             out.append(row)
         return out
     return [int(x) for x in actions.detach().cpu().numpy().reshape(n)]
@@ -173,9 +178,9 @@ def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv, obs: dict[str, np
     last = max((k.split("/", 1)[0] for k in att), default=None)
     names = {
         **getattr(env.builder, "node_ids", {}),
-        "tool": list(env.skills),
-        "session": ["session"],
-        "goal": [g.id for g in env.task.goals] if env.task else [],
+        TOOL_NODE_TYPE: list(env.skills),
+        SESSION_NODE_TYPE: [SESSION_NODE_TYPE],
+        GOAL_NODE_TYPE: [g.id for g in env.task.goals] if env.task else [],
     }
     out["attention"] = {}
     for key, w in att.items():
@@ -230,7 +235,9 @@ def validation_env_config(env_config: AgentTaskEnvConfig, fault_share: float) ->
 
 
 def validation_tasks(env_config: AgentTaskEnvConfig, tasks_per_family: int) -> list[tuple[str, int]]:
-    return [(f, s) for f in env_config.families for s in validation_seeds(f, tasks_per_family)]
+    """``(family, task seed)`` of every validation task (the domain's fixed validation seeds)."""
+    d = get_domain(env_config.domain)
+    return [(f, s) for f in env_config.family_list() for s in d.validation_seeds(f, tasks_per_family)]
 
 
 def rollout(

@@ -15,7 +15,7 @@ def test_expert_is_perfect_on_validation_and_traced():
         trace_meta={"stage": "test", "iteration": 0},
     )
     m = r.metrics
-    assert m.episodes == 16
+    assert m.episodes == 2 * 10  # 2 tasks for each of the 10 families
     assert (m.tcsr, m.dvr, m.completion, m.spt_over_optimal, m.high_risk_share) == (1.0, 1.0, 1.0, 1.0, 0.0)
     assert m.entity_recall_at_5 is None  # n/a until memory lands
     assert len(r.traces) == 3 and all(t["completed"] for t in r.traces)
