@@ -26,7 +26,9 @@ def _experiment(tmp_path: Path, **env: object) -> Path:
 def test_unknown_field_exits_2_naming_file_and_field(tmp_path):
     p = tmp_path / "exp.yaml"
     p.write_text(
-        yaml.safe_dump({"name": "pre", "storage_path": str(tmp_path / "runs"), "stages": {"rl": {"iters": 3}}})
+        yaml.safe_dump(
+            {"name": "pre", "storage_path": str(tmp_path / "runs"), "stages": {"rl": {"iters": 3}}}
+        )
     )
     ray_before = _ray_started()
     r = CliRunner().invoke(app, ["train", "--config", str(p)])
