@@ -35,6 +35,7 @@ from agentic_ray import keys
 from agentic_ray.algorithms.build import build_algo_config, current_module
 from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy, validation_env_config
 from agentic_ray.eval.metrics import AutoPause, diagnosis_report
+from agentic_ray.eval.policy_loading import verify_checkpoint
 from agentic_ray.eval.report import write_report
 from agentic_ray.eval.traces import append_traces
 from agentic_ray.rollout.iteration_seeding import iteration_seed, reseed_iteration
@@ -446,6 +447,8 @@ def run_pipeline(
         if not storage.pull():
             raise FileNotFoundError(f"no run at {storage}")
         state = PipelineState.load(storage.local_dir)
+        if state.checkpoint:  # a damaged checkpoint is a CheckpointError naming the file, before Ray builds
+            verify_checkpoint(state.checkpoint)
         state.status = "running"
         return Pipeline(settings, storage.local_dir, state, progress, storage).run()
     storage = RunStorage(run_dir or new_run_dir(settings))

@@ -99,3 +99,17 @@ def test_train_resume_refuses_damaged_run_files(module_ckpt, tmp_path):
     assert r.exit_code == 2 and "settings.json: field algo.gamma" in r.output, r.output
     r = CliRunner().invoke(app, ["train", "--resume", str(tmp_path / "nope")])
     assert r.exit_code == 2 and "no such run directory" in r.output
+
+
+def test_run_pipeline_resume_verifies_the_checkpoint_before_building(module_ckpt, tmp_path, monkeypatch):
+    """The Python entry point checks the checkpoint too (not only the CLI's preflight): nothing is built."""
+    from agentic_ray.stages import pipeline
+
+    run, _ = _run_dir(tmp_path, module_ckpt)
+
+    def no_build(*_a, **_kw):
+        raise AssertionError("the algorithm was built from a damaged checkpoint")
+
+    monkeypatch.setattr(pipeline, "build_algo_config", no_build)
+    with pytest.raises(CheckpointError, match=r"module_state\.pkl cannot be read"):
+        pipeline.run_pipeline(load_settings(TINY), resume=run, progress=lambda _m: None)
