@@ -48,6 +48,8 @@ AAAC_GRAD_NORM_PREFIX = "grad_norm_"  # + optimizer name: global grad norm befor
 REWARD_VECTOR_RAW = "reward_vector_raw"  # custom_data: {layer: np.ndarray (T,)} settled raw layer values
 REWARD_PROVENANCE = "reward_provenance"  # custom_data: {layer: {scorer, version, latency_s, attempts}}
 REWARD_LEDGER_ID = "reward_ledger_id"  # custom_data: the episode's key in the reward ledger
+# custom_data: {"checksum": str, "num_steps": int}, the runner's seal of the reward and risk streams it wrote
+REWARD_SEAL = "reward_seal"
 # Info key of the last step in blocking mode: the per-layer results scored inside step().
 REWARD_RESULTS = "reward_results"
 
@@ -61,7 +63,7 @@ METRIC_REWARD_WAIT_S = "reward_pool_wait_s"
 METRIC_REWARD_STALENESS = "reward_pool_staleness"
 METRIC_REWARD_STALENESS_MAX = "reward_pool_staleness_max"
 METRIC_REWARD_DUPLICATES = "reward_pool_duplicates"
-METRIC_REWARD_RESUBMITS = "reward_pool_resubmits"
+METRIC_REWARD_CANCELLED = "reward_pool_cancelled_calls"
 AAAC_REFLECTION_LOSS = "reflection_loss"
 AAAC_REFLECTION_ACCURACY = "reflection_accuracy"
 METRIC_REWARD_LAYER_PREFIX = "reward_layer/"  # + layer name: raw per-episode layer value (EnvRunner metric)

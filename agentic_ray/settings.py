@@ -37,6 +37,11 @@ class RaySettings(_Strict):
     num_gpus_per_learner: float = Field(
         default=0.0, ge=0, description="GPUs for the learner (cuda when > 0)."
     )
+    reseed_each_iteration: bool = Field(
+        default=True,
+        description="Reseed envs and action sampling from (seed, stage, iteration) at every training iteration, so "
+        "a run resumed from a checkpoint samples what the uninterrupted run sampled.",
+    )
     torch_threads: int = Field(
         default=1,
         ge=1,
@@ -134,7 +139,14 @@ class WandbSettings(_Strict):
 class ExperimentSettings(_Strict):
     name: str = Field(default="experiment", description="Run name (prefix of the run directory).")
     seed: int = Field(default=0, description="Seed of everything.")
-    run_root: str = Field(default="runs", description="Where run directories are created.")
+    storage_path: str | None = Field(
+        default=None,
+        description=(
+            "Where run directories are created, like Tune's storage_path: an absolute path, or a URI (s3://, gs://, "
+            "file://, any pyarrow filesystem) for clusters. None: $AGENTIC_RAY_STORAGE_PATH, else "
+            "~/agentic_ray_results. Never relative to the working directory (a Ray job's working_dir is deleted)."
+        ),
+    )
     ray: RaySettings = Field(default_factory=RaySettings, description="Ray cluster and rollout workers.")
     env: AgentTaskEnvConfig = Field(default_factory=AgentTaskEnvConfig, description="The environment.")
     model: AAACModelConfig = Field(default_factory=AAACModelConfig, description="Encoder and heads.")

@@ -1,11 +1,17 @@
-"""The reward ledger: one SQLite row per (episode, layer), and one per episode, saved with checkpoints.
+"""The reward ledger: what was scored, what the runner sealed, and what the learner trained on, in one SQLite file.
 
-Every layer value the learner sees can be traced to the scorer and version that produced it, how long it took and
-how many attempts it needed. :meth:`RewardLedger.audit` proves that every episode the learner consumed had all its
-layers settled exactly once, and counts what was lost, dropped or double-counted.
+Three independent writers fill it, so that :mod:`agentic_ray.rewards.ledger_audit` can join them and fail:
+
+* **scorer actors** write ``scored`` rows: the checksum of every value they produced for (episode, layer);
+* **EnvRunners** (through their reward client) write ``submitted``, ``settled`` (per layer: raw value, checksum,
+  scorer, version, latency, attempts), ``sealed`` (the reward vector the learner will train on: normalised,
+  weighted reward and risk streams, as a checksum and sums) and ``dropped`` (with a reason);
+* the **learner** (a learner connector, :class:`~agentic_ray.rollout.trained_reward_recorder.TrainedRewardRecorder`)
+  writes one ``trained`` row per episode that reached its train batch, with the checksum of the rewards it got.
 
 Writes arrive as batches of events with a batch id; a batch id that was already applied is ignored, so a retried
-write (for example after the ledger actor restarted) cannot count anything twice.
+write (Ray re-ran the call after the ledger actor restarted) cannot count anything twice. A batch and the key-value
+writes that go with it (the merged normaliser state) commit in one transaction.
 """
 
 from __future__ import annotations
@@ -14,7 +20,6 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +32,24 @@ CREATE TABLE IF NOT EXISTS episodes (
     reason TEXT,
     runner TEXT,
     policy_version_sampled INTEGER,
-    policy_version_consumed INTEGER,
     submitted_at REAL,
     finished_at REAL,
-    consume_count INTEGER NOT NULL DEFAULT 0
+    seal_checksum TEXT,
+    reward_sum REAL,
+    risk_sum REAL,
+    num_steps INTEGER,
+    policy_version_sealed INTEGER,
+    pending_at_shutdown INTEGER NOT NULL DEFAULT 0
 );
+CREATE INDEX IF NOT EXISTS episodes_runner ON episodes(runner);
 CREATE TABLE IF NOT EXISTS scores (
     episode_id TEXT NOT NULL,
     layer TEXT NOT NULL,
     status TEXT NOT NULL,
     value_sum REAL,
     value_last REAL,
+    value_checksum TEXT,
+    source TEXT,
     scorer TEXT,
     version TEXT,
     latency_s REAL,
@@ -47,51 +59,44 @@ CREATE TABLE IF NOT EXISTS scores (
     duplicate_results INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (episode_id, layer)
 );
+CREATE TABLE IF NOT EXISTS scored (
+    episode_id TEXT NOT NULL,
+    layer TEXT NOT NULL,
+    value_checksum TEXT NOT NULL,
+    scorer TEXT,
+    version TEXT,
+    results INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (episode_id, layer, value_checksum)
+);
+CREATE TABLE IF NOT EXISTS trained (
+    episode_id TEXT NOT NULL,
+    batch_id TEXT NOT NULL,
+    checksum TEXT,
+    reward_sum REAL,
+    risk_sum REAL,
+    num_steps INTEGER,
+    learner TEXT,
+    t REAL
+);
+CREATE INDEX IF NOT EXISTS trained_episode ON trained(episode_id);
+CREATE TABLE IF NOT EXISTS dead_runners (runner TEXT PRIMARY KEY, reason TEXT);
 CREATE TABLE IF NOT EXISTS batches (batch_id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 # Episode statuses.
 PENDING = "pending"
-CONSUMED = "consumed"
+SEALED = "sealed"
 DROPPED = "dropped"
 # Score statuses.
 OK = "ok"
 MISSING = "missing"
-
-
-@dataclass
-class LedgerAudit:
-    """Result of :meth:`RewardLedger.audit`.
-
-    Attributes:
-        submitted: episodes ever submitted.
-        consumed: episodes handed to the learner.
-        dropped: episodes dropped under the missing policy, by reason in ``drop_reasons``.
-        pending: episodes neither consumed nor dropped (after a drain: lost).
-        double_counted: consumed more than once, or a layer settled more than once.
-        incomplete: consumed episodes whose layers were not all settled ``ok`` exactly once.
-        missing_layers: (episode, layer) rows recorded as missing.
-        duplicate_results: late or repeated scorer results that were recognised and ignored.
-    """
-
-    submitted: int = 0
-    consumed: int = 0
-    dropped: int = 0
-    pending: int = 0
-    double_counted: int = 0
-    incomplete: int = 0
-    missing_layers: int = 0
-    duplicate_results: int = 0
-    drop_reasons: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing consumed was double-counted or incomplete (pending work is judged by the caller)."""
-        return self.double_counted == 0 and self.incomplete == 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok}
+# Where a settled layer value came from: a scorer actor (which also writes a ``scored`` row) or the runner itself.
+SOURCE_ACTOR = "actor"
+SOURCE_INLINE = "inline"
+# Reasons the ledger writes itself when it learns that an EnvRunner incarnation died.
+REASON_RUNNER_DIED = "env_runner_died"
+REASON_RUNNER_DIED_IN_TRANSIT = "env_runner_died_in_transit"
 
 
 class RewardLedger:
@@ -114,17 +119,25 @@ class RewardLedger:
         self._lock = threading.Lock()
 
     # --- writes -------------------------------------------------------------------------------------------
-    def apply(self, batch_id: str, events: Iterable[dict[str, Any]]) -> bool:
-        """Apply a batch of events atomically, once per ``batch_id``.
+    def apply(
+        self, batch_id: str, events: Iterable[dict[str, Any]], kv: dict[str, Any] | None = None
+    ) -> bool:
+        """Apply a batch of events, and the ``kv`` writes that go with it, in one transaction, once per batch id.
 
         Event kinds (``event["kind"]``) and their fields:
 
         * ``submitted``: episode_id, env_episode_id, layers (list), runner, policy_version, t
-        * ``settled``: episode_id, layer, status ("ok" | "missing"), value_sum, value_last, scorer, version,
-          latency_s, attempts, reason
+        * ``settled``: episode_id, layer, status ("ok" | "missing"), value_sum, value_last, value_checksum,
+          source ("actor" | "inline"), scorer, version, latency_s, attempts, reason
         * ``duplicate``: episode_id, layer (a repeated result that was ignored)
-        * ``consumed``: episode_id, policy_version, t
+        * ``sealed``: episode_id, checksum, reward_sum, risk_sum, num_steps, policy_version, t
         * ``dropped``: episode_id, reason, t
+        * ``pending_at_shutdown``: episode_id (its runner stopped while it still waited for a scorer)
+        * ``scored``: episode_id, layer, value_checksum, scorer, version (written by scorer actors)
+        * ``trained``: episode_id, checksum, reward_sum, risk_sum, num_steps, learner, t (written by the learner)
+        * ``runner_alive``: prefix, alive (runner id or None): every other runner id with that prefix is dead;
+          its pending episodes are dropped (``env_runner_died``) and its sealed, untrained ones are marked
+          ``env_runner_died_in_transit``
 
         Returns:
             False if the batch had been applied before (nothing changed).
@@ -138,24 +151,31 @@ class RewardLedger:
                     cur.execute("ROLLBACK")
                     return False
                 for ev in events:
-                    self._apply_one(cur, ev)
+                    self._apply_one(cur, batch_id, ev)
+                for key, value in (kv or {}).items():
+                    self._put(cur, key, value)
                 cur.execute("COMMIT")
                 return True
             except BaseException:
                 cur.execute("ROLLBACK")
                 raise
 
-    def _apply_one(self, cur: sqlite3.Cursor, ev: dict[str, Any]) -> None:
+    def _apply_one(self, cur: sqlite3.Cursor, batch_id: str, ev: dict[str, Any]) -> None:
         kind = ev["kind"]
         if kind == "submitted":
+            dead = cur.execute(
+                "SELECT reason FROM dead_runners WHERE runner=?", (ev.get("runner"),)
+            ).fetchone()
             cur.execute(
-                "INSERT INTO episodes(episode_id, env_episode_id, layers, status, runner, policy_version_sampled,"
-                " submitted_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(episode_id) DO NOTHING",
+                "INSERT INTO episodes(episode_id, env_episode_id, layers, status, reason, runner,"
+                " policy_version_sampled, submitted_at) VALUES (?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(episode_id) DO NOTHING",
                 (
                     ev["episode_id"],
                     ev.get("env_episode_id"),
                     ",".join(ev["layers"]),
-                    PENDING,
+                    DROPPED if dead else PENDING,
+                    REASON_RUNNER_DIED if dead else None,
                     ev.get("runner"),
                     ev.get("policy_version"),
                     ev.get("t"),
@@ -163,15 +183,17 @@ class RewardLedger:
             )
         elif kind == "settled":
             cur.execute(
-                "INSERT INTO scores(episode_id, layer, status, value_sum, value_last, scorer, version, latency_s,"
-                " attempts, reason) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(episode_id, layer) DO UPDATE SET"
-                " settle_count = settle_count + 1",
+                "INSERT INTO scores(episode_id, layer, status, value_sum, value_last, value_checksum, source,"
+                " scorer, version, latency_s, attempts, reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(episode_id, layer) DO UPDATE SET settle_count = settle_count + 1",
                 (
                     ev["episode_id"],
                     ev["layer"],
                     ev["status"],
                     ev.get("value_sum"),
                     ev.get("value_last"),
+                    ev.get("value_checksum"),
+                    ev.get("source"),
                     ev.get("scorer"),
                     ev.get("version"),
                     ev.get("latency_s"),
@@ -184,35 +206,107 @@ class RewardLedger:
                 "UPDATE scores SET duplicate_results = duplicate_results + 1 WHERE episode_id=? AND layer=?",
                 (ev["episode_id"], ev["layer"]),
             )
-        elif kind == "consumed":
+        elif kind == "sealed":
             cur.execute(
-                "UPDATE episodes SET status=?, consume_count = consume_count + 1, policy_version_consumed=?,"
-                " finished_at=? WHERE episode_id=?",
-                (CONSUMED, ev.get("policy_version"), ev.get("t"), ev["episode_id"]),
+                "UPDATE episodes SET status=?, seal_checksum=?, reward_sum=?, risk_sum=?, num_steps=?,"
+                " policy_version_sealed=?, finished_at=? WHERE episode_id=? AND status=?",
+                (
+                    SEALED,
+                    ev["checksum"],
+                    ev.get("reward_sum"),
+                    ev.get("risk_sum"),
+                    ev.get("num_steps"),
+                    ev.get("policy_version"),
+                    ev.get("t"),
+                    ev["episode_id"],
+                    PENDING,
+                ),
             )
         elif kind == "dropped":
             cur.execute(
-                "UPDATE episodes SET status=?, reason=?, finished_at=? WHERE episode_id=?",
-                (DROPPED, ev.get("reason"), ev.get("t"), ev["episode_id"]),
+                "UPDATE episodes SET status=?, reason=?, finished_at=? WHERE episode_id=? AND status=?",
+                (DROPPED, ev.get("reason"), ev.get("t"), ev["episode_id"], PENDING),
             )
+        elif kind == "pending_at_shutdown":
+            cur.execute(
+                "UPDATE episodes SET pending_at_shutdown=1 WHERE episode_id=? AND status=?",
+                (ev["episode_id"], PENDING),
+            )
+        elif kind == "scored":
+            cur.execute(
+                "INSERT INTO scored(episode_id, layer, value_checksum, scorer, version) VALUES (?,?,?,?,?)"
+                " ON CONFLICT(episode_id, layer, value_checksum) DO UPDATE SET results = results + 1",
+                (ev["episode_id"], ev["layer"], ev["value_checksum"], ev.get("scorer"), ev.get("version")),
+            )
+        elif kind == "trained":
+            cur.execute(
+                "INSERT INTO trained(episode_id, batch_id, checksum, reward_sum, risk_sum, num_steps, learner, t)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    ev["episode_id"],
+                    batch_id,
+                    ev.get("checksum"),
+                    ev.get("reward_sum"),
+                    ev.get("risk_sum"),
+                    ev.get("num_steps"),
+                    ev.get("learner"),
+                    ev.get("t"),
+                ),
+            )
+        elif kind == "runner_alive":
+            self._runner_alive(cur, ev["prefix"], ev.get("alive"))
         else:
             raise ValueError(f"unknown ledger event kind {kind!r}")
+
+    @staticmethod
+    def _runner_alive(cur: sqlite3.Cursor, prefix: str, alive: str | None) -> None:
+        pattern = prefix.replace("%", r"\%").replace("_", r"\_") + "%"
+        dead = [
+            r[0]
+            for r in cur.execute(
+                "SELECT DISTINCT runner FROM episodes WHERE runner LIKE ? ESCAPE '\\' AND runner IS NOT ?",
+                (pattern, alive),
+            )
+        ]
+        for runner in dead:
+            cur.execute(
+                "INSERT OR IGNORE INTO dead_runners(runner, reason) VALUES (?, ?)",
+                (runner, REASON_RUNNER_DIED),
+            )
+            cur.execute(
+                "UPDATE episodes SET status=?, reason=? WHERE runner=? AND status=?",
+                (DROPPED, REASON_RUNNER_DIED, runner, PENDING),
+            )
+            cur.execute(
+                "UPDATE episodes SET reason=? WHERE runner=? AND status=? AND reason IS NULL AND episode_id NOT IN"
+                " (SELECT episode_id FROM trained)",
+                (REASON_RUNNER_DIED_IN_TRANSIT, runner, SEALED),
+            )
+
+    @staticmethod
+    def _put(cur: sqlite3.Cursor, key: str, value: Any) -> None:
+        cur.execute(
+            "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, json.dumps(value)),
+        )
 
     def put_json(self, key: str, value: Any) -> None:
         """Store a JSON value (e.g. the normaliser state) next to the rows, so it travels with the file."""
         with self._lock:
-            self._conn.execute(
-                "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                (key, json.dumps(value)),
-            )
+            self._put(self._conn.cursor(), key, value)
 
     def get_json(self, key: str) -> Any:
-        """A value stored with :meth:`put_json`, or ``None``."""
+        """A value stored with :meth:`put_json` or :meth:`apply`, or ``None``."""
         with self._lock:
             row = self._conn.execute("SELECT value FROM kv WHERE key=?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     # --- reads --------------------------------------------------------------------------------------------
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run a read-only query under the ledger's lock (the audit's joins)."""
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
     def scores(self, episode_id: str) -> dict[str, dict[str, Any]]:
         """All layer rows of one episode, keyed by layer."""
         with self._lock:
@@ -226,38 +320,6 @@ class RewardLedger:
             cur = self._conn.execute("SELECT * FROM episodes WHERE episode_id=?", (episode_id,))
             row = cur.fetchone()
             return dict(zip([c[0] for c in cur.description], row, strict=True)) if row else None
-
-    def audit(self) -> LedgerAudit:
-        """Check every consumed episode: all its layers settled ``ok`` exactly once, consumed exactly once."""
-        q = self._conn.execute
-        with self._lock:
-            a = LedgerAudit()
-            a.submitted = q("SELECT COUNT(*) FROM episodes").fetchone()[0]
-            a.consumed = q("SELECT COUNT(*) FROM episodes WHERE status=?", (CONSUMED,)).fetchone()[0]
-            a.dropped = q("SELECT COUNT(*) FROM episodes WHERE status=?", (DROPPED,)).fetchone()[0]
-            a.pending = q("SELECT COUNT(*) FROM episodes WHERE status=?", (PENDING,)).fetchone()[0]
-            a.double_counted = (
-                q("SELECT COUNT(*) FROM episodes WHERE consume_count > 1").fetchone()[0]
-                + q("SELECT COUNT(*) FROM scores WHERE settle_count > 1").fetchone()[0]
-            )
-            a.missing_layers = q("SELECT COUNT(*) FROM scores WHERE status=?", (MISSING,)).fetchone()[0]
-            a.duplicate_results = q("SELECT COALESCE(SUM(duplicate_results), 0) FROM scores").fetchone()[0]
-            a.drop_reasons = dict(
-                q(
-                    "SELECT reason, COUNT(*) FROM episodes WHERE status=? GROUP BY reason", (DROPPED,)
-                ).fetchall()
-            )
-            incomplete = 0
-            for eid, layers in q("SELECT episode_id, layers FROM episodes WHERE status=?", (CONSUMED,)):
-                rows = dict(
-                    (r[0], (r[1], r[2]))
-                    for r in q("SELECT layer, status, settle_count FROM scores WHERE episode_id=?", (eid,))
-                )
-                need = [x for x in layers.split(",") if x]
-                if any(rows.get(layer) != (OK, 1) for layer in need):
-                    incomplete += 1
-            a.incomplete = incomplete
-            return a
 
     # --- persistence --------------------------------------------------------------------------------------
     def backup(self, dest: str | Path) -> Path:

@@ -52,6 +52,10 @@ class ActorGroupConfig(BaseModel):
     )
     max_concurrency: int = Field(default=1000, ge=1, description="Concurrent calls per actor (async actors).")
     max_restarts: int = Field(default=-1, description="Ray max_restarts of each actor (-1: unlimited).")
+    scheduling_strategy: Literal["DEFAULT", "SPREAD"] = Field(
+        default="DEFAULT",
+        description="Ray scheduling strategy of the group's actors; 'SPREAD' puts them on different nodes.",
+    )
 
 
 class JudgeConfig(BaseModel):
@@ -89,7 +93,8 @@ class RewardPoolConfig(BaseModel):
         default="async",
         description=(
             "'async': slow layers go to the actor pool and sample() never waits on them (except backpressure). "
-            "'blocking': every layer is scored synchronously inside env.step at episode end (baseline). "
+            "'blocking': the same actors and batching, but sample() waits until its episodes are scored (the "
+            "baseline of the benchmark). "
             "'zero_latency': like 'blocking' but the judge rubric runs in-process with no HTTP and no delay "
             "(reference for what rewards cost when scorers are free)."
         ),
@@ -128,20 +133,14 @@ class RewardPoolConfig(BaseModel):
     max_hold_rounds: int = Field(
         default=3, ge=1, description="'hold': rounds of re-submission before the episode is dropped."
     )
-    max_actor_resubmits: int = Field(
-        default=20,
-        ge=0,
-        description="Re-submissions of one request after reward actors died, before the layer is missing.",
-    )
-    actor_backoff_max_s: float = Field(
-        default=2.0,
-        gt=0,
-        description="Longest back-off before re-submitting work of a reward actor that died.",
-    )
     call_deadline_slack_s: float = Field(
         default=30.0,
         gt=0,
-        description="A pool call unanswered this long after its layers' timeouts is abandoned and resubmitted.",
+        description=(
+            "A pool call still unanswered this long after its layers' timeouts and retries could have finished is "
+            "cancelled (ray.cancel) and its layers go to the missing policy. Ray itself re-runs calls whose actor "
+            "died (max_task_retries=-1), so this only catches calls that hang."
+        ),
     )
     submit_interval_s: float = Field(
         default=0.0,
@@ -151,8 +150,13 @@ class RewardPoolConfig(BaseModel):
     ledger_path: str | None = Field(
         default=None, description="SQLite ledger file; None puts it in a fresh temporary directory."
     )
-    ledger_flush_interval_s: float = Field(
-        default=0.2, ge=0, description="Send ledger events at most this often."
+    ledger_flush_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Each sample() writes its ledger events (seals included) and waits this long at most for the ledger "
+            "to acknowledge them; keep well under sample_timeout_s."
+        ),
     )
     normalize_clip: float = Field(
         default=5.0, gt=0, description="Normalised layer values are clipped to ±this."

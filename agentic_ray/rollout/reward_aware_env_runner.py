@@ -6,15 +6,20 @@ carrying the others over to later calls. Returned episodes carry:
 
 * rewards (``episode.get_rewards()``): the weighted sum of the normalised reward-stream layers, per step;
 * ``custom_data[RISK_REWARDS]``: the weighted sum of the normalised risk-stream layers, ``np.ndarray (T,)``;
+* ``custom_data[REWARD_SEAL]``: ``{"checksum", "num_steps"}`` of exactly those two streams, also written to the
+  ledger, so the learner side can prove what it trained on;
 * ``custom_data[REWARD_VECTOR]`` / ``[REWARD_VECTOR_RAW]``: ``{layer: (T,)}`` normalised / raw values;
 * ``custom_data[REWARD_PROVENANCE]``: ``{layer: {scorer, version, latency_s, attempts}}``;
 * ``custom_data[POLICY_VERSION]``: the weights version that sampled the episode;
 * ``custom_data[REWARD_LEDGER_ID]``: the episode's key in the ledger (learner connectors may rename ``id_``).
 
-Held episodes are kept out of the return metrics until they settle. :meth:`drain` waits for everything pending
-(call it through ``foreach_env_runner`` before a checkpoint or shutdown). In ``blocking`` and ``zero_latency``
-modes every layer is computed inside ``env.step`` by :class:`BlockingRewardWrapper` (the baseline), and the
-runner only reads the results back, so both modes produce the same rewards.
+Each ``sample()`` ends with one ledger write (submissions, settlements, seals) that it waits for, bounded by
+``ledger_flush_timeout_s``. Held episodes are kept out of the return metrics until they settle. :meth:`drain` waits
+for everything pending (the algorithm calls it before a checkpoint). :meth:`stop` does not drain: it records what
+is still waiting for a scorer as pending at shutdown. Modes: ``async`` (the default), ``blocking`` (the same
+actors and batching, but every ``sample()`` waits for its episodes: the benchmark's baseline) and
+``zero_latency`` (every layer scored inside ``env.step`` by :class:`BlockingRewardWrapper`, the judge rubric
+in-process: what rewards cost when scorers are free).
 
 Requires ``batch_mode="complete_episodes"``.
 """
@@ -35,13 +40,13 @@ from ray.rllib.utils.annotations import override
 
 from agentic_ray.keys import (
     EPISODE_RECORD,
+    METRIC_REWARD_CANCELLED,
     METRIC_REWARD_DROPPED,
     METRIC_REWARD_DUPLICATES,
     METRIC_REWARD_HELD,
     METRIC_REWARD_LAYER_PREFIX,
     METRIC_REWARD_MISSING,
     METRIC_REWARD_PENDING,
-    METRIC_REWARD_RESUBMITS,
     METRIC_REWARD_SETTLED,
     METRIC_REWARD_STALENESS,
     METRIC_REWARD_STALENESS_MAX,
@@ -50,22 +55,19 @@ from agentic_ray.keys import (
     REWARD_LEDGER_ID,
     REWARD_PROVENANCE,
     REWARD_RESULTS,
+    REWARD_SEAL,
     REWARD_VECTOR,
     REWARD_VECTOR_RAW,
     RISK_REWARDS,
 )
 from agentic_ray.rewards.episode_record import EpisodeRecord
-from agentic_ray.rewards.layers import LAYER_CLASSES, Granularity, Stream
-from agentic_ray.rewards.reward_actor_pool import (
-    STATUS_ERROR,
-    STATUS_OK,
-    STATUS_TIMEOUT,
-    PendingEpisode,
-    RewardPoolClient,
-    ScoreResult,
-    make_layers,
-)
+from agentic_ray.rewards.layer_group_scorer import make_layers, score_inline
+from agentic_ray.rewards.layers import LAYER_CLASSES
+from agentic_ray.rewards.reward_client_state import PendingEpisode
+from agentic_ray.rewards.reward_pool_client import RewardPoolClient
 from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
+from agentic_ray.rewards.reward_vector import combine_layers
+from agentic_ray.rewards.score_messages import STATUS_OK, ScoreResult
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +75,14 @@ logger = logging.getLogger(__name__)
 CONFIG_ATTR_POOL = "reward_pool"
 #: AlgorithmConfig attribute holding ``RewardActorPool.spec`` (actor names, judge URL).
 CONFIG_ATTR_SPEC = "reward_pool_spec"
+#: EnvRunner state key of the run-time layer weights (set_layer_weight).
+STATE_LAYER_WEIGHTS = "reward_layer_weights"
+#: Ledger reason of settled evaluation episodes (they are scored like training ones but never trained on).
+REASON_EVALUATION = "evaluation_only"
 
 
 class BlockingRewardWrapper(gym.Wrapper):
-    """Baseline: scores every layer synchronously inside ``step()`` of the episode's last step.
+    """``zero_latency`` mode: scores every layer inside ``step()`` of the episode's last step.
 
     The results (one :class:`ScoreResult` per layer, after up to ``retries`` extra attempts) go into the last
     step's ``info[REWARD_RESULTS]``; the env's own reward is passed through unchanged.
@@ -96,34 +102,8 @@ class BlockingRewardWrapper(gym.Wrapper):
         """All layers of one record, blocking, with retries."""
         out = []
         for name, layer in self.layers.items():
-            retries = self.cfg.layers[name].retries
-            for attempt in range(1, retries + 2):
-                t0 = time.perf_counter()
-                try:
-                    v = np.asarray(layer.score(record), dtype=np.float32)
-                    r = ScoreResult(
-                        record.episode_id,
-                        name,
-                        STATUS_OK,
-                        v,
-                        layer.scorer_name,
-                        layer.scorer_version,
-                        time.perf_counter() - t0,
-                        attempt,
-                    )
-                except Exception as e:
-                    status = STATUS_TIMEOUT if "Timeout" in type(e).__name__ else STATUS_ERROR
-                    r = ScoreResult(
-                        record.episode_id,
-                        name,
-                        status,
-                        None,
-                        layer.scorer_name,
-                        layer.scorer_version,
-                        time.perf_counter() - t0,
-                        attempt,
-                        repr(e),
-                    )
+            for attempt in range(1, self.cfg.layers[name].retries + 2):
+                r = score_inline(layer, name, record.episode_id, record, attempt)
                 if r.status == STATUS_OK:
                     break
             out.append(r)
@@ -175,22 +155,37 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
         self._layer_weights: dict[str, float] = {}  # run-time overrides (set_layer_weight)
         self.reward_staleness: list[int] = []
         super().__init__(config=config, **kwargs)
+        # One id per incarnation: a restarted actor gets a new one, so the driver can tell the ledger which died.
+        self.reward_runner_id = f"w{self.worker_index}-{uuid.uuid4().hex[:8]}"
 
     # --- env ----------------------------------------------------------------------------------------------
     @override(SingleAgentEnvRunner)
     def make_env(self) -> None:
         super().make_env()
-        if self._reward_cfg.mode == "async" or self._reward_passthrough or self.env is None:
+        if self._reward_cfg.mode != "zero_latency" or self._reward_passthrough or self.env is None:
             return
         assert self._reward_spec is not None
         vec = self.env.env  # type: ignore[attr-defined]  # DictInfoToList(SyncVectorEnv)
         if not isinstance(vec, gym.vector.SyncVectorEnv):
-            raise ValueError(
-                f"mode {self._reward_cfg.mode!r} wraps sub-envs and needs gym_env_vectorize_mode='SYNC'"
-            )
+            raise ValueError("mode 'zero_latency' wraps sub-envs and needs gym_env_vectorize_mode='SYNC'")
         vec.envs = [
             BlockingRewardWrapper(e, self._reward_cfg, self._reward_spec["judge_url"]) for e in vec.envs
         ]
+
+    @override(SingleAgentEnvRunner)
+    def get_state(
+        self, components: Any = None, *, not_components: Any = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        # Carried to EnvRunners that RLlib restarts (it syncs them from the local runner's state).
+        state[STATE_LAYER_WEIGHTS] = dict(self._layer_weights)
+        return state
+
+    @override(SingleAgentEnvRunner)
+    def set_state(self, state: dict[str, Any]) -> None:
+        super().set_state(state)
+        if STATE_LAYER_WEIGHTS in state:
+            self._layer_weights = dict(state[STATE_LAYER_WEIGHTS])
 
     # --- pool ---------------------------------------------------------------------------------------------
     @property
@@ -198,9 +193,7 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
         """The runner-side pool client (created on first use; looks the actors up by name)."""
         if self._reward_client is None:
             assert self._reward_spec is not None
-            self._reward_client = RewardPoolClient(
-                self._reward_cfg, self._reward_spec, runner_id=f"w{self.worker_index}-{uuid.uuid4().hex[:6]}"
-            )
+            self._reward_client = RewardPoolClient(self._reward_cfg, self._reward_spec, self.reward_runner_id)
         return self._reward_client
 
     @override(SingleAgentEnvRunner)
@@ -229,9 +222,12 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
         self._done_episodes_for_metrics = [
             e for e in self._done_episodes_for_metrics if id(e) not in submitted
         ]
-        if self.config.in_evaluation:
+        waited = 0.0
+        if self.config.in_evaluation or self._reward_cfg.mode == "blocking":
+            t0 = time.perf_counter()
             settled, _ = client.drain()
-            waited = 0.0
+            if self._reward_cfg.mode == "blocking":
+                waited = time.perf_counter() - t0
         else:
             settled, _ = client.poll(0.0)
             waited, more, _ = client.wait_below(self._reward_cfg.max_pending_episodes)
@@ -249,7 +245,7 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
         self._layer_weights[layer] = float(weight)
 
     def _finalize(self, settled: list[PendingEpisode]) -> list[SingleAgentEpisode]:
-        """Write normalised, weighted rewards and side channels into the settled episodes."""
+        """Write normalised, weighted rewards and side channels into the settled episodes, and seal them."""
         client = self.reward_client
         cfg = self._reward_cfg
         version = int(self._weights_seq_no)
@@ -258,28 +254,15 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
             ep: SingleAgentEpisode = p.payload
             t = len(ep)
             raw = {n: p.results[n].values for n in p.layers}
-            norm: dict[str, np.ndarray] = {}
+            weights = {n: self._layer_weights.get(n, cfg.weight(n)) for n in p.layers}
+            reward, risk, norm = combine_layers(raw, client.normalizer, weights, t)  # type: ignore[arg-type]
             for n, v in raw.items():
-                assert v is not None
-                if LAYER_CLASSES[n].granularity is Granularity.STEP:
-                    norm[n] = client.normalizer.normalize(n, v)
-                else:
-                    z = np.zeros(t, dtype=np.float32)
-                    z[-1] = client.normalizer.normalize(n, v[-1:])[0]
-                    norm[n] = z
-            reward = np.zeros(t, dtype=np.float64)
-            risk = np.zeros(t, dtype=np.float64)
-            for n, v in norm.items():
-                target = risk if LAYER_CLASSES[n].stream is Stream.RISK else reward
-                target += self._layer_weights.get(n, cfg.weight(n)) * v
                 self.metrics.log_value(
-                    METRIC_REWARD_LAYER_PREFIX + n,
-                    float(np.sum(np.asarray(raw[n], dtype=np.float64))),
-                    window=100,
+                    METRIC_REWARD_LAYER_PREFIX + n, float(np.sum(np.asarray(v, dtype=np.float64))), window=100
                 )
             old = np.asarray(ep.get_rewards())
             ep.set_rewards(new_data=reward.astype(old.dtype if old.dtype.kind == "f" else np.float32))
-            ep.custom_data[RISK_REWARDS] = risk.astype(np.float32)
+            ep.custom_data[RISK_REWARDS] = risk
             ep.custom_data[REWARD_VECTOR] = norm
             ep.custom_data[REWARD_VECTOR_RAW] = raw
             ep.custom_data[REWARD_PROVENANCE] = {
@@ -287,14 +270,17 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
                     "scorer": r.scorer,
                     "version": r.version,
                     "latency_s": r.latency_s,
-                    "attempts": p.failures.get(n, 0) + 1,
+                    "attempts": p.attempts.get(n, 1),
                 }
                 for n, r in p.results.items()
             }
             ep.custom_data[POLICY_VERSION] = p.policy_version
             ep.custom_data[REWARD_LEDGER_ID] = p.episode_id
+            if self.config.in_evaluation:  # scored like training episodes, never trained on
+                client.state.release(p, REASON_EVALUATION)
+            else:
+                ep.custom_data[REWARD_SEAL] = {"checksum": client.seal(p, reward, risk), "num_steps": t}
             self.reward_staleness.append(version - p.policy_version)
-            client.mark_consumed(ep.id_, version)
             self._done_episodes_for_metrics.append(ep)
             out.append(ep)
         return out
@@ -310,7 +296,7 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
             (METRIC_REWARD_DROPPED, "dropped"),
             (METRIC_REWARD_HELD, "held"),
             (METRIC_REWARD_DUPLICATES, "duplicates"),
-            (METRIC_REWARD_RESUBMITS, "resubmits"),
+            (METRIC_REWARD_CANCELLED, "cancelled_calls"),
         ):
             delta = c[counter] - self._reward_counters_logged[counter]
             self._reward_counters_logged[counter] = c[counter]
@@ -323,10 +309,10 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
 
     # --- drain / shutdown ---------------------------------------------------------------------------------
     def drain(self, timeout_s: float | None = None) -> list[SingleAgentEpisode]:
-        """Wait for every pending episode to settle (or be dropped) and return the settled ones.
+        """Wait for every pending episode to settle (or be dropped) and return the settled, sealed ones.
 
-        Call before a checkpoint or shutdown, e.g. ``algo.env_runner_group.foreach_env_runner(lambda er:
-        er.drain())``, and hand the result to the learner. Pending episodes die with their EnvRunner otherwise.
+        The algorithm calls it before a checkpoint and trains on the result, e.g.
+        ``algo.env_runner_group.foreach_env_runner(lambda er: er.drain())``.
         """
         if self._reward_client is None or self._reward_passthrough:
             return []
@@ -335,12 +321,17 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
         out = self._finalize(settled)
         if client.num_pending:
             logger.warning("drain timed out with %d episodes still pending", client.num_pending)
-        client.flush_ledger(force=True, wait=True)
+        client.flush_ledger()
         self._log_reward_metrics(0.0)
         return out
 
+    def reload_normalizer(self) -> None:
+        """Adopt the ledger's normaliser state (the algorithm calls it after restoring a checkpoint)."""
+        if self._reward_client is not None:
+            self._reward_client.reload_normalizer()
+
     def reward_pool_stats(self) -> dict[str, Any]:
-        """Counters of the client (submitted, settled, missing, dropped, retries, ...) and reasons."""
+        """Counters of the client (submitted, settled, missing, dropped, cancelled calls, ...) and reasons."""
         if self._reward_client is None:
             return {}
         return {
@@ -348,18 +339,17 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
             "reasons": dict(self._reward_client.reasons),
             "pending": self._reward_client.num_pending,
             "wait_s": self._reward_wait_s_total,
+            "runner_id": self.reward_runner_id,
         }
 
     @override(SingleAgentEnvRunner)
     def stop(self) -> None:
         if self._reward_client is not None:
             try:
-                client = self._reward_client
-                settled, _ = client.drain()
-                for p in settled:
-                    # Settled, but no learner will ever see it: recorded as dropped, not silently lost.
-                    client.mark_dropped(p.episode_id, "shutdown_unconsumed")
-                client.flush_ledger(force=True, wait=True)
+                # No drain: waiting for scorers at shutdown would only turn pending episodes into ones that
+                # no learner trains on. What is still waiting is recorded as pending at shutdown.
+                self._reward_client.state.mark_pending_at_shutdown()
+                self._reward_client.flush_ledger()
             except Exception as e:  # the pool may already be gone at interpreter shutdown
-                logger.warning("could not drain the reward pool on stop: %r", e)
+                logger.warning("could not record pending rewards on stop: %r", e)
         super().stop()

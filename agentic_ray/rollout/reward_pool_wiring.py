@@ -1,6 +1,7 @@
 """Wiring the reward pool into any RLlib algorithm (PPO, AAAC): config helper and an Algorithm mixin.
 
-Two ways, both ending with EnvRunners that look the pool's actors up by name:
+Two ways, both ending with EnvRunners that look the pool's actors up by name and a learner that records what it
+trained on (:class:`~agentic_ray.rollout.trained_reward_recorder.TrainedRewardRecorder`):
 
 1. Driver-owned pool::
 
@@ -8,28 +9,34 @@ Two ways, both ending with EnvRunners that look the pool's actors up by name:
        config = wire_reward_pool(PPOConfig().environment(...), pool_cfg, pool)
        algo = config.build_algo()
        ...
-       drain_env_runners(algo)           # before save_to_path / stop
+       drain_env_runners(algo)           # before save_to_path; train on what it returns
        pool.save(ckpt_dir); pool.shutdown()
 
 2. Algorithm-owned pool (Tune-friendly): mix :class:`RewardPoolAlgorithmMixin` in front of the algorithm class
    (:class:`RewardPoolPPO` is PPO with it; AAAC does ``class AAAC(RewardPoolAlgorithmMixin, Algorithm)``) and call
    ``wire_reward_pool(config, pool_cfg)`` without a pool. ``setup()`` creates the pool with uuid-suffixed names
-   before the EnvRunners exist, ``save_to_path`` drains the runners into one learner update and saves the ledger
-   next to the checkpoint, ``restore_from_path`` loads it back, and ``stop()`` drains and shuts the pool down.
+   before the EnvRunners exist; ``save_to_path`` drains the runners into one learner update and saves the ledger
+   next to the checkpoint; ``restore_from_path`` loads it back (normaliser state included); every iteration, the
+   ledger learns which EnvRunner incarnations died (RLlib restarted them), so their pending episodes are dropped
+   with a reason instead of staying pending forever; ``stop()`` shuts the pool down without throwing episodes
+   away uncounted (the runners record what is still pending).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.env.env_runner_group import EnvRunnerGroup
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
+from agentic_ray.rewards.ledger_audit import LedgerAudit
 from agentic_ray.rewards.reward_actor_pool import RewardActorPool
 from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
 from agentic_ray.rollout.reward_aware_env_runner import (
@@ -38,6 +45,7 @@ from agentic_ray.rollout.reward_aware_env_runner import (
     RewardAwareEnvRunner,
     reward_pool_config_from,
 )
+from agentic_ray.rollout.trained_reward_recorder import install_recorder
 
 logger = logging.getLogger(__name__)
 REWARD_POOL_DIR = "reward_pool"
@@ -51,7 +59,8 @@ def wire_reward_pool(
     """Make ``config`` sample through :class:`RewardAwareEnvRunner` with the given pool settings.
 
     Sets ``env_runner_cls``, ``batch_mode="complete_episodes"`` and the custom attributes ``reward_pool`` (the
-    settings as a dict, so Tune can sweep them) and, when ``pool`` is given, ``reward_pool_spec`` (actor names).
+    settings as a dict, so Tune can sweep them) and, when ``pool`` is given, ``reward_pool_spec`` (actor names)
+    and the learner-side recorder.
 
     Args:
         config: an unfrozen AlgorithmConfig (PPOConfig, AAACConfig, ...).
@@ -65,6 +74,8 @@ def wire_reward_pool(
     setattr(config, CONFIG_ATTR_POOL, pool_cfg.model_dump(mode="json"))
     setattr(config, CONFIG_ATTR_SPEC, pool.spec if pool is not None else None)
     setattr(config, CONFIG_ATTR_OWNER, "driver" if pool is not None else "algorithm")
+    if pool is not None:
+        install_recorder(config, pool.spec)
     return config
 
 
@@ -83,6 +94,35 @@ def drain_env_runners(algo: Algorithm, timeout_s: float | None = None) -> list[S
     return episodes
 
 
+def report_runner_liveness(group: EnvRunnerGroup, ledger: Any) -> None:
+    """Tell the ledger which incarnation of each remote EnvRunner is alive; every other one died.
+
+    The ledger then drops the dead incarnations' pending episodes (``env_runner_died``: their RLlib episodes died
+    with the process, so they cannot be scored again and trained on) and marks their sealed, untrained ones
+    ``env_runner_died_in_transit`` (lost: the sample call that carried them failed).
+    """
+    import ray
+
+    if group is None or group.num_remote_env_runners() == 0:
+        return
+    alive: dict[int, str | None] = dict(
+        group.foreach_env_runner(
+            lambda er: (er.worker_index, getattr(er, "reward_runner_id", None)),
+            local_env_runner=False,
+            timeout_seconds=30,
+        )
+    )
+    healthy = set(group.healthy_env_runner_ids())
+    # A healthy runner that did not answer in time is left alone: only a known incarnation or a known failure
+    # may retire the others.
+    events = [
+        {"kind": "runner_alive", "prefix": f"w{i}-", "alive": alive.get(i)}
+        for i in range(1, group.num_remote_env_runners() + 1)
+        if i in alive or i not in healthy
+    ]
+    ray.get(ledger.apply.remote(f"liveness-{uuid.uuid4().hex}", events, {}))
+
+
 class RewardPoolAlgorithmMixin:
     """Algorithm mixin that owns a :class:`RewardActorPool`. Put it first in the bases."""
 
@@ -95,10 +135,11 @@ class RewardPoolAlgorithmMixin:
         if owner == "algorithm" or (owner is None and getattr(config, CONFIG_ATTR_SPEC, None) is None):
             pool_cfg = reward_pool_config_from(config)
             self._reward_pool = RewardActorPool.create(pool_cfg, name_prefix="agray-reward")
-            # The EnvRunnerGroup is built from the frozen self.config: inject the actor names there.
+            # The EnvRunnerGroup and the learners are built from the frozen self.config: inject the pool there.
             algo: Any = self
             cfg = algo.config.copy(copy_frozen=False)
             setattr(cfg, CONFIG_ATTR_SPEC, self._reward_pool.spec)
+            install_recorder(cfg, self._reward_pool.spec)
             cfg.freeze()
             algo.config = cfg
             config = cfg
@@ -108,6 +149,19 @@ class RewardPoolAlgorithmMixin:
     def reward_pool(self) -> RewardActorPool | None:
         """The pool this algorithm created (None when the driver owns it)."""
         return self._reward_pool
+
+    def reward_audit(self) -> LedgerAudit:
+        """The ledger audit of this algorithm's pool."""
+        if self._reward_pool is None:
+            raise RuntimeError("this algorithm does not own a reward pool")
+        return self._reward_pool.audit()
+
+    def restore_env_runners(self, env_runner_group: EnvRunnerGroup) -> list[int]:
+        restored = super().restore_env_runners(env_runner_group)  # type: ignore[misc]
+        algo: Any = self
+        if self._reward_pool is not None and env_runner_group is algo.env_runner_group:
+            report_runner_liveness(env_runner_group, self._reward_pool.ledger)
+        return restored
 
     def drain_reward_pool(self, update_learner: bool = True) -> list[SingleAgentEpisode]:
         """Drain all EnvRunners; optionally train on the drained episodes once, so nothing scored is wasted."""
@@ -125,6 +179,10 @@ class RewardPoolAlgorithmMixin:
                 minibatch_size=algo.config.minibatch_size,
                 shuffle_batch_per_epoch=algo.config.shuffle_batch_per_epoch,
             )
+            # The drained episodes were sampled with the previous weights; the runners get the new ones.
+            algo.env_runner_group.sync_weights(
+                from_worker_or_learner_group=algo.learner_group, inference_only=True
+            )
         return episodes
 
     def save_to_path(self, path: Any = None, *args: Any, **kwargs: Any) -> str:
@@ -139,12 +197,14 @@ class RewardPoolAlgorithmMixin:
         saved = Path(path) / REWARD_POOL_DIR
         if self._reward_pool is not None and saved.exists():
             self._reward_pool.restore(saved)
+            algo: Any = self
+            algo.env_runner_group.foreach_env_runner(
+                lambda er: er.reload_normalizer() if isinstance(er, RewardAwareEnvRunner) else None,
+                local_env_runner=True,
+            )
 
     def stop(self) -> None:
-        try:
-            drain_env_runners(self)  # type: ignore[arg-type]
-        except Exception as e:
-            logger.warning("could not drain reward pool on stop: %r", e)
+        # No drain: episodes still waiting for scorers are recorded as pending at shutdown by the runners' stop().
         super().stop()  # type: ignore[misc]
         if self._reward_pool is not None:
             self._reward_pool.shutdown()

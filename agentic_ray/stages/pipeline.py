@@ -1,6 +1,6 @@
 """Three-stage training, imitation → RL → reflection, as one resumable pipeline with gates and checkpoints.
 
-Run directory layout (``runs/<name>-<timestamp>/``)::
+Run directory layout (``<storage_path>/<name>-<timestamp>/``, see :mod:`agentic_ray.stages.run_storage`)::
 
     settings.json          the validated settings of the run
     state.json             pipeline progress: completed stages, current stage and iteration, gates, auto-pause
@@ -35,9 +35,12 @@ from agentic_ray import keys
 from agentic_ray.algorithms.build import build_algo_config, current_module
 from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy, validation_env_config
 from agentic_ray.eval.metrics import AutoPause, diagnosis_report
+from agentic_ray.eval.policy_loading import verify_checkpoint
 from agentic_ray.eval.report import write_report
 from agentic_ray.eval.traces import append_traces
+from agentic_ray.rollout.iteration_seeding import iteration_seed, reseed_iteration
 from agentic_ray.settings import ExperimentSettings
+from agentic_ray.stages.run_storage import RunStorage, new_run_location
 
 logger = logging.getLogger(__name__)
 STAGES = ("il", "rl", "reflection")
@@ -86,10 +89,12 @@ class Pipeline:
         state: PipelineState | None = None,
         progress: Callable[[str], None] = print,
         on_evaluation: Callable[[dict[str, Any], EvalResult], None] | None = None,
+        storage: RunStorage | None = None,
     ) -> None:
         """``on_evaluation(row, result)`` runs after every evaluation is logged (a Tune trial reports it)."""
         self.s = settings
-        self.run_dir = run_dir
+        self.storage = storage or RunStorage(run_dir)
+        self.run_dir = self.storage.local_dir
         self.state = state or PipelineState()
         self.say = progress
         self.algo: Any = None
@@ -118,6 +123,7 @@ class Pipeline:
         self.state.checkpoint = str(path)
         self.state.auto_pause = self.auto_pause.get_state()
         self.state.save(self.run_dir)
+        self.storage.push()
         return str(path)
 
     def _log(self, row: dict[str, Any]) -> None:
@@ -221,6 +227,8 @@ class Pipeline:
         self.state.stage = stage
         for it in range(start, iterations):
             on_iter(it, (it + 1) / max(1, iterations))
+            if self.s.ray.reseed_each_iteration:
+                reseed_iteration(self.algo, iteration_seed(self.s.seed, stage, it))
             res = self.algo.train()
             er = res.get(ENV_RUNNER_RESULTS, {})
             self.state.env_steps = int(er.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0) or self.state.env_steps)
@@ -272,6 +280,10 @@ class Pipeline:
                 set_training_progress(self.algo, p)
 
         self._train_iterations("rl", rl.iterations, on_iter)
+        if (
+            self.last_eval is None
+        ):  # resumed after the stage's last iteration: judge the gate on a fresh evaluation
+            self.evaluate("rl", rl.iterations, {"gate_check_after_resume": True})
         dvr = self.last.get("dvr", 0.0)
         passed = dvr >= rl.gate_dvr
         self.state.gates["rl_dvr"] = {"value": dvr, "threshold": rl.gate_dvr, "passed": passed}
@@ -308,6 +320,8 @@ class Pipeline:
 
         torch.set_num_threads(self.s.ray.torch_threads)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        where = f"{self.storage}" + (f" (working copy {self.run_dir})" if self.storage.remote else "")
+        self.say(f"run directory: {where}")
         (self.run_dir / "settings.json").write_text(self.s.model_dump_json(indent=2))
         self._init_wandb()
         self._build()
@@ -333,8 +347,9 @@ class Pipeline:
                 self.wandb.finish()
             if self.algo is not None:
                 self.algo.stop()
+            self.storage.push()
         return {
-            "run_dir": str(self.run_dir),
+            "run_dir": str(self.storage),
             "status": self.state.status,
             "final": self.last,
             "gates": self.state.gates,
@@ -417,19 +432,29 @@ def _set_l5_weight(algo: Any, weight: float) -> None:
     algo.env_runner_group.foreach_env_runner(_set, local_env_runner=True)
 
 
-def new_run_dir(settings: ExperimentSettings) -> Path:
-    return Path(settings.run_root).resolve() / f"{settings.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+def new_run_dir(settings: ExperimentSettings) -> str:
+    """A new run location under the settings' storage path (see :mod:`agentic_ray.stages.run_storage`)."""
+    return new_run_location(settings.storage_path, settings.name)
 
 
 def run_pipeline(
     settings: ExperimentSettings,
-    run_dir: Path | None = None,
-    resume: Path | None = None,
+    run_dir: str | Path | None = None,
+    resume: str | Path | None = None,
     progress: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Run (or resume) the three-stage pipeline; returns the run dir, status, final metrics and gates."""
+    """Run (or resume) the three-stage pipeline; returns the run dir, status, final metrics and gates.
+
+    ``run_dir`` and ``resume`` are paths or URIs; a URI run is pulled into a local working copy first.
+    """
     if resume is not None:
-        state = PipelineState.load(resume)
+        storage = RunStorage(resume)
+        if not storage.pull():
+            raise FileNotFoundError(f"no run at {storage}")
+        state = PipelineState.load(storage.local_dir)
+        if state.checkpoint:  # a damaged checkpoint is a CheckpointError naming the file, before Ray builds
+            verify_checkpoint(state.checkpoint)
         state.status = "running"
-        return Pipeline(settings, resume, state, progress).run()
-    return Pipeline(settings, run_dir or new_run_dir(settings), None, progress).run()
+        return Pipeline(settings, storage.local_dir, state, progress, storage=storage).run()
+    storage = RunStorage(run_dir or new_run_dir(settings))
+    return Pipeline(settings, storage.local_dir, None, progress, storage=storage).run()

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from agentic_ray.cli import app
+from agentic_ray.cli.exit_codes import EXIT_GATE_FAILED, EXIT_PAUSED
 from agentic_ray.eval.policy_loading import MODULE_SUBDIR, load_policy_module, pick_checkpoint
 from agentic_ray.eval.report import read_metrics
 from agentic_ray.settings import load_settings
 from agentic_ray.stages import pipeline as pipeline_mod
 from agentic_ray.stages.pipeline import PipelineState, run_pipeline
-from tests.integration.ray_head import kill_matching
+from tests.helpers.resume_scenario import sigkill_and_resume
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "configs" / "tiny.yaml"
@@ -106,32 +102,45 @@ def test_il_gate_failure_repeats_with_more_demonstrations(ray_session, tmp_path,
     assert seen == [0.5, 0.6, 0.9] and out["status"] == "finished"
 
 
-def test_rl_gate_failure_stops_with_a_diagnosis(ray_session, tmp_path, monkeypatch):
+def _train_cli(run: Path, *sets: str):
+    """``agentic-ray train`` on the tiny config, in this process (so a scripted evaluator applies)."""
+    args = ["train", "--config", str(TINY), "--run-dir", str(run), "--set", "wandb.mode=disabled"]
+    return CliRunner().invoke(app, args + [x for kv in sets for x in ("--set", kv)])
+
+
+def test_rl_gate_failure_stops_with_a_diagnosis_and_stops_again_on_resume(ray_session, tmp_path, monkeypatch):
     _scripted(monkeypatch, "dvr", [0.5])
-    s = load_settings(
-        TINY,
-        {
-            "wandb.mode": "disabled",
-            "stages.run": ["rl", "reflection"],
-            "stages.rl.gate_dvr": 0.9,
-            "stages.rl.iterations": 1,
-        },
-    )
-    out = run_pipeline(s, run_dir=tmp_path / "run", progress=_quiet)
-    run = Path(out["run_dir"])
-    assert out["status"] == "gate_failed"
-    assert out["gates"]["rl_dvr"] == {"value": 0.5, "threshold": 0.9, "passed": False}
+    run = tmp_path / "run"
+    r = _train_cli(run, "stages.run=[rl, reflection]", "stages.rl.gate_dvr=0.9", "stages.rl.iterations=1")
+    assert r.exit_code == EXIT_GATE_FAILED, r.output  # so `ray job submit` does not report SUCCEEDED
+    assert "run stopped at a failed gate (rl_dvr 0.500 < 0.9): exit 3" in r.output.splitlines()
+    state = PipelineState.load(run)
+    assert state.status == "gate_failed"
+    assert state.gates["rl_dvr"] == {"value": 0.5, "threshold": 0.9, "passed": False}
     diag = json.loads((run / "diagnosis.json").read_text())
     assert diag["gate"]["passed"] is False and "attribution" in diag
     assert not (run / "checkpoints" / "reflection").exists()  # it did not continue blindly
 
+    # Resuming re-judges the gate on the same checkpoint and stops there again (it used to walk past it).
+    r = CliRunner().invoke(app, ["train", "--resume", str(run)])
+    assert r.exit_code == EXIT_GATE_FAILED, r.output
+    state = PipelineState.load(run)
+    assert state.status == "gate_failed" and state.completed == [] and state.stage == "rl"
+    assert not (run / "checkpoints" / "reflection").exists()
+    rows = [x for x in read_metrics(run / "metrics.jsonl") if x.get("gate_check_after_resume")]
+    assert [(x["stage"], x["dvr"]) for x in rows] == [("rl", 0.5)]
+    # eval exits like the run ended
+    r = CliRunner().invoke(app, ["eval", str(run), "--tasks-per-family", "1"])
+    assert r.exit_code == EXIT_GATE_FAILED and "completion" in r.output
+
 
 def test_auto_pause_fires_on_declining_dvr(ray_session, tmp_path, monkeypatch):
     seen = _scripted(monkeypatch, "dvr", [0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
-    s = load_settings(TINY, {"wandb.mode": "disabled", "stages.run": ["rl"], "stages.rl.iterations": 6})
-    out = run_pipeline(s, run_dir=tmp_path / "run", progress=_quiet)
-    run = Path(out["run_dir"])
-    assert out["status"] == "paused"
+    run = tmp_path / "run"
+    r = _train_cli(run, "stages.run=[rl]", "stages.rl.iterations=6")
+    assert r.exit_code == EXIT_PAUSED, r.output
+    assert r.output.splitlines()[-1].endswith("exit 4")
+    assert PipelineState.load(run).status == "paused"
     assert seen == [0.9, 0.8, 0.7, 0.6]  # paused on the 3rd decline, 2 iterations early
     diag = json.loads((run / "diagnosis.json").read_text())
     assert diag["dvr_history"] == [0.9, 0.8, 0.7, 0.6] and diag["examples"]
@@ -166,65 +175,22 @@ def test_rl_trains_on_l1_to_l4_and_reflection_ramps_l5_in(ray_session, tmp_path,
     assert {"execution", "long_term_value"} <= set(rows[-1]["reward_layers"])
 
 
-def test_resume_after_kill_mid_stage(tmp_path):
-    run = tmp_path / "run"
-    tmpdir = Path("/tmp") / f"agray_resume_{os.getpid()}"
-    tmpdir.mkdir(exist_ok=True)
-    env = {**os.environ, "AGENTIC_RAY_TMPDIR": str(tmpdir), "WANDB_MODE": "offline"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "agentic_ray.cli",
-        "train",
-        "--config",
-        str(TINY),
-        "--run-dir",
-        str(run),
-        "--set",
-        "stages.rl.iterations=5",
-        "--set",
-        "stages.run=[il, rl]",
-        "--set",
-        "wandb.mode=disabled",
-    ]
-    proc = subprocess.Popen(
-        cmd, cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            st = run / "state.json"
-            if st.exists():
-                state = json.loads(st.read_text())
-                if state["stage"] == "rl" and state["iteration"] >= 2:
-                    break
-            assert proc.poll() is None, "training ended before it could be killed"
-            time.sleep(0.5)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        kill_matching(str(tmpdir))
-    killed = PipelineState.load(run)
-    assert killed.completed == ["il"] and killed.stage == "rl" and 2 <= killed.iteration < 5
-    before = [r for r in read_metrics(run / "metrics.jsonl") if r.get("stage") == "rl" and "tcsr" in r]
-
-    r = subprocess.run(
-        [sys.executable, "-m", "agentic_ray.cli", "train", "--resume", str(run)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    kill_matching(str(tmpdir))
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "resuming from" in r.stdout
-    final = PipelineState.load(run)
-    assert final.status == "finished" and final.completed == ["il", "rl"]
-    rl = [r for r in read_metrics(run / "metrics.jsonl") if r.get("stage") == "rl" and "tcsr" in r]
-    after = rl[len(before) :]
+def test_sigkill_mid_stage_then_resume_trains_on_what_an_uninterrupted_run_trains_on(ray_session, tmp_path):
+    r = sigkill_and_resume(tmp_path)
+    assert r.killed.completed == ["il"] and r.killed.stage == "rl" and 2 <= r.killed.iteration < 5
+    assert r.resume_rc == 0, r.resume_output
+    assert "resuming from" in r.resume_output and f"run directory: {tmp_path / 'run'}" in r.resume_output
+    assert r.resumed.status == "finished" and r.resumed.completed == ["il", "rl"]
     # The resumed run continues at the next iteration (no stage restart) with the learner's update counter intact.
-    assert next(x["iteration"] for x in after) == killed.iteration + 1
-    assert after[-1]["iteration"] == 5
-    last_before = max((x for x in before if x["iteration"] == killed.iteration), key=lambda x: x["time"])
-    assert after[0]["learner_updates"] == last_before["learner_updates"] + 1
+    assert r.metric_series_continues, (r.rl_rows_before[-1:], r.rl_rows_after[:1])
+    assert r.rl_rows_after[-1]["iteration"] == 5
+    assert r.reference_rows[-1]["learner_updates"] == r.rl_rows_after[-1]["learner_updates"]  # β's counter t
+    # The ledger survived the kill: what it held at the last checkpoint is part of the final ledger.
+    assert r.trained_at_kill_missing_later == 0
+    assert r.audit.ok and r.audit.trained == r.audit.submitted > 0, r.audit.problems()
+    # Restart diff: the killed-and-resumed run trained on the same (episode, reward) pairs as the uninterrupted one,
+    # and its reward normalisers ended in the same state.
+    assert r.diff.equal, r.diff.named()[:20]
+    assert r.diff.same == r.audit.trained
+    assert r.normalizers_equal
+    assert r.ok

@@ -19,14 +19,16 @@ def _ray_started() -> bool:
 
 def _experiment(tmp_path: Path, **env: object) -> Path:
     p = tmp_path / "exp.yaml"
-    p.write_text(yaml.safe_dump({"name": "pre", "run_root": str(tmp_path / "runs"), "env": env}))
+    p.write_text(yaml.safe_dump({"name": "pre", "storage_path": str(tmp_path / "runs"), "env": env}))
     return p
 
 
 def test_unknown_field_exits_2_naming_file_and_field(tmp_path):
     p = tmp_path / "exp.yaml"
     p.write_text(
-        yaml.safe_dump({"name": "pre", "run_root": str(tmp_path / "runs"), "stages": {"rl": {"iters": 3}}})
+        yaml.safe_dump(
+            {"name": "pre", "storage_path": str(tmp_path / "runs"), "stages": {"rl": {"iters": 3}}}
+        )
     )
     ray_before = _ray_started()
     r = CliRunner().invoke(app, ["train", "--config", str(p)])

@@ -67,16 +67,16 @@ def test_missing_or_garbled_files_are_named(module_ckpt, tmp_path):
         verify_checkpoint(tmp_path / "empty")
 
 
-def _run_dir(tmp_path: Path, module_ckpt: Path) -> tuple[Path, Path]:
-    """A run directory as the pipeline leaves it, whose latest checkpoint then gets damaged."""
+def _run_dir(tmp_path: Path, module_ckpt: Path, damage: bool = True) -> tuple[Path, Path]:
+    """A run directory as the pipeline leaves it, whose latest checkpoint then gets damaged (if ``damage``)."""
     run = tmp_path / "run"
     ckpt = run / "checkpoints" / "latest"
     shutil.copytree(module_ckpt, ckpt / MODULE_SUBDIR)
     (ckpt / "metadata.json").write_text(json.dumps({"class_and_ctor_args_file": "class_and_ctor_args.pkl"}))
     (run / "settings.json").write_text(load_settings(TINY).model_dump_json())
     (run / "state.json").write_text(json.dumps({"stage": "rl", "iteration": 1, "checkpoint": str(ckpt)}))
-    state = ckpt / MODULE_SUBDIR / "module_state.pkl"
-    state.write_bytes(b"\x80\x05garbage")
+    if damage:
+        (ckpt / MODULE_SUBDIR / "module_state.pkl").write_bytes(b"\x80\x05garbage")
     return run, ckpt
 
 
@@ -99,3 +99,26 @@ def test_train_resume_refuses_damaged_run_files(module_ckpt, tmp_path):
     assert r.exit_code == 2 and "settings.json: field algo.gamma" in r.output, r.output
     r = CliRunner().invoke(app, ["train", "--resume", str(tmp_path / "nope")])
     assert r.exit_code == 2 and "no such run directory" in r.output
+
+
+def test_run_pipeline_resume_verifies_the_checkpoint_before_building(module_ckpt, tmp_path, monkeypatch):
+    """The Python entry point checks the checkpoint too (not only the CLI's preflight): nothing is built."""
+    from agentic_ray.stages import pipeline
+
+    run, _ = _run_dir(tmp_path, module_ckpt)
+
+    def no_build(*_a, **_kw):
+        raise AssertionError("the algorithm was built from a damaged checkpoint")
+
+    monkeypatch.setattr(pipeline, "build_algo_config", no_build)
+    with pytest.raises(CheckpointError, match=r"module_state\.pkl cannot be read"):
+        pipeline.run_pipeline(load_settings(TINY), resume=run, progress=lambda _m: None)
+
+
+def test_eval_takes_a_relative_run_path(module_ckpt, tmp_path, monkeypatch):
+    """``agentic-ray eval runs/<name>`` as the README gives it (it used to fail: ArrowInvalid, empty URI scheme)."""
+    _run_dir(tmp_path, module_ckpt, damage=False)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["eval", "run", "--checkpoint", "latest", "--tasks-per-family", "1"])
+    assert r.exit_code == 0, r.output
+    assert f"checkpoint: {tmp_path / 'run' / 'checkpoints' / 'latest'}" in r.output

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from agentic_ray.rewards.judge_service import JudgeServer
+from agentic_ray.rewards.layer_group_scorer import LayerGroupScorer
 from agentic_ray.rewards.layers import LLMJudgeLayer
-from agentic_ray.rewards.reward_actor_pool import STATUS_OK, STATUS_TIMEOUT, LayerGroupScorer, ScoreRequest
 from agentic_ray.rewards.reward_pool_config import LayerConfig, RewardPoolConfig
+from agentic_ray.rewards.score_messages import STATUS_OK, STATUS_TIMEOUT, ScoreRequest
 from agentic_ray.rollout.reward_aware_env_runner import BlockingRewardWrapper
 
 from .records import five_step_record
@@ -66,6 +67,12 @@ def test_timeout_is_a_failed_attempt_not_a_zero(judge):
         scorer = LayerGroupScorer({"judge": layer}, {"judge": 0.1})
         res = asyncio.run(scorer.ascore([ScoreRequest("e1", "judge", five_step_record(), 1)]))
         assert [(r.status, r.values) for r in res] == [(STATUS_TIMEOUT, None)]
+        # the scorer spends the layer's retries itself (tenacity), each attempt under the timeout
+        retrying = LayerGroupScorer({"judge": layer}, {"judge": 0.1}, {"judge": 2})
+        t0 = time.perf_counter()
+        res = asyncio.run(retrying.ascore([ScoreRequest("e1", "judge", five_step_record(), 1)]))
+        assert [(r.status, r.attempt) for r in res] == [(STATUS_TIMEOUT, 3)]
+        assert retrying.failed_attempts == 2 and time.perf_counter() - t0 >= 0.3
         # the blocking baseline spends the layer's retries, then reports the timeout, again without a value
         cfg = RewardPoolConfig(
             layers={"execution": LayerConfig(), "judge": LayerConfig(timeout_s=0.1, retries=1)}
@@ -89,3 +96,23 @@ def test_idempotent_cache_per_episode_and_layer(judge):
     assert scorer.scored == 1 and scorer.cache_hits == 1
     np.testing.assert_array_equal(first[0].values, again[0].values)
     assert again[0].attempt == 2
+
+
+def test_a_retry_that_succeeds_settles_with_its_attempt_count(judge):
+    """A judge that is slow for the first attempt only: the second attempt (still inside the scorer) succeeds."""
+    judge.set_latency(3000)
+    layer = LLMJudgeLayer(judge.base_url, timeout_s=5.0)
+    scorer = LayerGroupScorer({"judge": layer}, {"judge": 1.0}, {"judge": 1})
+
+    async def run():
+        task = asyncio.create_task(scorer.ascore([ScoreRequest("e1", "judge", five_step_record(), 1)]))
+        await asyncio.sleep(0.05)
+        await asyncio.to_thread(judge.set_latency, 0)
+        return await task
+
+    try:
+        res = asyncio.run(run())
+    finally:
+        judge.set_latency(0)
+    assert [(r.status, r.attempt) for r in res] == [(STATUS_OK, 2)]
+    assert res[0].values is not None and res[0].values.shape == (5,)

@@ -1,0 +1,49 @@
+"""Exit codes of the ``agentic-ray`` commands, one convention for train, eval and sweep.
+
+``ray job submit`` reports a job SUCCEEDED only when its entrypoint exits 0, so a run that stopped at a failed
+gate or paused itself must not exit 0.
+
+| code | meaning |
+|---|---|
+| 0 | finished |
+| 1 | error (an exception, or a status this table does not know) |
+| 2 | bad usage or settings (typer's own code for usage errors) |
+| 3 | stopped at a failed gate (``gate_failed``) |
+| 4 | paused by the auto-pause rule (``paused``) |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_GATE_FAILED = 3
+EXIT_PAUSED = 4
+
+_BY_STATUS = {"finished": EXIT_OK, "gate_failed": EXIT_GATE_FAILED, "paused": EXIT_PAUSED}
+
+
+def exit_code_for(status: str) -> int:
+    """The exit code of a run that ended with pipeline ``status`` (``finished`` | ``gate_failed`` | ``paused``)."""
+    return _BY_STATUS.get(status, EXIT_ERROR)
+
+
+def status_line(status: str, gates: dict[str, Any] | None = None) -> str:
+    """One line saying how the run ended and with which exit code, naming the failed gate if there is one."""
+    code = exit_code_for(status)
+    failed = [
+        f"{name} {g.get('value', float('nan')):.3f} < {g.get('threshold', float('nan'))}"
+        for name, g in (gates or {}).items()
+        if isinstance(g, dict) and g.get("passed") is False
+    ]
+    if status == "gate_failed":
+        what = f"stopped at a failed gate ({failed[-1]})" if failed else "stopped at a failed gate"
+    elif status == "paused":
+        what = "paused by auto-pause (DVR kept declining; see diagnosis.json)"
+    elif status == "finished":
+        what = "finished"
+    else:
+        what = f"ended with status {status!r}"
+    return f"run {what}: exit {code}"
