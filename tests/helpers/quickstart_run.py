@@ -11,12 +11,16 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.helpers.readme import REPO
 
 QUICKSTART_COMMAND = "agentic-ray train --config configs/quickstart.yaml"
+# Runs go to the storage root the README documents (``$AGENTIC_RAY_STORAGE_PATH``), here a private temp dir, so a
+# test session never writes into ``~/agentic_ray_results``.
+STORAGE = Path(tempfile.mkdtemp(prefix="agray_runs_", dir="/tmp"))
 
 
 @dataclass
@@ -29,7 +33,13 @@ class CliRun:
 
 def run_cli(command: str, timeout_s: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``bash -c command`` in the repository root with the test session's environment."""
-    full = {**os.environ, "WANDB_MODE": "offline", "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
+    full = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "AGENTIC_RAY_STORAGE_PATH": str(STORAGE),
+        **(env or {}),
+    }
     full.pop("RAY_ADDRESS", None)  # an embedded local Ray, as on a fresh machine
     return subprocess.run(
         ["bash", "-c", command],
@@ -62,7 +72,7 @@ def remove_run(run_dir: Path) -> None:
     """Remove a run (or sweep) directory this session created under ``runs/`` or ``sweeps/`` of the repository
     (and that folder if it is empty now); any other path is left alone."""
     run_dir = run_dir if run_dir.is_absolute() else REPO / run_dir
-    for root in (REPO / "runs", REPO / "sweeps"):
+    for root in (REPO / "runs", REPO / "sweeps", STORAGE):
         if run_dir.is_relative_to(root) and run_dir != root:
             shutil.rmtree(run_dir, ignore_errors=True)
             if root.is_dir() and not any(root.iterdir()):

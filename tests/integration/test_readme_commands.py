@@ -6,7 +6,8 @@ command with no entry fails ``test_every_readme_command_has_a_runner``, so a new
 here. Runners execute the command itself with ``bash -c`` in the repository root, relative paths and all, with
 only these substitutions:
 
-* ``runs/quickstart-<time>`` and ``<trace id>`` become the run (and a trace of it) that the README's own quickstart
+* runs are written under a private ``$AGENTIC_RAY_STORAGE_PATH`` (the README's storage root setting), and
+  ``~/agentic_ray_results/quickstart-<time>`` and ``<trace id>`` become the run (and a trace of it) that the README's own quickstart
   command produced in this session (``quickstart_run`` fixture);
 * fixed ports in the README (8265 for the Ray dashboard, 8321 for the skill server) become free ones, and
   ``ray start --head`` runs as a private head (own ports and temp dir, killed by PID: ``private_ray_head``);
@@ -85,7 +86,7 @@ def _json_lines(out: str) -> list[dict]:
 
 
 def _with_run(cmd: str, run: CliRun) -> str:
-    cmd = cmd.replace("runs/quickstart-<time>", str(run.run_dir.relative_to(REPO)))
+    cmd = re.sub(r"\S*quickstart-<time>", str(run.run_dir), cmd)
     if "<trace id>" in cmd:
         first = json.loads((run.run_dir / "traces.jsonl").read_text().splitlines()[0])
         cmd = cmd.replace("<trace id>", first["trace_id"])
@@ -300,9 +301,9 @@ RUNNERS: list[tuple[str, Runner]] = [
     (r"python3 -m venv \.venv .* pip install -e \. && agentic-ray train .*", setup_main),
     (r"python3 -m venv \.venv .* pip install -e \"\.\[test\]\" && pytest", setup_test),
     (re.escape(QUICKSTART_COMMAND), quickstart),
-    (r"agentic-ray train --resume runs/quickstart-<time>", resume),
-    (r"agentic-ray eval runs/quickstart-<time>", eval_run),
-    (r"agentic-ray trace runs/quickstart-<time> <trace id>", trace),
+    (r"agentic-ray train --resume \S*quickstart-<time>", resume),
+    (r"agentic-ray eval \S*quickstart-<time>", eval_run),
+    (r"agentic-ray trace \S*quickstart-<time> <trace id>", trace),
     (r"agentic-ray train --config configs/\S+\.yaml( --set \S+)+", small_training),
     (r"python -c .*", plain),
     (r"ray start --head --dashboard-port=8265", ray_start_and_submit),
