@@ -59,3 +59,4 @@ METRIC_REWARD_RESUBMITS = "reward_pool_resubmits"
 AAAC_REFLECTION_LOSS = "reflection_loss"
 AAAC_REFLECTION_ACCURACY = "reflection_accuracy"
 METRIC_REWARD_LAYER_PREFIX = "reward_layer/"  # + layer name: raw per-episode layer value (EnvRunner metric)
+METRIC_REWARD_LAYER_NORM_PREFIX = "reward_layer_norm/"  # + layer name: normalised per-episode layer value

@@ -5,7 +5,7 @@ batch it without custom connectors and the same arrays can be built outside an e
 
 * ``{nt}_x``      float32 ``(max_nodes[nt], feat_dims[nt])``: node features (quantile-mapped to [0, 1]).
 * ``{nt}_mask``   int8    ``(max_nodes[nt],)``: 1 for a real node, 0 for padding.
-* ``{rk}_ei``     int64   ``(2, max_edges)``: edge index (row 0 = source local index, row 1 = destination local
+* ``{rk}_ei``     int64   ``(2, max_edges)`` (``MultiDiscrete``): edge index (row 0 = source local index, row 1 = destination local
   index) of relation ``rk = f"{src}__{rel}__{dst}"``; padded columns are 0.
 * ``{rk}_mask``   int8    ``(max_edges,)``: 1 for a real edge.
 * ``skill_mask``  int8    ``(num_skills,)``: 1 where the skill may be called now (hard, soft and business masks).
@@ -211,10 +211,12 @@ def observation_space(spec: GraphSpec, layout: ActionLayout) -> gym.spaces.Dict:
         s[f"{nt}_x"] = gym.spaces.Box(0.0, 1.0, (n, spec.feat_dims[nt]), dtype=np.float32)
         s[f"{nt}_mask"] = gym.spaces.Box(0, 1, (n,), dtype=np.int8)
     for r in spec.relations:
-        hi = np.zeros((2, r.max_edges), dtype=np.int64)
-        hi[0, :] = spec.max_nodes[r.src] - 1
-        hi[1, :] = spec.max_nodes[r.dst] - 1
-        s[f"{r.key}_ei"] = gym.spaces.Box(np.zeros_like(hi), hi, dtype=np.int64)
+        # A local node index is a discrete choice among the type's nodes. (As a Box, a single-node type's row
+        # has low == high == 0, and gymnasium's env checker warns at every gym.make.)
+        nvec = np.empty((2, r.max_edges), dtype=np.int64)
+        nvec[0, :] = spec.max_nodes[r.src]
+        nvec[1, :] = spec.max_nodes[r.dst]
+        s[f"{r.key}_ei"] = gym.spaces.MultiDiscrete(nvec)
         s[f"{r.key}_mask"] = gym.spaces.Box(0, 1, (r.max_edges,), dtype=np.int8)
     s["skill_mask"] = gym.spaces.Box(0, 1, (layout.num_skills,), dtype=np.int8)
     for nt in layout.pointer_node_types:
