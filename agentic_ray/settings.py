@@ -123,7 +123,17 @@ class EvalSettings(_Strict):
     auto_pause_patience: int = Field(
         default=3, ge=1, description="Pause when DVR declines this many times in a row."
     )
-    traces_per_eval: int = Field(default=4, ge=0, description="Episodes traced per evaluation.")
+    traces_per_eval: int = Field(
+        default=4,
+        ge=0,
+        description="Episodes traced per evaluation as a sample, taken across families in turn.",
+    )
+    failed_traces_per_eval: int = Field(
+        default=32,
+        ge=0,
+        description="Besides the sample, every episode that did not complete is traced, up to this many per "
+        "evaluation.",
+    )
 
 
 class WandbSettings(_Strict):
@@ -167,8 +177,12 @@ def load_settings(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     for k, v in (overrides or {}).items():
         d = raw
         *head, last = k.split(".")
-        for h in head:
+        for i, h in enumerate(head):
             d = d.setdefault(h, {})
+            if not isinstance(d, dict):
+                raise SettingsError(
+                    f"{path}: override {k}: {'.'.join(head[: i + 1])} is a value, not a section"
+                )
         d[last] = v
     try:
         return ExperimentSettings.model_validate(raw)
