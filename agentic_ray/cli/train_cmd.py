@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from agentic_ray.cli.app import app
-from agentic_ray.cli.common import init_ray, metrics_table
+from agentic_ray.cli.common import UserError, init_ray, metrics_table, parse_overrides, run_directory
 
 
 @app.command("train")
@@ -29,26 +29,44 @@ def train(
     ] = None,
 ) -> None:
     """Train: imitation → RL → reflection, with gates, per-stage checkpoints and evaluation."""
-    import yaml
-
+    from agentic_ray.eval.report import REPORT_FILE
+    from agentic_ray.progress import make_progress
     from agentic_ray.settings import ExperimentSettings, SettingsError, load_settings
-    from agentic_ray.stages.pipeline import run_pipeline
+    from agentic_ray.stages.pipeline import STATE_FILE, run_pipeline
 
-    overrides = {k: yaml.safe_load(v) for k, _, v in (x.partition("=") for x in (set_ or []))}
+    overrides = parse_overrides(set_)
+    if config is not None and resume is not None:
+        raise UserError("give --config or --resume, not both (a resumed run keeps its own settings.json)")
+    if resume is not None and overrides:
+        raise UserError(
+            f"--set cannot be combined with --resume: the run continues with {resume / 'settings.json'} as "
+            "it started (start a new run with --config and --set to change settings)"
+        )
     try:
         if config is not None:
+            if not config.exists():
+                raise UserError(f"config file {config} does not exist")
             settings = load_settings(config, overrides)
         elif resume is not None:
+            resume = run_directory(resume, STATE_FILE)
             settings = ExperimentSettings.model_validate_json((resume / "settings.json").read_text())
         else:
-            raise typer.BadParameter("give --config or --resume")
+            raise UserError("give --config CONFIG.yaml to start a run, or --resume RUN_DIR to continue one")
     except SettingsError as e:
-        typer.echo(str(e), err=True)
-        raise typer.Exit(2) from e
+        raise UserError("; ".join(str(e).splitlines())) from e
     init_ray(address or settings.ray.address, settings.ray.num_cpus)
-    out = run_pipeline(settings, run_dir=run_dir, resume=resume)
-    typer.echo(f"\nrun directory: {out['run_dir']}  (status: {out['status']})")
+    out = run_pipeline(
+        settings,
+        run_dir=run_dir.expanduser().resolve() if run_dir is not None else None,
+        resume=resume,
+        progress=make_progress(),
+    )
+    run = Path(out["run_dir"])
+    typer.echo("")
     typer.echo(metrics_table(out["final"]))
+    typer.echo(f"\nrun directory: {run}  (status: {out['status']})")
+    typer.echo(f"report:        {run / REPORT_FILE}")
+    typer.echo(f"dashboard:     agentic-ray dashboard {run}")
     raise typer.Exit(0 if out["status"] in ("finished", "gate_failed", "paused") else 1)
 
 
@@ -56,15 +74,21 @@ def train(
 def eval_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `agentic-ray train`.")],
     checkpoint: Annotated[str, typer.Option(help="Stage checkpoint: reflection, rl, il or latest.")] = "",
-    tasks_per_family: Annotated[int | None, typer.Option(help="Validation tasks per family.")] = None,
+    tasks_per_family: Annotated[int | None, typer.Option(min=1, help="Validation tasks per family.")] = None,
 ) -> None:
     """Re-evaluate a run's checkpoint on the fixed validation tasks and print the metrics."""
     from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy, validation_env_config
-    from agentic_ray.eval.policy_loading import load_policy_module, pick_checkpoint
+    from agentic_ray.eval.policy_loading import STAGE_ORDER, load_policy_module, pick_checkpoint
     from agentic_ray.settings import ExperimentSettings
 
-    settings = ExperimentSettings.model_validate_json((run_dir / "settings.json").read_text())
-    ckpt = pick_checkpoint(run_dir, checkpoint or None)
+    run = run_directory(run_dir)
+    if checkpoint and checkpoint not in STAGE_ORDER:
+        raise UserError(f"--checkpoint {checkpoint}: expected one of {', '.join(STAGE_ORDER)}")
+    settings = ExperimentSettings.model_validate_json((run / "settings.json").read_text())
+    try:
+        ckpt = pick_checkpoint(run, checkpoint or None)
+    except FileNotFoundError as e:
+        raise UserError(f"{run_dir} has no {checkpoint or 'stage'} checkpoint yet ({e})") from e
     module = load_policy_module(ckpt)
     # The same validation env as the run's own evaluations (fixed fault share, no curriculum).
     env_cfg = validation_env_config(settings.env, settings.eval.fault_share)
@@ -85,10 +109,10 @@ def trace_cmd(
     trace_id: Annotated[str, typer.Argument(help="Episode trace id, or any step's gateway trace id.")],
 ) -> None:
     """Print an evaluated episode step by step: probabilities, arguments, masks, results, rewards, attention."""
-    from agentic_ray.eval.traces import find_trace, format_trace
+    from agentic_ray.eval.traces import TRACES_FILE, find_trace, format_trace
 
-    t = find_trace(run_dir, trace_id)
+    run = run_directory(run_dir, TRACES_FILE)
+    t = find_trace(run, trace_id)
     if t is None:
-        typer.echo(f"no trace {trace_id} in {run_dir}", err=True)
-        raise typer.Exit(1)
+        raise UserError(f"no trace {trace_id} in {run_dir / TRACES_FILE}")
     typer.echo(format_trace(t))

@@ -24,7 +24,12 @@ def load_policy_module(checkpoint: str | Path) -> Any:
     """The ``default_policy`` RLModule of an algorithm checkpoint (or of a module checkpoint directly)."""
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    p = Path(checkpoint)
+    from agentic_ray.ray_notices import drop_known_ray_notices
+
+    drop_known_ray_notices()
+    # Absolute: RLlib opens checkpoints through pyarrow's filesystem, which rejects a relative path
+    # ("ArrowInvalid: URI has empty scheme").
+    p = Path(checkpoint).resolve()
     path = p / MODULE_SUBDIR if (p / MODULE_SUBDIR).exists() else p
     module: Any = RLModule.from_checkpoint(str(path))
     module.eval()
