@@ -184,6 +184,7 @@ class RichProgress:
                 TimeRemainingColumn(),
                 TextColumn("{task.fields[metrics]}"),
                 console=self.console,
+                transient=True,  # the bars go when the last task closes; each left its summary line
             )
             self._bars.start()
         return self._bars

@@ -117,10 +117,18 @@ def domain_contracts(domain: str | None, contracts: Path | None) -> tuple[Any, A
         return load_contracts(contracts), None, None
     if domain is None:
         raise typer.BadParameter("give --domain or --contracts")
+    d = registered_domain(domain)
+    return load_contracts(d.contracts_path), d.world_from_dict, d.make_world(0)
+
+
+def registered_domain(name: str) -> Any:
+    """The registered domain ``name``, or a :class:`UserError` listing the known ones."""
     from agentic_ray.skills.domains import get_domain
 
-    d = get_domain(domain)
-    return load_contracts(d.contracts_path), d.world_from_dict, d.make_world(0)
+    try:
+        return get_domain(name)
+    except KeyError as e:  # documented: an unknown domain, the message lists the known ones
+        raise UserError(str(e.args[0])) from e
 
 
 def table(rows: list[dict[str, Any]], cols: list[str]) -> str:

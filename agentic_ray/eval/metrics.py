@@ -192,7 +192,12 @@ def root_cause_index(e: EpisodeRecord) -> int:
 
 
 def attribute_failures(episodes: Iterable[EpisodeRecord | dict[str, Any]]) -> dict[str, Any]:
-    """Failure attribution per metric (seed 000): tool logs for TCSR, plan structure for DVR, causes overall."""
+    """Failure attribution per metric (seed 000): tool logs for TCSR, plan structure for DVR, causes overall.
+
+    ``errors`` splits the failed calls by error code into injected faults (``StepRecord.injected``) and the
+    policy's own errors; ``root_causes_injected`` counts the failed episodes whose every failed call was an
+    injected fault (a subset of ``root_causes``).
+    """
     eps = as_records(episodes)
     codes = Counter(s.result_code for e in eps for s in e.steps if not s.ok)
     by_skill = Counter((s.skill, s.result_code) for e in eps for s in e.steps if not s.ok)

@@ -109,3 +109,8 @@ def test_click_usage_errors_are_one_line_too(capsys):
     _one_line_error(capsys, ["eval"], "Missing argument", "--help")
     _one_line_error(capsys, ["train", "--bogus"], "No such option")
     _one_line_error(capsys, ["dashboard", "/tmp", "--port", "99999"], "--port")
+
+
+@pytest.mark.parametrize("command", [["skills", "check"], ["skills", "serve"]])
+def test_an_unknown_domain(capsys, command):
+    _one_line_error(capsys, [*command, "--domain", "nope"], "unknown domain 'nope'", "ecommerce")
