@@ -159,15 +159,18 @@ class _Grid:
         """A lines+markers trace."""
         self.trace(r, c, type="scatter", mode="lines+markers", x=list(xs), y=list(ys), name=name, **kw)
 
-    def hline(self, r: int, c: int, y: float, colour: str, dash: str, label: str) -> None:
+    def hline(self, r: int, c: int, y: float, colour: str, dash: str, label: str, left: bool = False) -> None:
+        """A horizontal line across a panel, labelled at its right end below it (``left``: at its left end,
+        above it, so two lines at the same level keep readable labels)."""
         xr, yr = self._refs(r, c)
         self.layout["shapes"].append(
             {"type": "line", "xref": f"{xr} domain", "x0": 0, "x1": 1, "yref": yr, "y0": y, "y1": y,
              "line": {"color": colour, "dash": dash, "width": 1.5}}
         )  # fmt: skip
         self.layout["annotations"].append(
-            {"text": label, "showarrow": False, "xref": f"{xr} domain", "x": 1, "xanchor": "right", "yref": yr,
-             "y": y, "yanchor": "top", "font": {"color": colour, "size": 10}}
+            {"text": label, "showarrow": False, "xref": f"{xr} domain", "x": 0 if left else 1,
+             "xanchor": "left" if left else "right", "yref": yr, "y": y, "yanchor": "bottom" if left else "top",
+             "font": {"color": colour, "size": 10}}
         )  # fmt: skip
 
     def vline(self, r: int, c: int, x: float, label: str) -> None:
@@ -266,7 +269,9 @@ def metrics_figure(rows: Sequence[dict[str, Any]], expert: dict[str, Any] | None
             op, bar = SEED_TARGETS[m]
             g.hline(r, c, bar, TARGET_COLOUR, "dot", f"target {op} {bar:g}")
         if expert_m.get(m) is not None:
-            g.hline(r, c, float(expert_m[m]), EXPERT_COLOUR, "dash", f"expert {float(expert_m[m]):.3f}")
+            g.hline(
+                r, c, float(expert_m[m]), EXPERT_COLOUR, "dash", f"expert {float(expert_m[m]):.3f}", left=True
+            )
         for gp in (gp for gp in gates if gp["metric"] == m):
             if gp.get("threshold") is not None:
                 g.hline(

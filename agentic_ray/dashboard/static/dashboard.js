@@ -132,7 +132,11 @@ function stepCard(s) {
   return card;
 }
 
+// When the last lookup started, its steps were shown, and its heatmaps drawn (performance.now(), ms).
+window.traceTiming = {};
+
 async function openTrace(id) {
+  window.traceTiming = { start: performance.now() };
   const view = document.getElementById("trace-view");
   const err = document.getElementById("trace-error");
   err.textContent = "";
@@ -172,12 +176,16 @@ async function openTrace(id) {
   for (const s of t.steps || []) steps.append(stepCard(s));
   view.append(steps);
   view.dataset.traceId = t.trace_id; // found and shown; the heatmaps follow
+  window.traceTiming.shown = performance.now();
   const figs = await getJSON(`/api/trace/${encodeURIComponent(id)}/figures`);
   for (const [name, fig] of Object.entries(figs)) {
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0))); // paint between heatmaps
+    if (currentTrace !== t.trace_id) return; // another trace was opened meanwhile
     const div = el("div", { class: "figure", "data-figure": name });
     figBox.append(div);
-    plot(div, fig);
+    await plot(div, fig);
   }
+  window.traceTiming.rendered = performance.now();
   document.body.dataset.rendered = String(Object.keys(figs).length);
 }
 
