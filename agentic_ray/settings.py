@@ -171,21 +171,49 @@ def load_settings(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     """Load and validate an experiment YAML (``overrides`` are merged on top, dotted keys allowed)."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise SettingsError(f"{path}: cannot read YAML: {e}") from e
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise SettingsError(
+            f"{path}: the top level must be a mapping of settings, not a {type(raw).__name__}"
+        )
     for k, v in (overrides or {}).items():
         d = raw
         *head, last = k.split(".")
         for i, h in enumerate(head):
             d = d.setdefault(h, {})
             if not isinstance(d, dict):
-                raise SettingsError(
-                    f"{path}: override {k}: {'.'.join(head[: i + 1])} is a value, not a section"
-                )
+                raise SettingsError(f"--set {k}: {'.'.join(head[: i + 1])} is not a section")
         d[last] = v
     try:
         return ExperimentSettings.model_validate(raw)
     except ValidationError as e:
-        msgs = [f"{path}: field {'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()]
-        raise SettingsError("\n".join(msgs)) from e
+        raise SettingsError("\n".join(_describe(path, err) for err in e.errors())) from e
+
+
+def _describe(path: Path, err: Any) -> str:
+    """One validation error as ``file: field a.b: problem``; an unknown field lists the known ones."""
+    loc = tuple(err["loc"])
+    field = ".".join(map(str, loc)) or "<top level>"
+    if err["type"] != "extra_forbidden":
+        return f"{path}: field {field}: {err['msg']}"
+    known = _fields_at(ExperimentSettings, loc[:-1])
+    hint = f" (known fields here: {', '.join(known)})" if known else ""
+    return f"{path}: field {field}: unknown field{hint}"
+
+
+def _fields_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the pydantic model reached from ``model`` by ``loc`` (empty when not a model)."""
+    import typing
+
+    for part in loc:
+        f = getattr(model, "model_fields", {}).get(part)
+        if f is None:
+            return []
+        cands = [a for a in (f.annotation, *typing.get_args(f.annotation)) if isinstance(a, type)]
+        model = next((a for a in cands if issubclass(a, BaseModel)), None)
+        if model is None:
+            return []
+    return sorted(getattr(model, "model_fields", {}))

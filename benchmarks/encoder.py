@@ -4,7 +4,7 @@ Prints one JSON line ``{"benchmark": "encoder", ..., "gnn": {...}, "flat": {...}
 ``params``, ``forward_b1_ms`` (batch 1, eval, no grad: the serving path), ``forward_b1024_ms`` and
 ``train_step_b1024_ms`` (forward, actor-critic loss, backward, Adam step), and for the GNN ``graph_build_b1024_ms``
 (building the batched graph indices from the padded arrays). Medians over repeats. Uses the e-commerce env's spec
-when ``agentic_ray.envs.ecommerce`` exposes one, else ``ecommerce_like_specs()``.
+the e-commerce env's own (``benchmarks/specs.py``).
 
 ``--small`` instead times the quickstart-sized models (:data:`SMALL_CONFIGS`) on REAL env observations (the
 scripted expert's episodes of ``AgentTaskEnv``): one behaviour-cloning train step (``encode`` + policy heads +
@@ -40,10 +40,10 @@ from agentic_ray.models import (
     BatchedHeteroGraph,
     HeteroGNNEncoder,
     PackedActionLayout,
-    benchmark_specs,
     stack_observations,
 )
 from agentic_ray.models.skill_argument_functional import skill_argument_logp
+from benchmarks.specs import benchmark_specs
 
 SMALL_CONFIGS: dict[str, dict[str, Any]] = {
     "gnn": {"encoder": "gnn", "hidden_dim": 32, "num_layers": 2, "num_heads": 2, "ffn_mult": 1},
@@ -102,9 +102,9 @@ def bench_encoder(
 def expert_batch(batch_size: int) -> tuple[Any, Any, dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """``(spec, layout, obs, actions)``: ``batch_size`` steps of the scripted expert on ``AgentTaskEnv``."""
     from agentic_ray.envs.agent_task_env import AgentTaskEnv
-    from agentic_ray.envs.expert import ScriptedExpert
 
-    env, expert = AgentTaskEnv(), ScriptedExpert()
+    env = AgentTaskEnv()
+    expert = env.domain.expert()
     observations: list[dict[str, np.ndarray]] = []
     actions: list[dict[str, Any]] = []
     seed = 0
@@ -113,7 +113,7 @@ def expert_batch(batch_size: int) -> tuple[Any, Any, dict[str, torch.Tensor], di
         seed += 1
         done = False
         while not done and len(observations) < batch_size:
-            action = expert.act(env)
+            action = env.encode_action(*expert.plan(env.view()))
             observations.append(obs)
             actions.append(action)
             obs, _, terminated, truncated, _ = env.step(action)

@@ -26,7 +26,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentic_ray.envs.graph_spec import ROOT_CAUSES, ActionLayout, GraphSpec, random_observation
+from agentic_ray.graph_spec import ROOT_CAUSES, ActionLayout, GraphSpec, random_observation
 from agentic_ray.models.obs_batching import stack_observations
 from agentic_ray.models.skill_argument_functional import (
     PackedActionLayout,
@@ -34,7 +34,7 @@ from agentic_ray.models.skill_argument_functional import (
     skill_argument_logp,
     skill_argument_sample,
 )
-from agentic_ray.models.spec_presets import benchmark_specs
+from benchmarks.specs import benchmark_specs
 
 
 def build_model(spec: GraphSpec, layout: ActionLayout) -> tuple[Any, str]:

@@ -38,7 +38,6 @@ def env_factory(name: str) -> tuple[Any, dict[str, Any], str]:
     """The env class, its config and a note; falls back to the test env when the e-commerce env is absent."""
     if name == "ecommerce":
         try:
-            import agentic_ray.envs.ecommerce  # noqa: F401  (the domain module the issue names)
             from agentic_ray.envs.agent_task_env import AgentTaskEnv
 
             return AgentTaskEnv, {"domain": "ecommerce"}, "ecommerce (AgentTaskEnv)"

@@ -30,7 +30,7 @@ def run_directory(path: Path, need: str = "settings.json") -> Path:
     """
     p = path.expanduser().resolve()
     if not p.exists():
-        raise UserError(f"run directory {path} does not exist")
+        raise UserError(f"no such run directory: {path} does not exist")
     if not p.is_dir():
         raise UserError(f"{path} is not a directory (give a run directory written by `agentic-ray train`)")
     if need and not (p / need).exists():
@@ -117,13 +117,15 @@ def domain_contracts(domain: str | None, contracts: Path | None) -> tuple[Any, A
         return load_contracts(contracts), None, None
     if domain is None:
         raise typer.BadParameter("give --domain or --contracts")
+    from agentic_ray.domains import sample_world
+
     d = registered_domain(domain)
-    return load_contracts(d.contracts_path), d.world_from_dict, d.make_world(0)
+    return d.contracts(), d.world_from_dict, sample_world(d)
 
 
 def registered_domain(name: str) -> Any:
     """The registered domain ``name``, or a :class:`UserError` listing the known ones."""
-    from agentic_ray.skills.domains import get_domain
+    from agentic_ray.domains import get_domain
 
     try:
         return get_domain(name)

@@ -1,4 +1,4 @@
-"""``agentic-ray skills validate | serve | check``."""
+"""``agentic-ray skills validate | serve | check | handoffs``."""
 
 from __future__ import annotations
 
@@ -49,11 +49,20 @@ def skills_serve(
     latency_std_ms: Annotated[float, typer.Option(help="Std of added latency (ms).")] = 0.0,
     latency_dist: Annotated[str, typer.Option(help="normal or lognormal.")] = "normal",
     seed: Annotated[int | None, typer.Option(help="Fault RNG seed.")] = None,
+    audit: Annotated[
+        Path | None, typer.Option(help="Audit SQLite file whose human-handoff queue GET /handoffs serves.")
+    ] = None,
 ) -> None:
-    """Host a domain's simulated tools as a real FastAPI service with fault injection."""
+    """Host a domain's simulated tools as a real FastAPI service with fault injection.
+
+    Exits 2 before listening when a contract does not load, a handler does not import or a `requires:` resource
+    is missing (the message names the skill and the resource).
+    """
     import uvicorn
 
     from agentic_ray.skills.backends import FaultConfig
+    from agentic_ray.skills.contracts import ContractError
+    from agentic_ray.skills.requirements import MissingRequirementError
     from agentic_ray.skills.server import create_app
 
     faults = FaultConfig(
@@ -65,8 +74,13 @@ def skills_serve(
         latency_dist=latency_dist,
         seed=seed,
     )
-    dc, world_from_dict, world = domain_contracts(domain, contracts)
-    uvicorn.run(create_app(dc, faults, world_from_dict, world), host=host, port=port, log_level="warning")
+    try:
+        dc, world_from_dict, world = domain_contracts(domain, contracts)
+        app = create_app(dc, faults, world_from_dict, world, audit_path=audit)
+    except (ContractError, MissingRequirementError, KeyError) as e:
+        typer.echo(str(e).strip('"'), err=True)
+        raise typer.Exit(2) from e
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 @skills_app.command("check")
@@ -79,7 +93,7 @@ def skills_check(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
 ) -> None:
     """Run every skill of a domain once through the ToolExecutor and print a table."""
-    from agentic_ray.skills.check import run_skill_check
+    from agentic_ray.envs.skill_check import run_skill_check
 
     registered_domain(domain)
     rows = run_skill_check(domain, url=url, seed=seed)
@@ -91,3 +105,44 @@ def skills_check(
     failed = [r for r in rows if not r["ok"]]
     typer.echo(f"\n{len(rows) - len(failed)}/{len(rows)} skills returned OK through the executor")
     raise typer.Exit(1 if failed else 0)
+
+
+@skills_app.command("handoffs")
+def skills_handoffs(
+    audit: Annotated[
+        Path, typer.Option(help="The audit SQLite file (env.audit_path / ToolExecutor audit_path).")
+    ],
+    status: Annotated[str, typer.Option(help="open, resolved or all.")] = "open",
+    resolve: Annotated[int | None, typer.Option(help="Mark this handoff id resolved.")] = None,
+    note: Annotated[str, typer.Option(help="Resolution note (with --resolve).")] = "",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
+) -> None:
+    """List the human-handoff queue (calls the gateway could not complete), or resolve one item."""
+    from agentic_ray.skills.handoff_queue import STATUSES, HandoffQueue
+
+    if not audit.is_file():
+        typer.echo(f"no audit file {audit}", err=True)
+        raise typer.Exit(2)
+    if status not in (*STATUSES, "all"):
+        typer.echo(f"--status must be one of {[*STATUSES, 'all']}, got {status!r}", err=True)
+        raise typer.Exit(2)
+    q = HandoffQueue(audit)
+    try:
+        if resolve is not None:
+            if not q.resolve(resolve, note):
+                typer.echo(f"no open handoff {resolve} in {audit}", err=True)
+                raise typer.Exit(1)
+            typer.echo(f"resolved handoff {resolve}")
+            return
+        items = q.list(None if status == "all" else status)
+    finally:
+        q.close()
+    if as_json:
+        for h in items:
+            typer.echo(json.dumps(h.to_dict()))
+        return
+    rows = [{**h.to_dict(), "payload": json.dumps(h.payload)} for h in items]
+    typer.echo(
+        table(rows, ["id", "status", "trace_id", "skill", "reason", "message", "payload"]) if rows else ""
+    )
+    typer.echo(f"{len(items)} {status} handoff(s) in {audit}")

@@ -29,9 +29,10 @@ def train(
     ] = None,
 ) -> None:
     """Train: imitation → RL → reflection, with gates, per-stage checkpoints and evaluation."""
+    from agentic_ray.cli.preflight import PreflightError, check_env, load_resume
     from agentic_ray.eval.report import REPORT_FILE
     from agentic_ray.progress import make_progress
-    from agentic_ray.settings import ExperimentSettings, SettingsError, load_settings
+    from agentic_ray.settings import SettingsError, load_settings
     from agentic_ray.stages.pipeline import STATE_FILE, run_pipeline
 
     overrides = parse_overrides(set_)
@@ -42,17 +43,18 @@ def train(
             f"--set cannot be combined with --resume: the run continues with {resume / 'settings.json'} as "
             "it started (start a new run with --config and --set to change settings)"
         )
-    try:
+    try:  # every check before Ray starts or a run directory exists
         if config is not None:
             if not config.exists():
                 raise UserError(f"config file {config} does not exist")
             settings = load_settings(config, overrides)
         elif resume is not None:
             resume = run_directory(resume, STATE_FILE)
-            settings = ExperimentSettings.model_validate_json((resume / "settings.json").read_text())
+            settings = load_resume(resume)
         else:
             raise UserError("give --config CONFIG.yaml to start a run, or --resume RUN_DIR to continue one")
-    except SettingsError as e:
+        check_env(settings)
+    except (SettingsError, PreflightError) as e:
         raise UserError("; ".join(str(e).splitlines())) from e
     init_ray(address or settings.ray.address, settings.ray.num_cpus)
     out = run_pipeline(
@@ -77,19 +79,26 @@ def eval_cmd(
     tasks_per_family: Annotated[int | None, typer.Option(min=1, help="Validation tasks per family.")] = None,
 ) -> None:
     """Re-evaluate a run's checkpoint on the fixed validation tasks and print the metrics."""
+    from agentic_ray.cli.preflight import PreflightError, load_run_settings
     from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy, validation_env_config
-    from agentic_ray.eval.policy_loading import STAGE_ORDER, load_policy_module, pick_checkpoint
-    from agentic_ray.settings import ExperimentSettings
+    from agentic_ray.eval.policy_loading import (
+        STAGE_ORDER,
+        CheckpointError,
+        load_policy_module,
+        pick_checkpoint,
+    )
 
     run = run_directory(run_dir)
     if checkpoint and checkpoint not in STAGE_ORDER:
         raise UserError(f"--checkpoint {checkpoint}: expected one of {', '.join(STAGE_ORDER)}")
-    settings = ExperimentSettings.model_validate_json((run / "settings.json").read_text())
     try:
+        settings = load_run_settings(run)
         ckpt = pick_checkpoint(run, checkpoint or None)
+        module = load_policy_module(ckpt)
     except FileNotFoundError as e:
         raise UserError(f"{run_dir} has no {checkpoint or 'stage'} checkpoint yet ({e})") from e
-    module = load_policy_module(ckpt)
+    except (PreflightError, CheckpointError) as e:
+        raise UserError("; ".join(str(e).splitlines())) from e
     # The same validation env as the run's own evaluations (fixed fault share, no curriculum).
     env_cfg = validation_env_config(settings.env, settings.eval.fault_share)
     res = evaluate_policy(

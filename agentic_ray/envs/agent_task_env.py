@@ -1,55 +1,45 @@
-"""``AgentTaskEnv``: a Gymnasium env in which a policy serves one customer by calling tools through the gateway.
+"""``AgentTaskEnv``: the generic Gymnasium env in which a policy serves one request by calling tools.
 
-Each episode draws a task (a goal DAG, see :mod:`agentic_ray.envs.ecommerce_tasks`) and its shop world, pushes the
-world to the skill backend, and lets the policy call skills. Every call goes through the
+Everything domain-specific comes through the :class:`~agentic_ray.domains.protocol.Domain` named by
+``config.domain`` (registered as ``agentic_ray/<domain>-v1`` with Gymnasium and Tune). Each episode draws a task
+and its world, pushes the world to the skill backend and lets the policy call skills. Every call goes through the
 :class:`~agentic_ray.skills.executor.ToolExecutor` (contract check, clipping, business preconditions, retries,
-circuit breaker, fallback, audit); the env only owns the dynamics: world drift, goal bookkeeping, masks, the
-cheap synchronous reward and termination. Slow reward layers are computed elsewhere from the
-``EpisodeRecord`` put in the last step's ``info[EPISODE_RECORD]``.
+circuit breaker, fallback, audit); the env owns the dynamics: what the agent knows (:class:`Knowledge`, grown by
+tool results), goal bookkeeping, masks, the cheap synchronous reward, world drift and termination. Slow reward
+layers are computed elsewhere from the ``EpisodeRecord`` in the last step's ``info[EPISODE_RECORD]``.
 
-Action spaces (RLlib sees exactly these; nothing is flattened by the env)
------------------------------------------------------------------------
-``action_mode="structured"`` (default): ``layout.action_space()``, a ``Dict`` of
+Partial information: at reset the observation holds the request (its goals, the facts the customer gave, the
+entities it names by id, without fields). A lookup's result reveals entities and fields as the contract's typed
+outputs declare; nothing else is ever shown.
 
-* ``skill``   ``Discrete(K)``: index into the contract file's skill list (``layout.skills``).
-* ``pointer`` ``MultiDiscrete([max_pointer] * pointer_slots)``: slot ``i`` holds the *node index* of the
-  ``i``-th entity parameter of the skill (in contract order) among the nodes of type
-  ``layout.skills[k].pointer_types[i]``; valid targets are ``obs["ptr_mask_<type>"] == 1``. The env maps the
-  index to the entity id (user id, SKU, order id) of that node.
-* ``enum``    ``MultiDiscrete([enum_max] * enum_slots)``: slot ``j`` is the choice index of the ``j``-th
-  enum (or bool) parameter; values ``>= layout.skills[k].enum_sizes[j]`` are invalid.
-* ``numeric`` ``Box(-5, 5, (numeric_slots,))``: raw value ``x`` of the ``n``-th float/int parameter, mapped to
-  ``low + (high - low) * (tanh(x) + 1) / 2``; ``high`` is tightened by ``max_from`` from the referenced entity
-  (a refund is at most the order's total). Int parameters are rounded. Raw values outside [-5, 5] (an
-  unclipped Gaussian sample) are clipped with a warning in the step trace; NaN/inf is ``INVALID_INPUT``.
-
-Unused slots are ignored. ``obs["skill_mask"]`` holds the hard, soft and business masks; why each skill is
-masked is in ``info[MASK_REASONS]``.
-
-``action_mode="prototype"``: ``Discrete(P)`` over mined action prototypes
-(:mod:`agentic_ray.envs.prototypes`); ``obs["proto_mask"]`` marks the prototypes whose skill is allowed. The env
-grounds a prototype to a structured action (:meth:`AgentTaskEnv.ground_prototype`) and runs it the same way.
-
-An invalid action (masked skill, pointer to padding, enum out of range, NaN) is never sent to a tool and never
-crashes the env: it returns a typed error step (``PRECONDITION_FAILED``/``CIRCUIT_OPEN`` for a masked skill,
-``INVALID_INPUT`` otherwise) with the configured penalty.
+Actions (RLlib sees exactly these; see :mod:`agentic_ray.graph_spec`): ``action_mode="structured"`` (default) is
+``layout.action_space()`` (skill, pointers, list members, enums, numeric copy sources and free values);
+``action_mode="prototype"`` is ``Discrete(P)`` over mined prototypes, grounded from the observation
+(:meth:`ActionCodec.ground_prototype`). An invalid action (masked skill or target, pointer to padding, enum out of
+range, NaN) is never sent to a tool and never crashes the env: it returns a typed error step
+(``PRECONDITION_FAILED``/``CIRCUIT_OPEN`` for a masked skill, ``INVALID_INPUT`` otherwise) with the penalty.
 
 Reward (cheap, synchronous; seed 000's execution layer plus the completion signal): success +1, timeout -2,
 bad parameters -3, open breaker -5, other availability errors -1, masked action -3; -1 more for a successful
-call that advanced no goal (redundant, so it nets 0); +2 when every goal is satisfied, -0.5 on an explicit
-failure.
+call that advanced no goal (redundant, so it nets 0); +2 when the task is solved, -0.5 on an explicit failure.
 
-Termination: every goal satisfied (success); explicit failure (a human handoff, or a pending goal made
-impossible, e.g. cancelling the order the customer wanted refunded); truncation when the step budget is spent.
+Termination: the task is solved (every goal satisfied, or for ``end: world_state`` tasks the domain's final check
+when the session ends); an explicit failure (a terminal skill such as a handoff while goals are pending, or a
+pending goal made impossible); truncation when the step budget is spent.
 
-Info: ``reset`` returns ``MASK_REASONS``, ``task_family``, ``task_seed``, ``optimal_steps`` and ``fault_kind``.
-``step`` returns ``STEP_TRACE`` (trace_id, skill, args, result_code, latency_ms, attempts, fallback_used,
-masked, message, goals_satisfied, and the mask_reasons the action was chosen under), ``MASK_REASONS`` for the
-returned observation and, on the last step, ``EPISODE_RECORD``.
+Info: ``reset`` returns ``MASK_REASONS``, ``task_family``, ``task_seed``, ``optimal_steps``, ``fault_kind``,
+``request`` (the text) and ``BACKEND_ERRORS`` (typed failures of pushing the world or its faults; a backend
+failure never raises). ``step`` returns ``STEP_TRACE`` (trace_id, skill, args, result_code, latency_ms, attempts,
+fallback_used, masked, message, goals_satisfied, injected, root_cause, revealed, the mask_reasons the action was
+chosen under, warnings), ``MASK_REASONS`` for the returned observation and, on the last step, ``EPISODE_RECORD``.
 
-Error injection (seed 000): with ``faults.enabled``, a share of episodes (``faults.share(progress)``, 100% → 5%
-by default) runs with one fault kind: garbled payloads, transient failures/timeouts, or an outage of one of the
-task's skills. Training sets the progress with :meth:`AgentTaskEnv.set_training_progress`.
+Risk (``risk_mode``): ``hard`` (default) enforces every precondition. ``soft`` lifts the contracts' ``safety``
+preconditions in the mask and the gateway: a high-risk skill then runs as a shortcut (one step fewer) and, with
+the contract's ``consequence_probability``, causes a delayed consequence (a complaint, a chargeback) recorded in
+``EpisodeRecord.consequences``; the env's reward never sees it.
+
+Error injection (seed 000): with ``faults.enabled`` a share of episodes (``faults.share(progress)``) runs with one
+fault kind; training sets the progress with :meth:`AgentTaskEnv.set_training_progress`.
 """
 
 from __future__ import annotations
@@ -62,49 +52,33 @@ from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agentic_ray.envs.ecommerce import (
-    EpisodeState,
-    MaskComputer,
-    ObservationBuilder,
-    ecommerce_contracts,
-    ecommerce_specs,
-    sla_arrays,
-)
-from agentic_ray.envs.ecommerce_tasks import (
-    FAMILIES,
-    Task,
-    draw_training_seed,
-    generate_task,
-    goal_feasible,
-    validation_seeds,
-)
-from agentic_ray.envs.goal_dag import goal_edges, plan_validity
-from agentic_ray.envs.graph_spec import NUMERIC_BOUND, ROOT_CAUSES, numeric_action, observation_space
-from agentic_ray.envs.prototypes import ExpertStep, Prototype, load_prototypes
-from agentic_ray.keys import EPISODE_RECORD, MASK_REASONS, STEP_TRACE
+from agentic_ray.domains import get_domain
+from agentic_ray.domains.goal_dag import goal_edges, plan_validity
+from agentic_ray.domains.knowledge import Knowledge, reveal_result
+from agentic_ray.domains.protocol import EpisodeView, LastStep, Task
+from agentic_ray.envs.action_codec import ActionCodec, Prototype
+from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, episode_record_dict, match_goals
+from agentic_ray.envs.faults import FaultScheduleConfig, backend_faults, draw_faults
+from agentic_ray.envs.masks import MaskComputer, Masks, sla_arrays
+from agentic_ray.envs.observation import ObservationBuilder, build_specs
+from agentic_ray.envs.prototypes import load_prototypes
+from agentic_ray.graph_spec import observation_space
+from agentic_ray.keys import BACKEND_ERRORS, EPISODE_RECORD, MASK_REASONS, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
-from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
-from agentic_ray.skills.contracts import BoolParam, EntityParam, EnumParam, FloatParam, IntParam
-from agentic_ray.skills.domains.ecommerce.world import ShopWorld
+from agentic_ray.skills.backends import HttpBackend, PythonBackend
+from agentic_ray.skills.contracts import EntityListParam, EntityParam, load_contracts
 from agentic_ray.skills.executor import CALLER_ERRORS, RealClock, SimClock, ToolExecutor, ToolResult
+from agentic_ray.skills.preconditions import Call, precondition_status
 
-_CAUSE = {c: i for i, c in enumerate(ROOT_CAUSES)}
-
-
-def episode_record_dict(rec: EpisodeRecord) -> dict[str, Any]:
-    """``rec.to_dict()`` without ``dataclasses.asdict``'s recursive deep copy (5x faster; same result for
-    records whose step args hold plain values, which the gateway guarantees)."""
-    d = dict(rec.__dict__)
-    d["steps"] = [
-        {**s.__dict__, "args": dict(s.args), "goals_satisfied": list(s.goals_satisfied)} for s in rec.steps
-    ]
-    d["goal_deps"] = [tuple(e) for e in rec.goal_deps]
-    for k in ("goals", "goals_done_order", "entities_mentioned", "entities_recalled"):
-        d[k] = list(d[k])
-    d["context"] = dict(rec.context)
-    return d
+__all__ = [
+    "AgentTaskEnv",
+    "AgentTaskEnvConfig",
+    "FaultScheduleConfig",
+    "OutcomeRewards",
+    "episode_record_dict",
+]
 
 
 class OutcomeRewards(BaseModel):
@@ -126,48 +100,17 @@ class OutcomeRewards(BaseModel):
         "default it cancels `success`: otherwise repeating a safe call until the step budget runs out pays more "
         "than finishing the task, and RL learns exactly that loop (measured: IL 65% completion -> 0% after RL).",
     )
-    completion: float = Field(default=2.0, description="Added on the step that satisfies the last goal.")
+    informative: float = Field(
+        default=0.5,
+        description="Added to a successful call that advanced no goal but revealed, for the first time in the "
+        "episode, an entity the task is about, on top of `redundant` (with the defaults a needed lookup scores 0.5, "
+        "a goal 1.0, a redundant call 0). "
+        "Each relevant entity pays once, so the bonus per episode is bounded and cannot be farmed by repeating "
+        "lookups. With it 0, AAAC from scratch reached 17% completion after 25k steps on the partial-information "
+        "env (tests/learning/test_aaac_ecommerce.py).",
+    )
+    completion: float = Field(default=2.0, description="Added on the step that solves the task.")
     failure: float = Field(default=-0.5, description="Added on an explicit, unrecoverable failure.")
-
-
-class FaultScheduleConfig(BaseModel):
-    """Error injection (seed 000): the share of episodes with injected faults decays over training progress."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = Field(default=False, description="Inject faults at all (off in tests and benchmarks).")
-    start_share: float = Field(default=1.0, ge=0, le=1, description="Share of faulty episodes at progress 0.")
-    end_share: float = Field(default=0.05, ge=0, le=1, description="Share of faulty episodes at progress 1.")
-    decay: Literal["linear", "exponential"] = Field(
-        default="exponential", description="Shape of the decay between start and end share."
-    )
-    kinds: dict[str, float] = Field(
-        default_factory=lambda: {"garbage": 1.0, "transient": 1.0, "outage": 1.0},
-        description="Relative weights of fault kinds: garbled payloads, transient failures, a skill outage.",
-    )
-    garbage_rate: float = Field(
-        default=0.3, ge=0, le=1, description="Garbled-payload rate in a garbage episode."
-    )
-    transient_rate: float = Field(default=0.3, ge=0, le=1, description="Failure rate in a transient episode.")
-    timeout_rate: float = Field(default=0.1, ge=0, le=1, description="Timeout rate in a transient episode.")
-    outage_skills: int = Field(
-        default=1, ge=1, description="Skills (among the task's) fully down in an outage."
-    )
-
-    @field_validator("kinds")
-    @classmethod
-    def _known_kinds(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = set(v) - {"garbage", "transient", "outage"}
-        if bad or not v or sum(v.values()) <= 0:
-            raise ValueError(f"kinds must weight garbage/transient/outage positively, got {v}")
-        return v
-
-    def share(self, progress: float) -> float:
-        """Share of faulty episodes at training progress ``progress`` in [0, 1]."""
-        p = min(max(progress, 0.0), 1.0)
-        if self.decay == "linear" or self.start_share <= 0 or self.end_share <= 0:
-            return self.start_share + (self.end_share - self.start_share) * p
-        return self.start_share * (self.end_share / self.start_share) ** p
 
 
 class AgentTaskEnvConfig(BaseModel):
@@ -175,16 +118,18 @@ class AgentTaskEnvConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    domain: Literal["ecommerce"] = Field(default="ecommerce", description="Skill domain.")
+    domain: str = Field(default="ecommerce", description="Registered domain (agentic_ray.domains).")
     contracts_path: str | None = Field(default=None, description="Contract YAML (default: the domain's).")
     action_mode: Literal["structured", "prototype"] = Field(
         default="structured",
         description="Structured skill+arguments Dict, or Discrete over mined prototypes.",
     )
     prototypes_path: str | None = Field(
-        default=None, description="Prototype JSON (default: the shipped one)."
+        default=None, description="Prototype JSON (default: the domain's data/prototypes.json)."
     )
-    families: list[str] = Field(default_factory=lambda: list(FAMILIES), description="Task families to draw.")
+    families: list[str] | None = Field(
+        default=None, description="Task families to draw (default: all of the domain's)."
+    )
     split: Literal["train", "validation"] = Field(
         default="train",
         description="Training seeds, or the fixed validation seeds (round-robin over families).",
@@ -194,17 +139,19 @@ class AgentTaskEnvConfig(BaseModel):
         default=2.0, ge=1.0, description="Step budget = max(opt + extra, factor * opt)."
     )
     budget_extra: int = Field(default=4, ge=0, description="See budget_factor.")
-    drift: bool = Field(default=True, description="Background world drift (stock, tool health) every step.")
+    drift: bool = Field(default=True, description="Background world drift every step.")
     simulate_tool_health: bool = Field(
-        default=False, description="Inject the world's simulated per-skill latency and failure rates."
-    )
-    tool_health_refresh_steps: int = Field(
-        default=5, ge=1, description="Steps between pushes of the drifting tool health to the backend."
+        default=False, description="Inject the domain's simulated per-skill latency and failure rates."
     )
     step_time_s: float = Field(default=1.0, ge=0, description="Simulated seconds per step (executor clock).")
     backend: Literal["python", "http"] = Field(default="python", description="Where tools run.")
     http_url: str | None = Field(default=None, description="Skill server URL for backend=http.")
     audit_path: str = Field(default=":memory:", description="SQLite file of the executor's audit log.")
+    risk_mode: Literal["hard", "soft"] = Field(
+        default="hard",
+        description="hard: every precondition is enforced. soft: safety preconditions are lifted, so high-risk "
+        "shortcuts run and may cause delayed consequences (EpisodeRecord.consequences).",
+    )
     soft_error_rate: float = Field(
         default=0.05, ge=0, le=1, description="Soft-mask live error-rate threshold."
     )
@@ -216,17 +163,26 @@ class AgentTaskEnvConfig(BaseModel):
     rewards: OutcomeRewards = Field(default_factory=OutcomeRewards, description="Per-step reward values.")
     faults: FaultScheduleConfig = Field(default_factory=FaultScheduleConfig, description="Error injection.")
 
-    @field_validator("families")
-    @classmethod
-    def _families(cls, v: list[str]) -> list[str]:
-        bad = [f for f in v if f not in FAMILIES]
-        if bad or not v:
-            raise ValueError(f"unknown families {bad}; known: {FAMILIES}")
-        return v
+    @model_validator(mode="after")
+    def _domain_and_families(self) -> AgentTaskEnvConfig:
+        try:
+            d = get_domain(self.domain)
+        except KeyError as e:
+            raise ValueError(str(e).strip('"')) from None
+        if self.families is not None:
+            bad = [f for f in self.families if f not in d.families]
+            if bad or not self.families:
+                raise ValueError(
+                    f"unknown families {bad} for domain {self.domain!r}; known: {list(d.families)}"
+                )
+        return self
+
+    def family_list(self) -> list[str]:
+        return list(self.families) if self.families is not None else list(get_domain(self.domain).families)
 
 
 class AgentTaskEnv(gym.Env):
-    """Tool-using customer-service env (see module docstring).
+    """Generic tool-using env over a registered domain (see the module docstring).
 
     Args:
         config: :class:`AgentTaskEnvConfig`, a dict of its fields (RLlib ``env_config``), or None.
@@ -241,65 +197,70 @@ class AgentTaskEnv(gym.Env):
         elif not isinstance(config, AgentTaskEnvConfig):
             config = AgentTaskEnvConfig.model_validate(dict(config))
         self.config = config
-        self.contracts = ecommerce_contracts(config.contracts_path)
+        self.domain = get_domain(config.domain)
+        self.families = config.family_list()
+        if config.contracts_path:
+            self.contracts = load_contracts(config.contracts_path)
+            self.contracts.check_rules(self.domain.fallback_rules())
+        else:
+            self.contracts = self.domain.contracts()
         self.by_name = self.contracts.by_name()
         self.prototypes: list[Prototype] = (
-            load_prototypes(config.prototypes_path) if config.action_mode == "prototype" else []
+            load_prototypes(config.prototypes_path or self.domain.data_dir / "prototypes.json")
+            if config.action_mode == "prototype"
+            else []
         )
-        self.graph_spec, self.layout = ecommerce_specs([p.skill for p in self.prototypes])
+        self.graph_spec, self.layout = build_specs(
+            self.domain.schema, self.contracts, [p.skill for p in self.prototypes]
+        )
         self.observation_space = observation_space(self.graph_spec, self.layout)
         self.action_space = (
             self.layout.prototype_action_space() if self.prototypes else self.layout.action_space()
         )
         self.skills = tuple(s.name for s in self.layout.skills)
-        self.builder = ObservationBuilder(self.contracts, self.graph_spec, self.layout)
-        self.masks = MaskComputer(
-            self.contracts,
-            config.soft_error_rate,
-            config.soft_thresholds,
-            config.soft_min_calls,
-            config.soft_cooldown_s,
-        )
-        # Per-skill decode tables: (param name, kind, slot, spec) in contract order.
-        self._params: list[list[tuple[str, str, int, Any]]] = []
-        for c in self.contracts.skills:
-            row: list[tuple[str, str, int, Any]] = []
-            np_, ne, nn = 0, 0, 0
-            for name, p in c.input.items():
-                if isinstance(p, EntityParam):
-                    row.append((name, "pointer", np_, p))
-                    np_ += 1
-                elif isinstance(p, EnumParam | BoolParam):
-                    row.append((name, "enum", ne, p))
-                    ne += 1
-                elif isinstance(p, FloatParam | IntParam):
-                    row.append((name, "numeric", nn, p))
-                    nn += 1
-            self._params.append(row)
-        self._proto_skill = np.array([self.skills.index(p.skill) for p in self.prototypes], dtype=np.int64)
         self._skill_idx = {n: i for i, n in enumerate(self.skills)}
+        self.builder = ObservationBuilder(
+            self.domain.schema, self.contracts, self.graph_spec, self.layout, self.domain.quantiles()
+        )
+        self.codec = ActionCodec(self.contracts, self.layout, self.graph_spec, self.builder)
+        self.masks = MaskComputer(
+            self.domain,
+            self.contracts,
+            self.layout,
+            enforce_safety=config.risk_mode == "hard",
+            soft_error_rate=config.soft_error_rate,
+            soft_thresholds=config.soft_thresholds,
+            soft_min_calls=config.soft_min_calls,
+            soft_cooldown_s=config.soft_cooldown_s,
+        )
+        self._entity_params = {
+            c.name: [(n, p) for n, p in c.input.items() if isinstance(p, EntityParam | EntityListParam)]
+            for c in self.contracts.skills
+        }
         self._touched = {
             c.name: (c.name, *[f.skill for f in c.fallback if f.skill is not None])
             for c in self.contracts.skills
         }
-        self._pre = {
-            c.name: [p.after for p in c.preconditions] for c in self.contracts.skills if c.preconditions
-        }
-        self.world_id = f"env-{uuid.uuid4().hex[:12]}"
+        self._proto_skill = np.array([self._skill_idx[p.skill] for p in self.prototypes], dtype=np.int64)
+        self._terminal = frozenset(self.domain.schema.terminal_skills)
+        self._env_id = f"env-{uuid.uuid4().hex[:12]}"
+        self._episodes = 0
+        self.world_id = self._env_id
         self.progress = 0.0
         self.policy_version = 0
         self._val_counter = 0
         self._rng = np.random.default_rng()
         self.intent_id = ""
+        self.episode_id = ""
         self.fault_kind: str | None = None
         self._down: frozenset[str] = frozenset()
         self._closed = False
         self._warnings: list[str] = []
-        self._health: dict[str, Any] | None = None
         self._build_executor()
         self.task: Task | None = None
-        self.world: ShopWorld | None = None
+        self.world: Any = None
         self.state: EpisodeState | None = None
+        self.knowledge: Knowledge | None = None
         self._done = True
         self.timings: dict[str, list[float]] = {"obs_ms": [], "mask_ms": []}
         self.record_timings = False
@@ -312,15 +273,19 @@ class AgentTaskEnv(gym.Env):
         if self.config.backend == "http":
             if not self.config.http_url:
                 raise ValueError("backend=http needs http_url")
-            self.backend: Any = HttpBackend(self.config.http_url, world_from_dict=ShopWorld.from_dict)
+            self.backend: Any = HttpBackend(self.config.http_url, world_from_dict=self.domain.world_from_dict)
             self.clock: Any = RealClock()
         else:
             self.backend = PythonBackend(measure_wall=False)
             self.clock = SimClock()
         self.executor = ToolExecutor(
-            self.contracts, self.backend, audit_path=self.config.audit_path, clock=self.clock
+            self.contracts,
+            self.backend,
+            audit_path=self.config.audit_path,
+            clock=self.clock,
+            rules=self.domain.fallback_rules(),
+            enforce_safety=self.config.risk_mode == "hard",
         )
-        # Per-skill SLA refresh when the executor offers ``sla_stats(skills=...)``; otherwise all skills.
         self._sla_partial = "skills" in inspect.signature(self.executor.sla_stats).parameters
         self._sla_cache: dict[str, np.ndarray] | None = None
 
@@ -356,46 +321,21 @@ class AgentTaskEnv(gym.Env):
         """Current share of episodes with injected faults (0 when injection is disabled)."""
         return self.config.faults.share(self.progress) if self.config.faults.enabled else 0.0
 
-    def _draw_faults(self, task: Task) -> tuple[str | None, frozenset[str]]:
-        """The episode's fault kind (None: a clean episode) and, for an outage, the skills that are down."""
-        cfg = self.config
-        kind: str | None = None
-        if cfg.faults.enabled and self._rng.random() < self.fault_share():
-            kinds = list(cfg.faults.kinds)
-            w = np.array([cfg.faults.kinds[k] for k in kinds], dtype=np.float64)
-            kind = kinds[int(self._rng.choice(len(kinds), p=w / w.sum()))]
-        down: frozenset[str] = frozenset()
-        if kind == "outage":
-            task_skills = sorted({g.skill for g in task.goals})
-            n = min(cfg.faults.outage_skills, len(task_skills))
-            down = frozenset(
-                task_skills[int(i)] for i in self._rng.choice(len(task_skills), size=n, replace=False)
-            )
-        return kind, down
+    def _health(self) -> dict[str, tuple[float, float, float]] | None:
+        return self.domain.tool_health(self.world) if self.config.simulate_tool_health else None
 
-    def _fault_config(self, world: ShopWorld) -> FaultConfig:
-        """Backend faults: the episode's injected fault kind plus, if simulated, the world's live tool health."""
-        cfg = self.config
-        kind, down = self.fault_kind, self._down
-        if kind is None and not cfg.simulate_tool_health:
-            return FaultConfig()
-        per: dict[str, FaultConfig] = {}
-        for s in self.skills:
-            h = world.tool_health.get(s) if cfg.simulate_tool_health else None
-            fr = h.failure_rate if h else 0.0
-            lat = h.latency_ms if h else 0.0
-            std = h.latency_std_ms if h else 0.0
-            tr = gr = 0.0
-            if kind == "transient":
-                fr, tr = min(1.0, fr + cfg.faults.transient_rate), cfg.faults.timeout_rate
-            elif kind == "garbage":
-                gr = cfg.faults.garbage_rate
-            if s in down:
-                fr, tr, gr = 1.0, 0.0, 0.0
-            per[s] = FaultConfig(
-                failure_rate=fr, timeout_rate=tr, garbage_rate=gr, latency_ms=lat, latency_std_ms=std
-            )
-        return FaultConfig(per_skill=per, seed=int(self._rng.integers(2**31)))
+    def _push_faults(self) -> str | None:
+        """Push the episode's faults to the backend for this world; the reason when it could not."""
+        fc = backend_faults(
+            self.config.faults,
+            self.fault_kind,
+            self._down,
+            self.skills,
+            self._health(),
+            int(self._rng.integers(2**31)),
+        )
+        out = self.backend.set_faults(fc, world_id=self.world_id)
+        return None if out.ok else f"{out.error_code}: {out.message}"
 
     # ------------------------------------------------------------------ gym API
     def reset(
@@ -412,75 +352,97 @@ class AgentTaskEnv(gym.Env):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
             self._val_counter = 0
-            self._health = None
             self._build_executor()
         options = options or {}
-        fams = self.config.families
+        fams, d = self.families, self.domain
         if "family" in options or "task_seed" in options:
             family = options.get("family") or fams[int(self._rng.integers(len(fams)))]
-            task_seed = int(options["task_seed"]) if "task_seed" in options else draw_training_seed(self._rng)
+            task_seed = (
+                int(options["task_seed"]) if "task_seed" in options else d.draw_training_seed(self._rng)
+            )
         elif self.config.split == "validation":
             i = self._val_counter
             self._val_counter += 1
             family = fams[i % len(fams)]
-            seeds = validation_seeds(family, self.config.validation_per_family)
+            seeds = d.validation_seeds(family, self.config.validation_per_family)
             task_seed = seeds[(i // len(fams)) % len(seeds)]
         else:
             family = fams[int(self._rng.integers(len(fams)))]
-            task_seed = draw_training_seed(self._rng)
-        world, task = generate_task(family, task_seed, self._pre)
-        if self.state is not None and self.intent_id:
+            task_seed = d.draw_training_seed(self._rng)
+        world, task = d.make_task(family, task_seed)
+        if self.config.risk_mode == "soft":
+            task = task.without_safety_checks()
+        if self.intent_id:
             self.executor.forget_intent(self.intent_id)
         self.world, self.task = world, task
         self.episode_id = uuid.UUID(
             int=int(self._rng.integers(2**63)) << 64 | int(self._rng.integers(2**63))
         ).hex
-        self.intent_id = ToolExecutor.intent_hash(f"{task.query} #{self.episode_id}")
-        # Tool health belongs to the services, not to one customer: it persists and drifts across episodes.
-        if self._health is None:
-            self._health = world.tool_health
-        world.tool_health = self._health
-        self.backend.put_world(self.world_id, world)
-        self.fault_kind, self._down = self._draw_faults(task)
-        if isinstance(self.backend, PythonBackend):
-            self.backend.set_faults(self._fault_config(world))
+        self.intent_id = ToolExecutor.intent_hash(f"{task.request.text} #{self.episode_id}")
+        # Every episode gets its own world id: a backend's idempotency cache (keyed by world and call) must not
+        # replay the previous episode's replies when seeded trace ids repeat.
+        if self._episodes:
+            self.backend.drop_world(self.world_id)
+        self._episodes += 1
+        self.world_id = f"{self._env_id}-{self._episodes}"
+        # Backend failures are typed outcomes, never exceptions: the episode starts and its calls fail typed.
+        backend_errors = []
+        if not (out := self.backend.put_world(self.world_id, world)).ok:
+            backend_errors.append(f"put_world: {out.error_code}: {out.message}")
+        self.fault_kind, self._down = draw_faults(
+            self.config.faults, self.fault_share(), [g.skill for g in task.goals], self._rng
+        )
+        if (why := self._push_faults()) is not None:
+            # Faults that could not be set are not injected, so the episode must not claim them.
+            backend_errors.append(f"set_faults: {why}; running without injected faults")
+            self.fault_kind, self._down = None, frozenset()
         budget = max(
             task.optimal_steps + self.config.budget_extra,
             math.ceil(self.config.budget_factor * task.optimal_steps),
         )
-        self.state = EpisodeState.new(budget, len(task.goals), len(self.skills), self.masks.max_pre)
-        self.builder.begin_episode(world, task)
+        self.state = EpisodeState.new(budget, len(task.goals), len(self.skills))
+        self.knowledge = Knowledge(self.domain.schema.type_names)
+        for ref in task.request.mentioned:
+            self.knowledge.mention(ref.type, ref.id)
+        self.builder.begin_episode(task)
+        self.masks.reset(task)
         self._steps: list[StepRecord] = []
-        self._violations = 0
         self._recalled: list[str] = []
+        self._informed: set[tuple[str, str]] = set()
+        self._consequences: list[dict[str, Any]] = []
         self._done = False
         obs = self._observe()
         info = {
-            MASK_REASONS: self._reasons,
+            MASK_REASONS: self._masks.reasons,
             "task_family": family,
             "task_seed": task_seed,
             "optimal_steps": task.optimal_steps,
             "fault_kind": self.fault_kind,
+            "request": task.request.text,
+            BACKEND_ERRORS: backend_errors,
         }
         return obs, info
 
     def _observe(self, called: str | None = None) -> dict[str, np.ndarray]:
-        assert self.world is not None and self.task is not None and self.state is not None
+        assert self.task is not None and self.state is not None and self.knowledge is not None
         t0 = time.perf_counter()
         sla = self._sla(called)
+        self.builder.refresh(self.knowledge)
         t1 = time.perf_counter()
-        mask, hard, soft = self.masks.compute(self.world, self.state, sla, self.clock.now())
-        self._reasons = self.masks.reasons(self.state, mask, hard, soft, sla)
+        st = self.state
+        m = self.masks.compute(
+            self.knowledge, self.builder.node_ids, sla, self.clock.now(), st.last_call_time
+        )
         t2 = time.perf_counter()
-        self._mask = mask
-        pmask = None
+        self._masks = m
+        extra = m.as_obs()
         if self.prototypes:
-            pmask = mask[self._proto_skill]
+            pmask = m.skill_mask[self._proto_skill]
             if not pmask.any():  # a masked Discrete needs one valid entry; its step is a typed masked error
                 pmask = pmask.copy()
                 pmask[0] = 1
-            self._proto_mask = pmask
-        obs = self.builder.build(self.world, self.task, self.state, sla, skill_mask=mask, proto_mask=pmask)
+            extra["proto_mask"] = pmask
+        obs = self.builder.build(self.task, self.knowledge, st, sla, extra)
         t3 = time.perf_counter()
         if self.record_timings:
             self.timings["mask_ms"].append((t2 - t1) * 1e3)
@@ -488,186 +450,113 @@ class AgentTaskEnv(gym.Env):
         return obs
 
     # ------------------------------------------------------------------ actions
-    def decode_action(self, action: Any) -> tuple[int, dict[str, Any], str | None, str]:
-        """Structured action → ``(skill index, params, error code or None, message)``; never raises."""
+    def _targets(self, goal: int, node_type: str, arg: str | None = None) -> list[str]:
+        """Known ids goal ``goal`` names with its entity arguments of ``node_type`` (only ``arg`` when given)."""
+        assert self.task is not None and self.knowledge is not None
+        g = self.task.goals[goal]
+        out = []
+        for name, p in self._entity_params[g.skill]:
+            if p.node_type == node_type and name in g.args and (arg is None or name == arg):
+                vals = g.args[name] if isinstance(g.args[name], list | tuple) else [g.args[name]]
+                out += [str(v) for v in vals if self.knowledge.knows(node_type, str(v))]
+        return out
+
+    def decode_action(self, action: Any) -> tuple[int, dict[str, Any], str | None, str, Any]:
+        """Action -> ``(skill index, params, error code or None, message, structured action)``; never raises."""
+        assert self.task is not None and self.knowledge is not None and self.state is not None
         if self.prototypes:
             try:
                 k = int(action)
             except (TypeError, ValueError):
-                return -1, {}, "INVALID_INPUT", f"prototype action must be an int, got {action!r}"
+                return -1, {}, "INVALID_INPUT", f"prototype action must be an int, got {action!r}", None
             if not 0 <= k < len(self.prototypes):
-                return -1, {}, "INVALID_INPUT", f"prototype {k} out of range"
-            action = self.ground_prototype(k)
-        try:
-            k = int(action["skill"])
-            ptr = np.asarray(action.get("pointer", ()), dtype=np.int64).reshape(-1)
-            enm = np.asarray(action.get("enum", ()), dtype=np.int64).reshape(-1)
-            num = np.asarray(action.get("numeric", ()), dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError, KeyError, AttributeError) as e:
-            return -1, {}, "INVALID_INPUT", f"malformed action: {type(e).__name__}: {e}"
-        if not 0 <= k < len(self.skills):
-            return -1, {}, "INVALID_INPUT", f"skill {k} out of range"
-        params: dict[str, Any] = {}
-        numeric: list[tuple[str, int, Any]] = []
-        for name, kind, slot, p in self._params[k]:
-            if kind == "pointer":
-                if slot >= len(ptr):
-                    return k, params, "INVALID_INPUT", f"{name}: missing pointer slot {slot}"
-                ids = self.builder.node_ids[p.node_type]
-                j = int(ptr[slot])
-                if not 0 <= j < len(ids):
-                    return k, params, "INVALID_INPUT", f"{name}: pointer {j} is not a {p.node_type} node"
-                params[name] = ids[j]
-            elif kind == "enum":
-                choices = p.choices if isinstance(p, EnumParam) else [False, True]
-                if slot >= len(enm) or not 0 <= int(enm[slot]) < len(choices):
-                    return k, params, "INVALID_INPUT", f"{name}: enum choice out of range"
-                params[name] = choices[int(enm[slot])]
-            else:
-                numeric.append((name, slot, p))
-        for name, slot, p in numeric:
-            if slot >= len(num) or not np.isfinite(num[slot]):
-                return k, params, "INVALID_INPUT", f"{name}: numeric slot {slot} missing or not finite"
-            x = float(num[slot])
-            if abs(x) > NUMERIC_BOUND:  # the squash is bounded anyway; clip and warn, as the gateway does
-                self._warnings.append(f"{name}: raw {x:g} clipped to ±{NUMERIC_BOUND:g}")
-                x = max(-NUMERIC_BOUND, min(NUMERIC_BOUND, x))
-            lo, hi = self._bounds(self.skills[k], params, p)
-            v = lo + (hi - lo) * (math.tanh(x) + 1.0) / 2.0
-            params[name] = round(v) if isinstance(p, IntParam) else round(v, 4)
-        return k, params, None, ""
-
-    def _bounds(self, skill: str, params: dict[str, Any], p: Any) -> tuple[float, float]:
-        assert self.world is not None
-        b = self.builder.numeric_bound(self.world, skill, params) if isinstance(p, FloatParam) else None
-        return b if b is not None else (float(p.min), float(p.max))
+                return -1, {}, "INVALID_INPUT", f"prototype {k} out of range", None
+            ready = self.builder.goal_ready(self.state.goal_done)
+            action = self.codec.ground_prototype(
+                self.prototypes[k],
+                self.task,
+                self.knowledge,
+                ready,
+                self.state.goal_done,
+                self._masks.pointer_mask,
+                self._masks.list_mask,
+                self._targets,
+                lambda skill, param: {c.params.get(param) for c in self.state.history if c.skill == skill},  # type: ignore[union-attr]
+            )
+        self._warnings += self.codec.raw_clipped(action)
+        k, params, err, msg = self.codec.decode(action, self.task, self.knowledge)
+        return k, params, err, msg, action
 
     def encode_action(self, skill: str, params: dict[str, Any]) -> Any:
-        """Concrete ``(skill, params)`` → an action of this env's action space (the inverse of decoding)."""
-        k = self.skills.index(skill)
+        """Concrete ``(skill, params)`` -> an action of this env's action space (the inverse of decoding)."""
+        assert self.knowledge is not None
         if self.prototypes:
-            sig = tuple(self._enum_index(k, params))
-            for i, pr in enumerate(self.prototypes):
-                if pr.skill == skill and pr.enum == sig:
-                    return i
+            k = self._skill_idx[skill]
+            sig = self.codec.enum_signature(k, params)
             cands = [i for i, pr in enumerate(self.prototypes) if pr.skill == skill]
+            for i in cands:
+                if self.prototypes[i].enum == sig:
+                    return i
             return cands[0] if cands else 0
-        lay = self.layout
-        ptr = np.zeros(lay.pointer_slots, dtype=np.int64)
-        enm = np.zeros(lay.enum_slots, dtype=np.int64)
-        num = np.zeros(lay.numeric_slots, dtype=np.float32)
-        for name, kind, slot, p in self._params[k]:
-            if kind == "pointer":
-                ptr[slot] = self.builder.node_index[p.node_type].get(str(params.get(name)), 0)
-            elif kind == "enum":
-                choices = p.choices if isinstance(p, EnumParam) else [False, True]
-                v = params.get(name, choices[0])
-                enm[slot] = choices.index(v) if v in choices else 0
-            else:
-                lo, hi = self._bounds(skill, params, p)
-                num[slot] = self._inverse_squash(float(params.get(name, lo)), lo, hi)
-        return {"skill": k, "pointer": ptr, "enum": enm, "numeric": num}
+        return self.codec.encode(skill, params, self.knowledge)
 
-    def _enum_index(self, k: int, params: dict[str, Any]) -> list[int]:
-        out = []
-        for name, kind, _, p in self._params[k]:
-            if kind == "enum":
-                choices = p.choices if isinstance(p, EnumParam) else [False, True]
-                v = params.get(name, choices[0])
-                out.append(choices.index(v) if v in choices else 0)
-        return out
-
-    @staticmethod
-    def _inverse_squash(v: float, lo: float, hi: float) -> float:
-        if hi <= lo:
-            return 0.0
-        return numeric_action((v - lo) / (hi - lo))
-
-    def ground_prototype(self, index: int) -> dict[str, Any]:
-        """Prototype → structured action: entity arguments bind to the most urgent pending goal that asks for
-        this skill (ready goals first, then priority, then DAG order); numbers are ``ratio × goal target``."""
-        assert self.task is not None and self.state is not None
-        pr = self.prototypes[index]
-        k = self.skills.index(pr.skill)
-        ready = self.builder.goal_ready(self.state)
-        best: tuple[Any, ...] | None = None
-        for i, g in enumerate(self.task.goals):
-            if self.state.goal_done[i] or g.skill != pr.skill:
-                continue
-            if any(
-                kind == "enum" and name in g.args and self._enum_index(k, g.args)[slot] != pr.enum[slot]
-                for name, kind, slot, _ in self._params[k]
-            ):
-                continue
-            key = (not ready[i], -g.priority, i)
-            if best is None or key < best[0]:
-                best = (key, g)
-        params: dict[str, Any] = {}
-        goal = best[1] if best is not None else None
-        for name, kind, slot, p in self._params[k]:
-            if kind == "pointer":
-                ids = self.builder.node_ids[p.node_type]
-                params[name] = goal.args.get(name, ids[0]) if goal is not None else ids[0]
-            elif kind == "enum":
-                choices = p.choices if isinstance(p, EnumParam) else [False, True]
-                params[name] = choices[pr.enum[slot]] if slot < len(pr.enum) else choices[0]
-        for name, kind, _, p in self._params[k]:
-            if kind == "numeric":
-                lo, hi = self._bounds(pr.skill, params, p)
-                if goal is not None and name in goal.numeric:
-                    params[name] = pr.numeric_ratio * goal.numeric[name]
-                else:
-                    params[name] = lo + pr.numeric_frac * (hi - lo)
-        saved, self.prototypes = self.prototypes, []
-        try:
-            return self.encode_action(pr.skill, params)
-        finally:
-            self.prototypes = saved
-
-    def describe_step(self, skill: str, params: dict[str, Any]) -> ExpertStep:
-        """The mining view of a step (prototype signature plus numeric ratio/fraction)."""
-        assert self.task is not None
-        k = self.skills.index(skill)
-        ratio, frac = 1.0, 0.5
-        for name, kind, _, p in self._params[k]:
-            if kind == "numeric" and name in params:
-                lo, hi = self._bounds(skill, params, p)
-                frac = (float(params[name]) - lo) / (hi - lo) if hi > lo else 0.5
-                for g in self.task.goals:
-                    if g.skill == skill and name in g.numeric and g.numeric[name]:
-                        ratio = float(params[name]) / g.numeric[name]
-                        break
-        return ExpertStep(skill, tuple(self._enum_index(k, params)), ratio, frac)
+    def _target_masked(self, k: int, action: Any) -> str | None:
+        """Why the chosen entity arguments violate the pointer/list masks (None if they do not)."""
+        m, mp = self._masks, self.layout.max_pointer
+        ptr = np.asarray(action.get("pointer", ()), dtype=np.int64).reshape(-1)
+        for ps in self.codec.params[k]:
+            if ps.kind == "pointer" and ps.slot < len(ptr):
+                j = int(ptr[ps.slot])
+                if 0 <= j <= mp and not m.pointer_mask[k, ps.slot, j]:
+                    return f"{ps.name}: the target fails a precondition"
+        return None
 
     # ------------------------------------------------------------------ step
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        if self._done or self.state is None or self.task is None or self.world is None:
+        if self._done or self.state is None or self.task is None or self.knowledge is None:
             raise RuntimeError("step() called on a finished episode; call reset()")
-        st, task, rw = self.state, self.task, self.config.rewards
-        decision_reasons = self._reasons  # the masks this action was chosen under
+        st, task, rw, know = self.state, self.task, self.config.rewards, self.knowledge
+        decision_reasons = self._masks.reasons  # the masks this action was chosen under
         self._warnings = []
         st.step += 1
-        k, params, err, msg = self.decode_action(action)
+        k, params, err, msg, structured = self.decode_action(action)
         skill = self.skills[k] if k >= 0 else "<invalid>"
         trace_id = f"{int(self._rng.integers(2**63)):016x}"
-        masked = False
+        masked, soft_masked = False, False
         res: ToolResult | None = None
-        if err is None and not self._mask[k]:
+        c = self.by_name.get(skill)
+        if err is None and (not self._masks.skill_mask[k] or self._target_masked(k, structured)):
             masked = True
-            reasons = decision_reasons.get(skill, [])
-            soft = any(r.startswith("soft") for r in reasons)
-            err, msg = ("CIRCUIT_OPEN" if soft else "PRECONDITION_FAILED"), "masked: " + "; ".join(reasons)
+            reasons = decision_reasons.get(skill) or [self._target_masked(k, structured) or ""]
+            soft_masked = bool(self._masks.soft[k])
+            err, msg = (
+                ("CIRCUIT_OPEN" if soft_masked else "PRECONDITION_FAILED"),
+                "masked: " + "; ".join(reasons),
+            )
+        # A high-risk shortcut: the call skips a safety precondition (soft mode lets it run; hard mode masks it,
+        # and the attempt still counts: the policy chose it).
+        shortcut = bool(
+            c is not None
+            and c.risk.high_risk
+            and err in (None, "PRECONDITION_FAILED")
+            and not precondition_status(c, params, st.history, enforce_safety=True)[0]
+            and precondition_status(c, params, st.history, enforce_safety=False)[0]
+        )
         if err is None:
             res = self.executor.call(
                 skill, params, intent_id=self.intent_id, trace_id=trace_id, world_id=self.world_id
             )
             code, latency, params = res.code, res.latency_ms, (res.params or params)
             if self.config.backend == "http":
-                self.world = self.backend.get_world(self.world_id)
+                world, out = self.backend.fetch_world(self.world_id)
+                if out.ok:
+                    self.world = world
+                else:
+                    self._warnings.append(f"world not refreshed: {out.error_code}: {out.message}")
         else:
             code, latency = err, 0.0
         ok = res is not None and res.ok
-        # Reward of the execution outcome.
+        degraded = res is not None and res.fallback_used is not None
         if masked:
             reward = rw.masked
         elif ok:
@@ -680,37 +569,40 @@ class AgentTaskEnv(gym.Env):
             reward = rw.bad_params
         else:
             reward = rw.upstream
-        # Goals, risk, recall.
         satisfied: list[str] = []
         violation = False
-        high_risk = False
-        c = self.by_name.get(skill)
-        if c is not None and c.risk.high_risk and (res is not None or masked):
-            # A risky action the task forbids at this point (e.g. a refund before the inventory check) counts
-            # even when the mask stopped it: the policy chose it.
-            for rr in task.risk_rules:
-                if rr.skill == skill and not any(
-                    s == rr.before and all(p.get(f) == params.get(f) for f in rr.same)
-                    for s, p in st.succeeded
-                ):
-                    high_risk = True
-        if res is not None and c is not None:
-            if ok:
-                self.masks.record_success(st, skill, res.payload)
-                st.succeeded.append((skill, params))
-                if res.fallback_used is None:
-                    satisfied, violation = self._match_goals(skill, params)
-                if c.risk.high_risk and not satisfied:
-                    high_risk = True
-            for v in params.values():
-                if isinstance(v, str) and v in task.entities and v not in self._recalled:
+        revealed: list[tuple[str, str]] = []
+        high_risk = shortcut and (masked or ok)
+        if res is not None and c is not None and ok:
+            if not degraded:
+                call = Call(skill, dict(params), dict(res.payload))
+                st.history.append(call)
+                self.masks.add(call)
+                revealed = reveal_result(know, c, params, res.payload)
+                satisfied, violation = match_goals(
+                    task, st, self.builder.goal_ready(st.goal_done), skill, params
+                )
+            if c.risk.high_risk and not satisfied:
+                high_risk = True
+            if shortcut and c.risk.consequence and self._rng.random() < c.risk.consequence_probability:
+                self._consequences.append(
+                    {"skill": skill, "kind": c.risk.consequence, "step": st.step - 1, "weight": c.risk.weight}
+                )
+        fresh = {r for r in revealed if r[1] in task.relevant} - self._informed
+        self._informed |= fresh
+        informative = bool(fresh) and not satisfied
+        entities: list[str] = []
+        for n, _p in self._entity_params.get(skill, []):
+            v = params.get(n)
+            entities += [str(x) for x in (v if isinstance(v, list) else [v]) if x is not None]
+        if res is not None:
+            for v in entities:
+                if v in task.relevant and v not in self._recalled:
                     self._recalled.append(v)
-        if res is not None:  # only calls that reached the gateway count as tool use
             st.calls[k] += 1
             st.last_call_time[k] = self.clock.now()
         st.last_ok, st.last_failed = ok, not ok
         st.consecutive_failures = 0 if ok else st.consecutive_failures + 1
-        # A failure the injected fault caused (an availability error on a skill the fault hits), not the policy.
         injected = (
             res is not None
             and not ok
@@ -718,10 +610,19 @@ class AgentTaskEnv(gym.Env):
             and self.fault_kind is not None
             and (self.fault_kind != "outage" or skill in self._down)
         )
-        cause = self._root_cause(skill, code, ok, masked, violation, high_risk, params)
-        st.reflection[:] = 0.0  # the root cause of the LAST step only: zeros after a successful one
-        if cause is not None:
-            st.reflection[_CAUSE[cause]] = 1.0
+        cause = attribute_root_cause(
+            code=code,
+            ok=ok,
+            masked=masked,
+            soft_masked=soft_masked,
+            violation=violation,
+            high_risk=high_risk,
+            entities=entities,
+            relevant=set(task.relevant),
+            stale=not ok and code in CALLER_ERRORS and self._stale(skill, params),
+        )
+        st.set_cause(cause)
+        st.last = LastStep(skill, dict(params), code, cause)
         self._steps.append(
             StepRecord(
                 skill=skill,
@@ -735,7 +636,7 @@ class AgentTaskEnv(gym.Env):
                 high_risk=high_risk,
                 risk_weight=c.risk.weight if (high_risk and c) else 0.0,
                 goals_satisfied=satisfied,
-                redundant=ok and not satisfied,
+                redundant=ok and not satisfied and not informative,
                 trace_id=trace_id,
                 injected=injected,
             )
@@ -744,26 +645,33 @@ class AgentTaskEnv(gym.Env):
         if isinstance(self.clock, SimClock):
             self.clock.advance(max(self.config.step_time_s, latency / 1000.0))
         if self.config.drift:
-            self.world.drift(self._rng, task.protected_skus)
-            if self.config.backend == "http":
-                self.backend.put_world(self.world_id, self.world)
-            elif self.config.simulate_tool_health and st.step % self.config.tool_health_refresh_steps == 0:
-                self.backend.set_faults(self._fault_config(self.world))
+            self.domain.step_world(self.world, self._rng, task)
+            if (
+                self.config.backend == "http"
+                and not (out := self.backend.put_world(self.world_id, self.world)).ok
+            ):
+                self._warnings.append(f"backend sync failed: {out.error_code}: {out.message}")
         # Termination.
-        completed = bool(st.goal_done.all())
+        all_done = bool(st.goal_done.all())
+        terminal = ok and not degraded and skill in self._terminal
+        completed = False
         failed = False
+        if task.end == "goals":
+            completed = all_done
+        elif all_done or terminal:
+            completed = all_done and self.domain.final_check(self.world, task)
         if not completed:
-            if ok and skill == "human.handoff":
+            if terminal or (task.end == "world_state" and all_done):
                 failed = True
             else:
                 done = {g.id for g, d in zip(task.goals, st.goal_done, strict=True) if d}
                 failed = any(
-                    not d and not goal_feasible(g, self.world, done)
+                    not d and not self.domain.goal_feasible(self.world, task, g, done)
                     for g, d in zip(task.goals, st.goal_done, strict=True)
                 )
         truncated = not (completed or failed) and st.step >= st.budget
         if ok and not satisfied:
-            reward += rw.redundant
+            reward += rw.redundant + (rw.informative if informative else 0.0)
         if completed:
             reward += rw.completion
         elif failed:
@@ -782,10 +690,12 @@ class AgentTaskEnv(gym.Env):
                 "message": msg if res is None else res.message,
                 "goals_satisfied": satisfied,
                 "injected": injected,
+                "root_cause": cause,
+                "revealed": [list(r) for r in revealed],
                 "mask_reasons": decision_reasons,
                 "warnings": self._warnings + (res.warnings if res is not None else []),
             },
-            MASK_REASONS: self._reasons,
+            MASK_REASONS: self._masks.reasons,
         }
         if completed or failed or truncated:
             self._done = True
@@ -793,65 +703,24 @@ class AgentTaskEnv(gym.Env):
             self.executor.forget_intent(self.intent_id)
         return obs, float(reward), completed or failed, truncated, info
 
-    def _match_goals(self, skill: str, params: dict[str, Any]) -> tuple[list[str], bool]:
-        assert self.task is not None and self.state is not None
-        st = self.state
-        ready = self.builder.goal_ready(st)
-        best, matched = -1, False
-        for i, g in enumerate(self.task.goals):
-            if st.goal_done[i] or not g.matches(skill, params):
-                continue
-            matched = True
-            if ready[i] and (best < 0 or g.priority > self.task.goals[best].priority):
-                best = i
-        if best >= 0:
-            st.goal_done[best] = True
-            gid = self.task.goals[best].id
-            st.goals_done_order.append(gid)
-            return [gid], False
-        if matched:
-            self._violations += 1
-            return [], True
-        return [], False
-
-    def _root_cause(
-        self,
-        skill: str,
-        code: str,
-        ok: bool,
-        masked: bool,
-        violation: bool,
-        high_risk: bool,
-        params: dict[str, Any],
-    ) -> str | None:
-        """The step's root cause (one of ``ROOT_CAUSES``), or None for a successful step.
-
-        A caller error is a *forgotten entity* only when an entity argument (a pointer: user, order, sku) is not
-        one the customer mentioned; enum values are strings too, but a wrong one is a bad parameter.
-        """
-        assert self.task is not None
-        if high_risk:
-            return "risk_violation"
-        if violation:
-            return "dependency_violation"
-        if ok:
-            return None
-        if code == "PRECONDITION_FAILED" or (masked and code != "CIRCUIT_OPEN"):
-            return "missing_prerequisite"
-        if code in CALLER_ERRORS:
-            k = self._skill_idx.get(skill)
-            pointers = self._params[k] if k is not None else []
-            ents = [params[n] for n, kind, _, _ in pointers if kind == "pointer" and n in params]
-            if any(v not in self.task.entities for v in ents):
-                return "forgotten_entity"
-            return "bad_parameters"
-        return "tool_timeout"
+    def _stale(self, skill: str, params: dict[str, Any]) -> bool:
+        """Whether an entity the call refers to was revealed with values that have changed since."""
+        assert self.knowledge is not None
+        for n, p in self._entity_params.get(skill, []):
+            vals = params.get(n)
+            for v in vals if isinstance(vals, list) else [vals]:
+                if not isinstance(v, str):
+                    continue
+                known = self.knowledge.fields(p.node_type, v)
+                truth = self.domain.entity_fields(self.world, p.node_type, v) or {}
+                if any(f in truth and truth[f] != val for f, val in known.items()):
+                    return True
+        return False
 
     def _episode_record(self, completed: bool, failed: bool, truncated: bool) -> EpisodeRecord:
-        assert self.task is not None and self.state is not None and self.world is not None
-        task = self.task
-        valid, missing = plan_validity(task.goals, self.state.goals_done_order, self._violations)
-        u = self.world.user
+        assert self.task is not None and self.state is not None
+        task, st = self.task, self.state
+        valid, missing = plan_validity(task.goals, st.goals_done_order, st.violations)
         return EpisodeRecord(
             episode_id=self.episode_id,
             domain=self.config.domain,
@@ -864,30 +733,44 @@ class AgentTaskEnv(gym.Env):
             optimal_steps=task.optimal_steps,
             goals=[g.id for g in task.goals],
             goal_deps=goal_edges(task.goals),
-            goals_done_order=list(self.state.goals_done_order),
+            goals_done_order=list(st.goals_done_order),
             dag_valid=valid,
-            dependency_violations=self._violations + missing,
-            entities_mentioned=list(task.entities),
+            dependency_violations=st.violations + missing,
+            entities_mentioned=list(task.relevant),
             entities_recalled=list(self._recalled),
-            context={
-                "level": float(u.level),
-                "complaint_rate": u.complaint_rate,
-                "verified": float(u.verified),
-                "balance": u.balance,
-            },
+            context=self.domain.context(self.world),
             policy_version=self.policy_version,
             intent_id=self.intent_id,
+            consequences=list(self._consequences),
         )
 
-    # ------------------------------------------------------------------ helpers for experts and tests
+    # ------------------------------------------------------------------ views for experts and tests
+    def view(self) -> EpisodeView:
+        """The episode state through the protocol (what a domain expert reads)."""
+        assert self.task is not None and self.state is not None and self.knowledge is not None
+        st = self.state
+        return EpisodeView(
+            task=self.task,
+            knowledge=self.knowledge,
+            skills=self.skills,
+            contracts=self.by_name,
+            goal_done=st.goal_done,
+            ready=self.builder.goal_ready(st.goal_done),
+            history=st.history,
+            last=st.last,
+            skill_mask=self._masks.skill_mask,
+            step=st.step,
+            budget=st.budget,
+        )
+
     @property
     def skill_mask(self) -> np.ndarray:
         """(K,) int8 mask of the current observation."""
-        return self._mask
+        return self._masks.skill_mask
 
     @property
-    def proto_mask(self) -> np.ndarray:
-        return self._proto_mask
+    def current_masks(self) -> Masks:
+        return self._masks
 
     @property
     def last_step(self) -> StepRecord | None:

@@ -1,15 +1,14 @@
-"""Action prototypes mined from successful expert traces (seed 002: K-means over successful steps).
+"""Action prototypes mined from successful expert steps (seed 002: K-means over successful steps).
 
-A prototype fixes a skill, its enum arguments and a numeric rule; the env *grounds* it to a concrete structured
-action at step time (see :meth:`AgentTaskEnv.ground_prototype`): entity arguments bind to the entities of the
-most urgent pending goal that asks for this skill (and these enum values), and the numeric argument is
-``numeric_ratio × the goal's numeric target`` (or ``numeric_frac`` of the bound range when no goal gives one).
+A prototype (:class:`~agentic_ray.envs.action_codec.Prototype`) fixes a skill, its enum arguments and a numeric
+rule (the revealed field the numeric argument copies, or a share of its range); the env grounds it to a structured
+action from the observation (:meth:`ActionCodec.ground_prototype`).
 
-Mining: every successful expert step becomes a vector ``[skill one-hot (K) | enum one-hot per slot | ratio]``;
-K-means (scikit-learn) clusters them and each centre is decoded to the nearest (skill, enum) signature. By
-default the number of clusters is the number of distinct signatures, so every successful step pattern keeps a
-prototype; a smaller ``n_prototypes`` merges rare patterns into frequent ones. The shipped set adds one
-escalation prototype (``human.handoff``), which clean expert traces never contain.
+Mining: every successful expert step becomes a vector ``[skill one-hot (K) | enum one-hot per slot]``; K-means
+(scikit-learn) clusters them and each centre is decoded to the most common (skill, enum, source field) signature
+of its members. By default the number of clusters is the number of distinct signatures, so every successful step
+pattern keeps a prototype; a smaller ``n_prototypes`` merges rare patterns into frequent ones. The escalation
+prototype of each terminal skill (an escalation) is added when clean expert traces never contain it.
 """
 
 from __future__ import annotations
@@ -18,32 +17,24 @@ import json
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.cluster import KMeans
 
-from agentic_ray.envs.graph_spec import ActionLayout
+from agentic_ray.envs.action_codec import Prototype
+from agentic_ray.graph_spec import ActionLayout
 
-PROTOTYPES_PATH = Path(__file__).resolve().parents[1] / "data" / "ecommerce_prototypes.json"
+if TYPE_CHECKING:
+    from agentic_ray.envs.agent_task_env import AgentTaskEnv
 
-
-@dataclass(frozen=True)
-class Prototype:
-    """One action prototype.
-
-    Attributes:
-        skill: skill name.
-        enum: enum slot values (one per enum slot of the skill).
-        numeric_ratio: numeric argument as a multiple of the grounded goal's target.
-        numeric_frac: numeric argument as a share of its bound range when no goal target exists.
-        support: expert steps in the cluster.
-    """
-
-    skill: str
-    enum: tuple[int, ...]
-    numeric_ratio: float = 1.0
-    numeric_frac: float = 0.5
-    support: int = 0
+__all__ = [
+    "ExpertStep",
+    "Prototype",
+    "collect_expert_steps",
+    "load_prototypes",
+    "mine_prototypes",
+    "save_prototypes",
+]
 
 
 @dataclass(frozen=True)
@@ -52,47 +43,49 @@ class ExpertStep:
 
     skill: str
     enum: tuple[int, ...]
-    numeric_ratio: float
+    source_field: tuple[str, str] | None
     numeric_frac: float
 
 
 def _vector(layout: ActionLayout, s: ExpertStep) -> np.ndarray:
     k, em = layout.num_skills, layout.enum_max
-    v = np.zeros(k + em * layout.enum_slots + 1)
+    v = np.zeros(k + em * layout.enum_slots)
     v[layout.skill_index(s.skill)] = 1.0
     for j, e in enumerate(s.enum):
         v[k + j * em + e] = 1.0
-    v[-1] = s.numeric_ratio
     return v
 
 
 def mine_prototypes(
     steps: list[ExpertStep], layout: ActionLayout, n_prototypes: int | None = None, seed: int = 0
 ) -> list[Prototype]:
-    """K-means over expert step vectors, decoded to prototypes (most supported first).
+    """K-means over expert step vectors, decoded to prototypes (most supported first)."""
+    from sklearn.cluster import (
+        KMeans,  # imported here: scikit-learn costs seconds to import, envs need it not
+    )
 
-    Args:
-        steps: successful expert steps.
-        layout: the structured action layout.
-        n_prototypes: clusters; default the number of distinct (skill, enum) signatures.
-        seed: K-means seed.
-    """
     if not steps:
         raise ValueError("no expert steps to mine")
-    sigs = Counter((s.skill, s.enum) for s in steps)
+    sigs = Counter((s.skill, s.enum, s.source_field) for s in steps)
     k = min(n_prototypes or len(sigs), len(sigs))
     x = np.stack([_vector(layout, s) for s in steps])
-    km = KMeans(n_clusters=k, n_init=10, random_state=seed).fit(x)
+    labels = (
+        KMeans(n_clusters=k, n_init=10, random_state=seed).fit(x).labels_
+        if k > 1
+        else np.zeros(len(steps), int)
+    )
     protos: list[Prototype] = []
     for c in range(k):
-        members = [s for s, lab in zip(steps, km.labels_, strict=True) if lab == c]
-        skill, enum = Counter((s.skill, s.enum) for s in members).most_common(1)[0][0]
-        same = [s for s in members if (s.skill, s.enum) == (skill, enum)]
+        members = [s for s, lab in zip(steps, labels, strict=True) if lab == c]
+        if not members:
+            continue
+        skill, enum, src = Counter((s.skill, s.enum, s.source_field) for s in members).most_common(1)[0][0]
+        same = [s for s in members if (s.skill, s.enum, s.source_field) == (skill, enum, src)]
         protos.append(
             Prototype(
                 skill=skill,
                 enum=tuple(int(e) for e in enum),
-                numeric_ratio=round(float(np.mean([s.numeric_ratio for s in same])), 6),
+                source_field=src,
                 numeric_frac=round(float(np.mean([s.numeric_frac for s in same])), 6),
                 support=len(members),
             )
@@ -101,52 +94,86 @@ def mine_prototypes(
     return protos
 
 
-def save_prototypes(protos: list[Prototype], path: str | Path = PROTOTYPES_PATH) -> None:
+def save_prototypes(protos: list[Prototype], path: str | Path) -> None:
     Path(path).write_text(json.dumps([asdict(p) for p in protos], indent=1))
 
 
-def load_prototypes(path: str | Path | None = None) -> list[Prototype]:
-    """The shipped prototypes (``agentic_ray/data/ecommerce_prototypes.json``) or another file."""
-    raw = json.loads(Path(path or PROTOTYPES_PATH).read_text())
-    return [Prototype(**{**p, "enum": tuple(p["enum"])}) for p in raw]
+def load_prototypes(path: str | Path) -> list[Prototype]:
+    """Prototypes from a JSON file (a domain ships ``data/prototypes.json``)."""
+    raw = json.loads(Path(path).read_text())
+    return [
+        Prototype(
+            skill=p["skill"],
+            enum=tuple(p["enum"]),
+            source_field=tuple(p["source_field"]) if p.get("source_field") else None,  # type: ignore[arg-type]
+            numeric_frac=float(p.get("numeric_frac", 0.5)),
+            support=int(p.get("support", 0)),
+        )
+        for p in raw
+    ]
 
 
-def collect_expert_steps(n_per_family: int = 30, seed: int = 0) -> list[ExpertStep]:
-    """Run the scripted expert (structured mode, no faults) on training tasks and keep its successful steps."""
+def describe_step(env: AgentTaskEnv, skill: str, params: dict) -> ExpertStep:
+    """The mining view of a step: its enum signature and the revealed field its numeric argument copies."""
+    assert env.knowledge is not None
+    k = env.skills.index(skill)
+    src: tuple[str, str] | None = None
+    frac = 0.5
+    for ps in env.codec.params[k]:
+        if ps.kind == "numeric" and ps.name in params:
+            c = env.codec.preferred_source(env.knowledge, float(params[ps.name]), ps.spec)
+            if c is not None:
+                src = env.codec.source_field(c)
+            else:
+                lo, hi = env.codec.bounds(env.knowledge, params, ps.spec, k)
+                frac = (float(params[ps.name]) - lo) / (hi - lo) if hi > lo else 0.5
+    return ExpertStep(skill, env.codec.enum_signature(k, params), src, frac)
+
+
+def collect_expert_steps(domain: str, n_per_family: int = 30, seed: int = 0) -> list[ExpertStep]:
+    """Run the domain's expert (structured mode, no faults) on training tasks and keep its successful steps."""
     from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
-    from agentic_ray.envs.ecommerce_tasks import FAMILIES, draw_training_seed
-    from agentic_ray.envs.expert import ScriptedExpert
+    from agentic_ray.keys import STEP_TRACE
 
-    env = AgentTaskEnv(AgentTaskEnvConfig())
-    expert = ScriptedExpert()
+    env = AgentTaskEnv(AgentTaskEnvConfig(domain=domain))
+    expert = env.domain.expert()
     rng = np.random.default_rng(seed)
     out: list[ExpertStep] = []
-    for fam in FAMILIES:
+    for fam in env.families:
         for _ in range(n_per_family):
             env.reset(
-                seed=int(rng.integers(2**31)), options={"family": fam, "task_seed": draw_training_seed(rng)}
+                seed=int(rng.integers(2**31)),
+                options={"family": fam, "task_seed": env.domain.draw_training_seed(rng)},
             )
             done = False
             while not done:
-                skill, params = expert.plan(env)
+                skill, params = expert.plan(env.view())
+                step = describe_step(env, skill, params)
                 _, _, term, trunc, info = env.step(env.encode_action(skill, params))
                 done = term or trunc
-                if info["trace"]["result_code"] == "OK":
-                    out.append(env.describe_step(skill, params))
+                if info[STEP_TRACE]["result_code"] == "OK":
+                    out.append(step)
     env.close()
     return out
 
 
 def main() -> None:  # pragma: no cover - maintenance entry point
-    """Re-mine the shipped prototypes: ``python -m agentic_ray.envs.prototypes``."""
-    from agentic_ray.envs.ecommerce import ecommerce_specs
+    """Re-mine a domain's prototypes: ``python -m agentic_ray.envs.prototypes <domain>``."""
+    import sys
 
-    _, layout = ecommerce_specs()
-    protos = mine_prototypes(collect_expert_steps(), layout)
-    # Escalation never appears in clean expert traces, but the policy must always be able to hand off.
-    protos.append(Prototype("human.handoff", (0,), support=0))
-    save_prototypes(protos)
-    print(f"{len(protos)} prototypes → {PROTOTYPES_PATH}")
+    from agentic_ray.domains import get_domain
+    from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
+
+    name = sys.argv[1] if len(sys.argv) > 1 else "ecommerce"
+    d = get_domain(name)
+    env = AgentTaskEnv(AgentTaskEnvConfig(domain=name))
+    protos = mine_prototypes(collect_expert_steps(name), env.layout)
+    # A terminal skill (an escalation) may be rare in clean expert traces, but the policy must always have it.
+    for s in d.schema.terminal_skills:
+        if s in env.skills and not any(p.skill == s for p in protos):
+            protos.append(Prototype(s, (0,) * len(env.layout.skills[env.skills.index(s)].enum_sizes)))
+    save_prototypes(protos, d.data_dir / "prototypes.json")
+    print(f"{len(protos)} prototypes -> {d.data_dir / 'prototypes.json'}")
 
 
 if __name__ == "__main__":  # pragma: no cover

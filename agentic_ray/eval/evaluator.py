@@ -19,10 +19,9 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from agentic_ray.domains import get_domain
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
-from agentic_ray.envs.ecommerce_tasks import validation_seeds
-from agentic_ray.envs.expert import RandomMaskedPolicy, ScriptedExpert
-from agentic_ray.envs.graph_spec import ROOT_CAUSES
+from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
 from agentic_ray.eval.metrics import (
     EvalMetrics,
     attribute_failures,
@@ -31,12 +30,13 @@ from agentic_ray.eval.metrics import (
     first_action_after_failure,
 )
 from agentic_ray.eval.traces import score_trace_layers
+from agentic_ray.graph_spec import GOAL_NODE_TYPE, ROOT_CAUSES, SESSION_NODE_TYPE, TOOL_NODE_TYPE
 from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.base import RewardLayer
 
 HYPOTHESES = {
-    "tool_timeout": (
+    "tool_error": (
         "the tool is slow or down right now",
         "retry once; if it fails again, use its fallback or hand off",
     ),
@@ -49,9 +49,13 @@ HYPOTHESES = {
         "a business precondition is not met yet",
         "call the skill the precondition names",
     ),
-    "forgotten_entity": (
-        "the entity the user gave was not used",
+    "wrong_entity": (
+        "the call named an entity the request is not about",
         "point the call at the entity from the request",
+    ),
+    "stale_information": (
+        "the call relied on a value that has changed since it was read",
+        "re-read the entity, then call again with the fresh value",
     ),
     "risk_violation": (
         "a high-risk action ran without its safety check",
@@ -72,13 +76,12 @@ class Policy(Protocol):
 
 
 class ExpertPolicy:
-    def __init__(self) -> None:
-        self.expert = ScriptedExpert()
+    """The domain's scripted expert, through the protocol (it reads each env's episode view)."""
 
     def act_batch(
         self, obs: list[dict[str, np.ndarray]], envs: list[AgentTaskEnv]
     ) -> tuple[list[Any], list[dict]]:
-        return [self.expert.act(e) for e in envs], [{} for _ in envs]
+        return [e.encode_action(*e.domain.expert().plan(e.view())) for e in envs], [{} for _ in envs]
 
 
 class RandomPolicy:
@@ -110,6 +113,8 @@ def unbatch_actions(actions: Any, n: int) -> list[Any]:
             row = {k: v[i] for k, v in a.items()}
             row["skill"] = int(row["skill"])
             row["numeric"] = row["numeric"].astype(np.float32)
+            if "members" in row:
+                row["members"] = row["members"].astype(np.int8)
             out.append(row)
         return out
     return [int(x) for x in actions.detach().cpu().numpy().reshape(n)]
@@ -154,7 +159,7 @@ class ModulePolicy:
         debugs = [_row_debug(dbg, i, envs[i], obs[i]) if dbg else {} for i in range(len(obs))]
         if self.debug and hasattr(dist, "parts") and isinstance(sample, dict):
             for i, d in enumerate(debugs):
-                d.update(_argument_debug(dist.parts, int(sample["skill"][i]), i, envs[i]))
+                d.update(_argument_debug(dist.parts, dist.packed_layout, int(sample["skill"][i]), i, envs[i]))
         if self.debug and hasattr(self.module, "model") and hasattr(self.module.model, "reflection_logits"):
             probs = torch.softmax(
                 self.module.model.reflection_logits(self.module._obs({Columns.OBS: batch})), -1
@@ -164,40 +169,74 @@ class ModulePolicy:
         return acts, debugs
 
 
-def _argument_debug(parts: Any, k: int, i: int, env: AgentTaskEnv, top_k: int = 3) -> dict[str, Any]:
+def _argument_debug(
+    parts: Any, lay: Any, k: int, i: int, env: AgentTaskEnv, top_k: int = 3
+) -> dict[str, Any]:
     """The chosen skill's argument distributions for row ``i``, named by argument and by node/choice.
+
+    Everything is read from the env's generic action codec (``env.codec.params``: each contract parameter's
+    kind and slot) and observation builder (node order), so any domain's skills are labelled the same way.
 
     Args:
         parts: the action distribution's :class:`~agentic_ray.models.skill_argument_functional.PackedActionLogits`
-            (``pointer (B, K, P, Mp)``, ``enum (B, K, E, Me)``, ``numeric_mean``/``numeric_log_std (B, K, N)``).
+            (``pointer (B, K, P, Mp1)``, ``members (B, K, L, Mp)``, ``enum (B, K, E, Me)``, ``source (B, K, N,
+            C1)``, ``numeric_mean``/``numeric_log_std (B, K, N)``), masked as the policy sampled from them.
+        lay: the distribution's packed layout (set-size bounds of list arguments).
         k: the skill the policy chose for this row.
         i: the row.
-        env: the env the row acts in (argument names, node ids and enum choices come from it).
+        env: the env the row acts in.
 
     Returns:
-        ``{"pointer": {arg: [[node id, p], ...]}, "enum": {arg: [[choice, p], ...]},
-        "numeric": {arg: {"mean", "sigma"}}}`` (raw action units; the trace's ``args`` hold the decoded value);
-        top ``top_k`` choices with non-zero probability.
+        ``{"pointer": {arg: [[node id, p], ...]}, "members": {arg: [[node id, p(in set)], ...]},
+        "enum": {arg: [[choice, p], ...]}, "numeric": {arg: {"mean", "sigma", "copy": [[source, p], ...]}}}``
+        (raw action units; the trace's ``args`` hold the decoded value); the top ``top_k`` choices with non-zero
+        probability. A pointer's last choice is ``"(left out)"``; a numeric ``copy`` of ``"(free value)"`` means
+        the mean/σ value is used.
     """
-    out: dict[str, dict[str, Any]] = {"pointer": {}, "enum": {}, "numeric": {}}
-    # The env's per-skill decode table: (argument name, kind, slot, parameter spec) in contract order.
-    table = getattr(env, "_params", None) or []
-    for name, kind, slot, p in table[k] if k < len(table) else []:
-        if kind == "pointer":
-            ids = env.builder.node_ids.get(p.node_type, [])
-            probs = torch.softmax(parts.pointer[i, k, slot].float(), -1)[: len(ids)]
-            labels: list[Any] = list(ids)
-        elif kind == "enum":
-            labels = list(getattr(p, "choices", None) or [False, True])
-            probs = torch.softmax(parts.enum[i, k, slot].float(), -1)[: len(labels)]
-        else:
-            out["numeric"][name] = {
-                "mean": float(parts.numeric_mean[i, k, slot]),
-                "sigma": float(parts.numeric_log_std[i, k, slot].exp()),
+    from agentic_ray.models.set_functional import set_marginals
+
+    out: dict[str, dict[str, Any]] = {"pointer": {}, "members": {}, "enum": {}, "numeric": {}}
+    spec, ids = env.graph_spec, env.builder.node_ids
+    sources = spec.source_table()
+
+    def source_label(c: int) -> str:
+        if c == 0:
+            return "(free value)"
+        j, node = sources[c - 1]
+        src = spec.numeric_sources[j]
+        nodes = ids.get(src.node_type, [])
+        return f"{nodes[node] if node < len(nodes) else f'{src.node_type}[{node}]'}.{src.field}"
+
+    def top(labels: list[Any], probs: torch.Tensor) -> list[list[Any]]:
+        order = torch.argsort(probs, descending=True)[:top_k].tolist()
+        return [[labels[j], float(probs[j])] for j in order if float(probs[j]) > 0.0]
+
+    for ps in env.codec.params[k] if k < len(env.codec.params) else []:
+        if ps.kind == "pointer":
+            labels: list[Any] = list(ids.get(ps.spec.node_type, []))
+            probs = torch.softmax(parts.pointer[i, k, ps.slot].float(), -1)
+            labels = labels + [None] * (probs.shape[-1] - 1 - len(labels)) + ["(left out)"]
+            keep = [j for j, lab in enumerate(labels) if lab is not None]
+            out["pointer"][ps.name] = top([labels[j] for j in keep], probs[keep])
+        elif ps.kind == "list":
+            labels = list(ids.get(ps.spec.node_type, []))
+            marg = set_marginals(
+                parts.members[i, k, ps.slot].float(),
+                int(lay.list_lo[k][ps.slot]),
+                int(lay.list_hi[k][ps.slot]),
+            )
+            out["members"][ps.name] = top(labels, marg[: len(labels)])
+        elif ps.kind == "enum":
+            labels = list(getattr(ps.spec, "choices", None) or [False, True])
+            probs = torch.softmax(parts.enum[i, k, ps.slot].float(), -1)[: len(labels)]
+            out["enum"][ps.name] = top(labels, probs)
+        elif ps.kind == "numeric":
+            src_p = torch.softmax(parts.source[i, k, ps.slot].float(), -1)
+            out["numeric"][ps.name] = {
+                "mean": float(parts.numeric_mean[i, k, ps.slot]),
+                "sigma": float(parts.numeric_log_std[i, k, ps.slot].exp()),
+                "copy": top([source_label(c) for c in range(min(len(src_p), len(sources) + 1))], src_p),
             }
-            continue
-        top = torch.argsort(probs, descending=True)[:top_k].tolist()
-        out[kind][name] = [[labels[j], float(probs[j])] for j in top if float(probs[j]) > 0.0]
     return {key: v for key, v in out.items() if v}
 
 
@@ -217,9 +256,9 @@ def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv, obs: dict[str, np
     last = max((k.split("/", 1)[0] for k in att), default=None)
     names = {
         **getattr(env.builder, "node_ids", {}),
-        "tool": list(env.skills),
-        "session": ["session"],
-        "goal": [g.id for g in env.task.goals] if env.task else [],
+        TOOL_NODE_TYPE: list(env.skills),
+        SESSION_NODE_TYPE: [SESSION_NODE_TYPE],
+        GOAL_NODE_TYPE: [g.id for g in env.task.goals] if env.task else [],
     }
     out["attention"] = {}
     for key, w in att.items():
@@ -282,7 +321,9 @@ def validation_env_config(env_config: AgentTaskEnvConfig, fault_share: float) ->
 
 
 def validation_tasks(env_config: AgentTaskEnvConfig, tasks_per_family: int) -> list[tuple[str, int]]:
-    return [(f, s) for f in env_config.families for s in validation_seeds(f, tasks_per_family)]
+    """``(family, task seed)`` of every validation task (the domain's fixed validation seeds)."""
+    d = get_domain(env_config.domain)
+    return [(f, s) for f in env_config.family_list() for s in d.validation_seeds(f, tasks_per_family)]
 
 
 def rollout(

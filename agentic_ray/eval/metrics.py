@@ -25,7 +25,7 @@ from typing import Any
 
 import networkx as nx
 
-from agentic_ray.envs.graph_spec import ROOT_CAUSES
+from agentic_ray.graph_spec import ROOT_CAUSES
 from agentic_ray.rewards.episode_record import EpisodeRecord
 
 TIMEOUT_CODES = frozenset(
@@ -163,7 +163,7 @@ def root_cause(e: EpisodeRecord) -> str | None:
     """The root-cause class of a failed episode (one of ``ROOT_CAUSES``), or None for a completed one.
 
     Checked in order of how directly the trace shows the cause: a risk violation, a dependency violation, a
-    missing prerequisite, a forgotten entity, then the dominant tool error (timeouts vs bad parameters).
+    missing prerequisite, a wrong entity, then the dominant error (tool errors vs bad parameters).
     """
     if e.completed:
         return None
@@ -175,12 +175,12 @@ def root_cause(e: EpisodeRecord) -> str | None:
     if pv["missing"] or any(s.result_code == "PRECONDITION_FAILED" for s in e.steps):
         return "missing_prerequisite"
     if e.entities_mentioned and not set(e.entities_mentioned) <= set(e.entities_recalled):
-        return "forgotten_entity"
+        return "wrong_entity"
     codes = Counter(s.result_code for s in e.steps if not s.ok)
     t = sum(v for k, v in codes.items() if k in TIMEOUT_CODES)
     b = sum(v for k, v in codes.items() if k in BAD_PARAM_CODES)
     if t and t >= b:
-        return "tool_timeout"
+        return "tool_error"
     if b:
         return "bad_parameters"
     return "missing_prerequisite"  # ran out of steps without the goals: the plan lacked a needed step

@@ -19,8 +19,6 @@ _EXPORTS = {
     "BatchedHeteroGraph": "batched_hetero_graph",
     "HeteroGraphLayout": "batched_hetero_graph",
     "MessageRelation": "batched_hetero_graph",
-    "benchmark_specs": "spec_presets",
-    "ecommerce_like_specs": "spec_presets",
     "FlatMLPEncoder": "flat_mlp_encoder",
     "GatedHeteroAttentionLayer": "gated_hetero_attention_layer",
     "HeteroGNNEncoder": "hetero_gnn_encoder",
@@ -45,10 +43,8 @@ __all__ = [
     "PackedActionLogits",
     "SkillArgumentHeads",
     "StateEncoderOutput",
-    "benchmark_specs",
     "build_state_encoder",
     "default_device",
-    "ecommerce_like_specs",
     "reflection_loss",
     "stack_observations",
 ]
@@ -63,7 +59,6 @@ if TYPE_CHECKING:
     from agentic_ray.models.reflection import reflection_loss
     from agentic_ray.models.skill_argument_functional import PackedActionLayout, PackedActionLogits
     from agentic_ray.models.skill_argument_heads import SkillArgumentHeads
-    from agentic_ray.models.spec_presets import benchmark_specs, ecommerce_like_specs
     from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
 

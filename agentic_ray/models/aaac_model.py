@@ -8,14 +8,15 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
-from agentic_ray.envs.graph_spec import ROOT_CAUSES, ActionLayout, GraphSpec
+from agentic_ray.graph_spec import TOOL_NODE_TYPE, ActionLayout, GraphSpec
 from agentic_ray.models.flat_mlp_encoder import FlatMLPEncoder
 from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
 from agentic_ray.models.reflection import failed_last_step
+from agentic_ray.models.set_functional import set_marginals
 from agentic_ray.models.skill_argument_functional import masked_fill_value
 from agentic_ray.models.skill_argument_heads import SkillArgumentHeads, SkillArgumentLogits, mlp
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
-from agentic_ray.models.tool_grounded_scorer import TOOL_NODE_TYPE, ToolGroundedScorer
+from agentic_ray.models.tool_grounded_scorer import ToolGroundedScorer
 
 __all__ = ["AAACModel", "AAACModelConfig", "build_state_encoder", "default_device"]
 
@@ -33,7 +34,12 @@ class AAACModelConfig(BaseModel):
     encoder: Literal["gnn", "flat"] = Field(
         default="gnn", description="State encoder: heterogeneous GNN or flat MLP."
     )
-    hidden_dim: int = Field(default=96, gt=0, description="Width H of node and state embeddings.")
+    hidden_dim: int = Field(
+        default=88,
+        gt=0,
+        description="Width H of node and state embeddings (88: about 2.4M parameters on e-commerce, near the "
+        "seed's 2.1M actor-critic).",
+    )
     num_layers: int = Field(default=3, ge=1, description="GNN message-passing layers.")
     num_heads: int = Field(
         default=4, ge=1, description="Attention heads per relation; must divide hidden_dim."
@@ -52,7 +58,9 @@ class AAACModelConfig(BaseModel):
         ),
     )
     flat_hidden_dim: int = Field(
-        default=768, gt=0, description="Hidden width of the flat-MLP encoder's trunk."
+        default=576,
+        gt=0,
+        description="Hidden width of the flat-MLP encoder's trunk (2.2M parameters on e-commerce).",
     )
     flat_layers: int = Field(default=3, ge=1, description="Hidden layers of the flat-MLP encoder's trunk.")
     head_hidden_dim: int | None = Field(
@@ -65,14 +73,6 @@ class AAACModelConfig(BaseModel):
             "scored from the embedding of the tool node it calls (ToolGroundedScorer), so what message passing "
             "brings to a tool (e.g. a ready goal that needs it) drives that tool's logit directly. 'state': an MLP "
             "on the pooled state only."
-        ),
-    )
-    copy_numeric_targets: bool = Field(
-        default=True,
-        description=(
-            "Structured mode, when the graph spec declares numeric_targets: the first numeric argument's mean is "
-            "copied from a target the observation states (attention over the stating nodes plus a bounded "
-            "offset) instead of regressed through the encoder."
         ),
     )
     separate_critic_encoders: bool = Field(
@@ -207,13 +207,7 @@ class AAACModel(nn.Module):
             if config.action_scorer == "tool_nodes":
                 check_tool_nodes(spec, layout)
             self.policy_heads = SkillArgumentHeads(
-                layout,
-                spec.max_nodes,
-                h,
-                h,
-                hh,
-                tool_scoring=config.action_scorer == "tool_nodes",
-                numeric_targets=spec.numeric_targets if config.copy_numeric_targets else None,
+                spec, layout, h, h, hh, tool_scoring=config.action_scorer == "tool_nodes"
             )
         self.has_critics = build_critics
         self.reflection_enabled = True
@@ -222,7 +216,7 @@ class AAACModel(nn.Module):
             self.reward_critic = mlp(h, hh, 1)
             self.risk_critic = mlp(h, hh, 1)
         if build_critics or self.predicts_reflection:
-            self.reflection_head = mlp(h, hh, len(ROOT_CAUSES))
+            self.reflection_head = mlp(h, hh, len(spec.root_causes))
         if build_critics:
             if config.separate_critic_encoders:
                 self.reward_critic_encoder = build_state_encoder(spec, config)
@@ -335,7 +329,7 @@ class AAACModel(nn.Module):
     def reflection_logits(
         self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
     ) -> torch.Tensor:
-        """``(B, len(ROOT_CAUSES))`` root-cause class logits (see :meth:`reflection_state` for the input)."""
+        """``(B, len(spec.root_causes))`` root-cause class logits (see :meth:`reflection_state` for the input)."""
         if self.reflection_head is None:
             raise ValueError("this inference-only model has no reflection head (reflection_source='env')")
         return self.reflection_head(self.reflection_state(enc if enc is not None else self.encode(obs)))
@@ -346,8 +340,9 @@ class AAACModel(nn.Module):
         """Per-step diagnostics for serving/inspection.
 
         Returns:
-            ``skill_probs (B, K)``, ``top_skills``/``top_skill_probs (B, k)``, ``pointer_probs (B, P, Mp)`` of the
-            most likely skill, ``prototype_probs (B, num_prototypes)`` in prototype mode, and the encoder's
+            ``skill_probs (B, K)``, ``top_skills``/``top_skill_probs (B, k)``; for the most likely skill
+            ``pointer_probs (B, P, Mp1)``, ``member_probs (B, L, Mp)`` (inclusion marginals), ``enum_probs (B, E,
+            Me)``, ``source_probs (B, N, C1)`` (0 = a free value), ``numeric_mean``/``numeric_sigma (B, N)``; ``prototype_probs (B, num_prototypes)`` in prototype mode, and the encoder's
             ``attention {layer/rel: (B, E_r, heads)}`` and ``gates {layer/rel: (B, N_dst)}``.
         """
         out: dict[str, Any] = dict(enc.debug)
@@ -358,9 +353,17 @@ class AAACModel(nn.Module):
             out["skill_probs"] = probs
             out["top_skills"] = top.indices
             out["top_skill_probs"] = top.values
-            out["pointer_probs"] = logits["pointer"][
-                torch.arange(best.shape[0], device=best.device), best
-            ].softmax(-1)
+            rows = torch.arange(best.shape[0], device=best.device)
+            pk = self.policy_heads.packed if self.policy_heads is not None else None
+            out["pointer_probs"] = logits["pointer"][rows, best].softmax(-1)
+            out["enum_probs"] = logits["enum"][rows, best].softmax(-1)
+            out["source_probs"] = logits["source"][rows, best].softmax(-1)
+            out["numeric_mean"] = logits["numeric_mean"][rows, best]
+            out["numeric_sigma"] = logits["numeric_log_std"][rows, best].exp()
+            if pk is not None:
+                lo = torch.tensor(pk.list_lo, device=best.device)[best]
+                hi = torch.tensor(pk.list_hi, device=best.device)[best]
+                out["member_probs"] = set_marginals(logits["members"][rows, best], lo, hi)
         if proto_logits is not None:
             out["prototype_probs"] = proto_logits.softmax(-1)
         return out

@@ -34,7 +34,7 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.annotations import override
 
 from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI
-from agentic_ray.envs.graph_spec import ActionLayout, GraphSpec
+from agentic_ray.graph_spec import ActionLayout, GraphSpec
 from agentic_ray.models.aaac_model import AAACModel, AAACModelConfig
 from agentic_ray.models.skill_argument_distribution import skill_argument_distribution_cls
 from agentic_ray.models.state_encoder_output import StateEncoderOutput

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from agentic_ray.envs.graph_spec import GraphSpec
+from agentic_ray.graph_spec import GraphSpec
 
 __all__ = ["BatchedHeteroGraph", "HeteroGraphLayout", "MessageRelation", "node_mask"]
 

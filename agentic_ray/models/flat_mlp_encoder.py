@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from agentic_ray.envs.graph_spec import ROOT_CAUSES, GraphSpec
+from agentic_ray.graph_spec import GraphSpec
 from agentic_ray.models.batched_hetero_graph import node_mask
 from agentic_ray.models.reflection import ReflectionFn, readout_with_reflection
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
@@ -33,7 +33,7 @@ class FlatMLPEncoder(nn.Module):
         self.hidden_dim = hidden_dim
         in_dim = sum(n * (spec.feat_dims[nt] + 1) for nt, n in spec.max_nodes.items())
         in_dim += sum(spec.max_nodes[r.src] * spec.max_nodes[r.dst] for r in spec.relations)
-        in_dim += len(ROOT_CAUSES)
+        in_dim += len(spec.root_causes)
         self.input_dim = in_dim
         layers: list[nn.Module] = []
         width = in_dim

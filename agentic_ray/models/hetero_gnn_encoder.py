@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from agentic_ray.envs.graph_spec import ROOT_CAUSES, GraphSpec
+from agentic_ray.graph_spec import GraphSpec
 from agentic_ray.models.batched_hetero_graph import BatchedHeteroGraph, HeteroGraphLayout, node_mask
 from agentic_ray.models.gated_hetero_attention_layer import GatedHeteroAttentionLayer
 from agentic_ray.models.reflection import ReflectionFn, readout_with_reflection
@@ -73,7 +73,7 @@ class HeteroGNNEncoder(nn.Module):
         self.layers = nn.ModuleList(
             GatedHeteroAttentionLayer(self.layout, hidden_dim, num_heads, ffn_mult) for _ in range(num_layers)
         )
-        readout_in = 2 * hidden_dim * len(spec.node_types) + len(ROOT_CAUSES)
+        readout_in = 2 * hidden_dim * len(spec.node_types) + len(spec.root_causes)
         self.readout = nn.Sequential(
             nn.Linear(readout_in, hidden_dim),
             nn.GELU(),

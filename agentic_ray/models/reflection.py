@@ -23,8 +23,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agentic_ray.envs.graph_spec import ROOT_CAUSES
-
 __all__ = ["ReflectionFn", "failed_last_step", "readout_with_reflection", "reflection_loss"]
 
 ReflectionFn = Callable[[torch.Tensor], torch.Tensor]
@@ -42,7 +40,8 @@ def readout_with_reflection(
     reflection: torch.Tensor | None = None,
     reflection_fn: ReflectionFn | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Runs ``readout([features ‖ reflection])``; the reflection is the last ``len(ROOT_CAUSES)`` inputs.
+    """Runs ``readout([features ‖ reflection])``; the reflection is the last ``C`` inputs (the readout's
+    input width minus the features').
 
     Args:
         readout: ``nn.Sequential`` whose first module is a ``Linear`` over ``[features ‖ reflection]``.
@@ -64,7 +63,7 @@ def readout_with_reflection(
     first, rest = readout[0], readout[1:]
     if not isinstance(first, nn.Linear):
         raise TypeError(f"the readout must start with nn.Linear, got {type(first).__name__}")
-    c = len(ROOT_CAUSES)
+    c = first.in_features - features.shape[-1]
     pre = F.linear(features, first.weight[:, :-c], first.bias)
     free = rest(pre)
     refl = reflection_fn(free)

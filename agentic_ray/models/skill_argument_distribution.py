@@ -19,7 +19,7 @@ from ray.rllib.core.distribution.distribution import Distribution
 from ray.rllib.core.distribution.torch.torch_distribution import TorchDistribution
 from ray.rllib.utils.annotations import override
 
-from agentic_ray.envs.graph_spec import ActionLayout
+from agentic_ray.graph_spec import ActionLayout
 from agentic_ray.models.skill_argument_functional import (
     PackedActionLayout,
     skill_argument_entropy,

@@ -21,10 +21,9 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["TOOL_NODE_TYPE", "ToolGroundedScorer"]
+from agentic_ray.graph_spec import TOOL_NODE_TYPE
 
-TOOL_NODE_TYPE = "tool"
-"""The node type whose node ``k`` is skill ``k`` (what tool-grounded scoring reads)."""
+__all__ = ["TOOL_NODE_TYPE", "ToolGroundedScorer"]
 
 
 def _mlp(in_dim: int, hidden_dim: int, out_dim: int) -> nn.Sequential:

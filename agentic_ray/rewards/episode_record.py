@@ -57,6 +57,10 @@ class EpisodeRecord:
     )  # domain features for reward layers (e.g. user level)
     policy_version: int = 0
     intent_id: str = ""
+    consequences: list[dict[str, Any]] = field(default_factory=list)
+    """Delayed outcomes of high-risk shortcuts (``risk_mode: soft``): ``{"skill", "kind", "step", "weight"}``
+    for each complaint or chargeback that followed. The env's cheap reward never sees them; the reward pool
+    scores them into the risk stream."""
 
     @property
     def num_steps(self) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agentic_ray.keys import CONTEXT_COMPLAINT_RATE, CONTEXT_CUSTOMER_LEVEL, CONTEXT_VERIFIED
 from agentic_ray.rewards.episode_record import EpisodeRecord
 
 FEATURES: tuple[str, ...] = (
@@ -31,9 +32,9 @@ FEATURES: tuple[str, ...] = (
     "excess_steps_ratio",
     "failure_fraction",
     "high_risk_count",
-    "user_level",
-    "complaint_rate",
-    "verified",
+    CONTEXT_CUSTOMER_LEVEL,
+    CONTEXT_COMPLAINT_RATE,
+    CONTEXT_VERIFIED,
     "mean_latency_s",
     "redundant_fraction",
 )
@@ -57,9 +58,9 @@ def episode_features(record: EpisodeRecord) -> np.ndarray:
             float(np.clip((record.num_steps - opt) / opt, 0.0, 3.0)),
             fails / t,
             float(sum(1 for s in record.steps if s.high_risk)),
-            float(record.context.get("level", 0.0)),
-            float(record.context.get("complaint_rate", 0.0)),
-            float(record.context.get("verified", 0.0)),
+            float(record.context.get(CONTEXT_CUSTOMER_LEVEL, 0.0)),
+            float(record.context.get(CONTEXT_COMPLAINT_RATE, 0.0)),
+            float(record.context.get(CONTEXT_VERIFIED, 0.0)),
             float(np.mean([s.latency_ms for s in record.steps]) / 1000.0) if record.steps else 0.0,
             sum(1 for s in record.steps if s.redundant) / t,
         ]

@@ -2,7 +2,8 @@
 
 Rows are buffered and written in batches (one transaction per ``flush_every`` rows) so that auditing stays off
 the hot path; :meth:`AuditLog.rows` and :meth:`AuditLog.close` flush first. Triggers reject UPDATE and DELETE,
-so the table is append-only at the database level, not just by convention.
+so the table is append-only at the database level, not just by convention. ``degraded`` is 1 for a fallback's
+reply (an ``OK`` that is not the skill's own answer); files written before that column existed gain it on open.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ CREATE TABLE IF NOT EXISTS audit (
     latency_ms REAL NOT NULL,
     attempts INTEGER NOT NULL,
     fallback_used TEXT,
-    warnings TEXT
+    warnings TEXT,
+    degraded INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS audit_trace ON audit(trace_id);
 CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
@@ -46,6 +48,7 @@ COLUMNS = (
     "attempts",
     "fallback_used",
     "warnings",
+    "degraded",
 )
 
 
@@ -64,6 +67,9 @@ class AuditLog:
             "PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA journal_mode=MEMORY"
         )
         self._db.executescript(_SCHEMA)
+        cols = {r[1] for r in self._db.execute("PRAGMA table_info(audit)")}
+        if "degraded" not in cols:  # an audit file from before the column
+            self._db.execute("ALTER TABLE audit ADD COLUMN degraded INTEGER NOT NULL DEFAULT 0")
         self._buf: list[tuple[Any, ...]] = []
         self._flush_every = flush_every
         self._lock = threading.Lock()
@@ -79,6 +85,7 @@ class AuditLog:
         attempts: int,
         fallback_used: str | None,
         warnings: list[str],
+        degraded: bool = False,
     ) -> None:
         row = (
             time.time(),
@@ -91,6 +98,7 @@ class AuditLog:
             attempts,
             fallback_used,
             json.dumps(warnings) if warnings else None,
+            int(degraded),
         )
         with self._lock:
             self._buf.append(row)

@@ -6,12 +6,17 @@ in-process (:class:`PythonBackend`) or behind ``agentic-ray skills serve`` (:cla
 change: the executor only sees :class:`RawOutcome`.
 
 Worlds are addressed by ``world_id`` so one backend (or one HTTP server) can host many concurrent episodes. Over
-HTTP the env pushes a fresh world with :meth:`Backend.put_world` and pulls it back with :meth:`Backend.get_world`.
+HTTP the env pushes a fresh world with :meth:`Backend.put_world` and pulls it back with :meth:`Backend.fetch_world`.
+
+No backend method raises for a transport or server failure: ``invoke`` returns a typed :class:`RawOutcome`, and so
+do ``put_world``, ``set_faults`` and ``fetch_world`` (``get_world`` returns None when the world cannot be had).
 
 Fault injection (:class:`FaultConfig`) lives in the backend, where faults happen in reality: transient failures,
-timeouts, garbled payloads (a valid JSON shell with garbled content) and latency. In-process, latency is
-*simulated* by default (added to the reported latency, not slept), so that training is not slowed by sleeping;
-set ``realtime=True`` to sleep for real.
+timeouts, garbled payloads (a valid JSON shell with garbled content) and latency. ``set_faults(cfg, world_id)``
+sets them for one world (one episode), ``set_faults(cfg)`` for the whole backend; over HTTP they are pushed to
+the server (``PUT /worlds/{id}/faults``), which injects them for real. In-process, latency is *simulated* by
+default (added to the reported latency, not slept), so that training is not slowed by sleeping; set
+``realtime=True`` to sleep for real.
 """
 
 from __future__ import annotations
@@ -60,6 +65,9 @@ class RawOutcome:
     message: str = ""
     latency_ms: float = 0.0  # measured wall time plus simulated latency
     retryable: bool | None = None  # a backend's own verdict; None → the contract decides
+
+
+OK = RawOutcome(True)
 
 
 class FaultConfig(BaseModel):
@@ -141,7 +149,7 @@ def resolve_handler(path: str) -> Handler:
 
 
 class Backend(Protocol):
-    """One way of reaching skills."""
+    """One way of reaching skills. No method raises for a transport or server failure."""
 
     kind: str
 
@@ -152,13 +160,25 @@ class Backend(Protocol):
         world_id: str,
         timeout_s: float,
         idempotency_key: str | None = None,
+        intent_id: str = "",
     ) -> RawOutcome:
-        """Run one attempt. Never raises. Attempts sharing an ``idempotency_key`` run the handler at most once."""
+        """Run one attempt. Attempts sharing an ``idempotency_key`` run the handler at most once. ``intent_id``
+        keys the host's precondition history (a skill server checks business rules too)."""
         ...
 
-    def put_world(self, world_id: str, world: Any) -> None: ...
+    def put_world(self, world_id: str, world: Any) -> RawOutcome: ...
 
-    def get_world(self, world_id: str) -> Any: ...
+    def fetch_world(self, world_id: str) -> tuple[Any, RawOutcome]:
+        """The world (None on failure) and how fetching it went."""
+        ...
+
+    def get_world(self, world_id: str) -> Any:
+        """The world, or None when it is unknown or cannot be fetched."""
+        ...
+
+    def set_faults(self, faults: FaultConfig, world_id: str | None = None) -> RawOutcome:
+        """Fault injection for one world, or (``world_id=None``) for every world without its own."""
+        ...
 
     def drop_world(self, world_id: str) -> None: ...
 
@@ -217,13 +237,20 @@ class PythonBackend:
     ) -> None:
         self.handlers: dict[str, Handler] = dict(handlers or {})
         self.faults = FaultInjector(faults)
+        self.world_faults: dict[str, FaultInjector] = {}
         self.realtime = realtime
         self.measure_wall = measure_wall
         self.worlds: dict[str, Any] = {}
         self.idempotency = IdempotencyCache()
 
-    def set_faults(self, faults: FaultConfig) -> None:
-        self.faults = FaultInjector(faults)
+    def set_faults(self, faults: FaultConfig, world_id: str | None = None) -> RawOutcome:
+        """Faults of one world; without ``world_id``, of the whole backend (clearing every per-world setting)."""
+        if world_id is None:
+            self.faults = FaultInjector(faults)
+            self.world_faults.clear()
+        else:
+            self.world_faults[world_id] = FaultInjector(faults)
+        return OK
 
     def _handler(self, contract: SkillContract) -> Handler:
         h = self.handlers.get(contract.name)
@@ -240,9 +267,10 @@ class PythonBackend:
         world_id: str,
         timeout_s: float,
         idempotency_key: str | None = None,
+        intent_id: str = "",
     ) -> RawOutcome:
         t0 = time.perf_counter()
-        fault, extra_ms = self.faults.draw(contract.name)
+        fault, extra_ms = self.world_faults.get(world_id, self.faults).draw(contract.name)
 
         def latency() -> float:
             wall = _ms_since(t0) if self.measure_wall else 0.0
@@ -279,36 +307,101 @@ class PythonBackend:
                 latency_ms=latency(),
             )
 
-    def put_world(self, world_id: str, world: Any) -> None:
+    def put_world(self, world_id: str, world: Any) -> RawOutcome:
         self.worlds[world_id] = world
+        return OK
+
+    def fetch_world(self, world_id: str) -> tuple[Any, RawOutcome]:
+        if world_id not in self.worlds:
+            return None, RawOutcome(False, error_code="NOT_FOUND", message=f"no world {world_id}")
+        return self.worlds[world_id], OK
 
     def get_world(self, world_id: str) -> Any:
         return self.worlds.get(world_id)
 
     def drop_world(self, world_id: str) -> None:
         self.worlds.pop(world_id, None)
+        self.world_faults.pop(world_id, None)
 
     def close(self) -> None:
         self.worlds.clear()
+        self.world_faults.clear()
 
 
 class HttpBackend:
     """Skills hosted by ``agentic-ray skills serve`` (or any service speaking the same routes).
 
-    Routes: ``POST /skills/{name}`` with ``{"world_id", "params", "idempotency_key"}`` → ``{"ok", "payload",
-    "error_code", "message", "retryable"}``; ``PUT/GET/DELETE /worlds/{world_id}``.
+    Routes: ``POST /skills/{name}`` with ``{"world_id", "intent_id", "params", "idempotency_key"}`` → ``{"ok",
+    "payload", "error_code", "message", "retryable"}``; ``PUT/GET/DELETE /worlds/{world_id}``;
+    ``PUT /worlds/{world_id}/faults`` and ``PUT /faults``.
+
+    Every failure (connection refused, timeout, a 5xx page, a non-JSON body, a rejected world) comes back as a
+    typed :class:`RawOutcome`: ``TOOL_TIMEOUT``, ``UPSTREAM_ERROR`` (retryable), ``INVALID_INPUT`` for a 4xx the
+    server explains, ``NOT_FOUND`` for a 404.
 
     Args:
         base_url: e.g. ``http://127.0.0.1:8321``.
         world_from_dict: rebuilds a world object from the JSON that ``GET /worlds`` returns.
+        timeout_s: timeout of the world and fault requests (skill calls use the contract's timeout).
     """
 
     kind = "http"
 
-    def __init__(self, base_url: str, world_from_dict: Callable[[dict[str, Any]], Any] | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        world_from_dict: Callable[[dict[str, Any]], Any] | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.world_from_dict = world_from_dict
-        self._client = httpx.Client(base_url=self.base_url, timeout=10.0)
+        self._client = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+
+    def _request(
+        self, method: str, path: str, body: Any = None, timeout_s: float | None = None
+    ) -> tuple[Any, RawOutcome]:
+        """One request → (parsed JSON body or None, typed outcome). Never raises."""
+        t0 = time.perf_counter()
+        kw: dict[str, Any] = {} if timeout_s is None else {"timeout": timeout_s}
+        try:
+            r = self._client.request(method, path, json=body, **kw)
+        except httpx.TimeoutException:
+            return None, RawOutcome(
+                False,
+                error_code="TOOL_TIMEOUT",
+                message=f"{method} {path}: http timeout",
+                latency_ms=_ms_since(t0),
+            )
+        except Exception as e:  # connection refused, reset, a closed client, a bad URL ...
+            return None, RawOutcome(
+                False,
+                error_code="UPSTREAM_ERROR",
+                message=f"{method} {path}: {type(e).__name__}: {e}",
+                retryable=True,
+                latency_ms=_ms_since(t0),
+            )
+        lat = _ms_since(t0)
+        try:
+            data = r.json()
+        except ValueError:
+            data = None
+        if r.status_code < 400:
+            if data is None:
+                return None, RawOutcome(
+                    False,
+                    error_code="INVALID_OUTPUT",
+                    message=f"{method} {path}: non-JSON body",
+                    latency_ms=lat,
+                )
+            return data, RawOutcome(True, latency_ms=lat)
+        detail = data.get("detail", data.get("message")) if isinstance(data, dict) else r.text[:200]
+        msg = f"{method} {path}: HTTP {r.status_code}: {detail}"
+        if r.status_code >= 500:
+            return data, RawOutcome(
+                False, error_code="UPSTREAM_ERROR", message=msg, retryable=True, latency_ms=lat
+            )
+        code = "NOT_FOUND" if r.status_code == 404 else "INVALID_INPUT"
+        return data, RawOutcome(False, error_code=code, message=msg, retryable=False, latency_ms=lat)
 
     def invoke(
         self,
@@ -317,55 +410,57 @@ class HttpBackend:
         world_id: str,
         timeout_s: float,
         idempotency_key: str | None = None,
+        intent_id: str = "",
     ) -> RawOutcome:
-        t0 = time.perf_counter()
-        request = {"world_id": world_id, "params": params, "idempotency_key": idempotency_key}
-        try:
-            r = self._client.post(f"/skills/{contract.name}", json=request, timeout=timeout_s)
-        except httpx.TimeoutException:
+        request = {
+            "world_id": world_id,
+            "intent_id": intent_id,
+            "params": params,
+            "idempotency_key": idempotency_key,
+        }
+        body, out = self._request("POST", f"/skills/{contract.name}", request, timeout_s)
+        if isinstance(body, dict) and "ok" in body:  # the skill protocol, whatever the status code
             return RawOutcome(
-                False, error_code="TOOL_TIMEOUT", message="http timeout", latency_ms=_ms_since(t0)
+                bool(body["ok"]),
+                payload=body.get("payload") or {},
+                error_code=body.get("error_code"),
+                message=body.get("message", ""),
+                retryable=body.get("retryable"),
+                latency_ms=out.latency_ms,
             )
-        except httpx.HTTPError as e:
+        if out.ok:
             return RawOutcome(
-                False, error_code="UPSTREAM_ERROR", message=str(e), retryable=True, latency_ms=_ms_since(t0)
+                False, error_code="INVALID_OUTPUT", message="unexpected body", latency_ms=out.latency_ms
             )
-        lat = _ms_since(t0)
-        try:
-            body = r.json()
-        except ValueError:
-            return RawOutcome(False, error_code="INVALID_OUTPUT", message="non-JSON body", latency_ms=lat)
-        if r.status_code >= 500 and not isinstance(body, dict):
-            return RawOutcome(
-                False,
-                error_code="UPSTREAM_ERROR",
-                message=f"HTTP {r.status_code}",
-                retryable=True,
-                latency_ms=lat,
-            )
-        if not isinstance(body, dict) or "ok" not in body:
-            return RawOutcome(False, error_code="INVALID_OUTPUT", message="unexpected body", latency_ms=lat)
-        return RawOutcome(
-            bool(body["ok"]),
-            payload=body.get("payload") or {},
-            error_code=body.get("error_code"),
-            message=body.get("message", ""),
-            retryable=body.get("retryable"),
-            latency_ms=lat,
-        )
+        return out
 
-    def put_world(self, world_id: str, world: Any) -> None:
+    def put_world(self, world_id: str, world: Any) -> RawOutcome:
         data = world.to_dict() if hasattr(world, "to_dict") else world
-        self._client.put(f"/worlds/{world_id}", json=data).raise_for_status()
+        return self._request("PUT", f"/worlds/{world_id}", data)[1]
+
+    def fetch_world(self, world_id: str) -> tuple[Any, RawOutcome]:
+        data, out = self._request("GET", f"/worlds/{world_id}")
+        if not out.ok:
+            return None, out
+        if self.world_from_dict is None:
+            return data, out
+        try:
+            return self.world_from_dict(data), out
+        except Exception as e:
+            msg = f"GET /worlds/{world_id}: cannot rebuild the world: {type(e).__name__}: {e}"
+            return None, RawOutcome(
+                False, error_code="INVALID_OUTPUT", message=msg, latency_ms=out.latency_ms
+            )
 
     def get_world(self, world_id: str) -> Any:
-        r = self._client.get(f"/worlds/{world_id}")
-        r.raise_for_status()
-        data = r.json()
-        return self.world_from_dict(data) if self.world_from_dict else data
+        return self.fetch_world(world_id)[0]
+
+    def set_faults(self, faults: FaultConfig, world_id: str | None = None) -> RawOutcome:
+        path = "/faults" if world_id is None else f"/worlds/{world_id}/faults"
+        return self._request("PUT", path, faults.model_dump())[1]
 
     def drop_world(self, world_id: str) -> None:
-        self._client.delete(f"/worlds/{world_id}")
+        self._request("DELETE", f"/worlds/{world_id}")
 
     def close(self) -> None:
         self._client.close()

@@ -2,11 +2,23 @@
 
 Every call goes through the same pipeline::
 
-    whitelist → dependency check → parameter check (clip / INVALID_INPUT) → business preconditions
+    whitelist → parameter check (clip / INVALID_INPUT) → business preconditions
       → [circuit breaker → concurrency cap → backend attempt → timeout + output check] × (1 + retries)
-      → fallback chain (other skills, then named rule-based degrades) → human handoff → audit
+      → fallback chain (other skills, then named rule-based degrades) → human handoff queue → audit
 
-No exception escapes :meth:`ToolExecutor.call`; it always returns a typed :class:`ToolResult`.
+No exception escapes :meth:`ToolExecutor.call`; it always returns a typed :class:`ToolResult`. A backend that
+raises is an ``UPSTREAM_ERROR`` attempt like any other, so it cannot leave a half-open breaker waiting for a
+probe result that never comes.
+
+Startup: with an in-process backend, every whitelisted skill's ``requires:`` is checked when the executor is
+built (:func:`~agentic_ray.skills.requirements.check_requirements`); a missing resource raises there, naming
+the skill and the resource, instead of failing call after call. Over HTTP the skill server checks them.
+
+Fallback replies are *degraded*: ``ToolResult.degraded`` is set, the reply must still satisfy the primary
+skill's output contract (a reply that does not is skipped, with a warning, and the chain goes on), and it never
+enters the precondition history, so a canned ``{"status": "unknown"}`` cannot unlock a later business rule. A
+fallback *skill* is a real call of that skill: its own preconditions are checked first, and its success is
+recorded under its own name (what actually ran), exactly as the skill server records it.
 
 Which failures go where:
 
@@ -30,8 +42,8 @@ import hashlib
 import os
 import threading
 import time
-from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +54,10 @@ from agentic_ray.skills.audit_log import AuditLog
 from agentic_ray.skills.backends import Backend, RawOutcome
 from agentic_ray.skills.circuit_breaker import CircuitBreaker
 from agentic_ray.skills.contracts import DomainContracts, SkillContract
+from agentic_ray.skills.handoff_queue import HandoffQueue
 from agentic_ray.skills.param_validation import InvalidParams, output_problem, validate_params
-from agentic_ray.skills.rules import RULES
+from agentic_ray.skills.preconditions import CallHistory, CallRecord, unmet_precondition
+from agentic_ray.skills.requirements import check_requirements
 
 CALLER_ERRORS = frozenset(
     {"INVALID_INPUT", "PRECONDITION_FAILED", "NOT_FOUND", "CONFLICT", "NOT_WHITELISTED", "DEPENDENCY_MISSING"}
@@ -104,6 +118,8 @@ class ToolResult:
     handoff: bool = False
     params: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+    degraded: bool = False  # a fallback's reply, not the skill's own: never satisfies a precondition
+    handoff_id: int | None = None  # id in the HandoffQueue when ``handoff``
 
     @property
     def code(self) -> str:
@@ -127,8 +143,15 @@ class _SkillState:
 
     def __init__(self, contract: SkillContract, clock: Clock) -> None:
         sla = contract.sla
+        # A probe is one attempt plus one backoff; past that it was lost (its caller died), not slow.
+        probe_timeout_s = max(sla.breaker_reset_s, (sla.timeout_ms + contract.retry.backoff_max_ms) / 1000.0)
         self.breaker = CircuitBreaker(
-            sla.error_budget, sla.window, sla.breaker_min_calls, sla.breaker_reset_s, clock.now
+            sla.error_budget,
+            sla.window,
+            sla.breaker_min_calls,
+            sla.breaker_reset_s,
+            clock.now,
+            probe_timeout_s=probe_timeout_s,
         )
         self.active = 0
         self.lock = threading.Lock()
@@ -161,6 +184,13 @@ class ToolExecutor:
         clock: time source (default: real time).
         whitelist: names allowed to run (default: every contract with ``allowed: true``).
         max_intents: how many intents' call histories to keep for precondition checks (LRU).
+        rules: the domain's named rule-based degrades (``fallback: [{rule: ...}]``); a contract naming a rule
+            that is not here is refused.
+        enforce_safety: False lifts the contracts' ``safety`` preconditions (``risk_mode: soft``).
+        handoffs: the human-handoff queue (default: a :class:`HandoffQueue` in the audit log's file).
+
+    Raises:
+        MissingRequirementError: an in-process backend and a whitelisted skill whose ``requires:`` is not met.
     """
 
     def __init__(
@@ -172,19 +202,24 @@ class ToolExecutor:
         clock: Clock | None = None,
         whitelist: set[str] | None = None,
         max_intents: int = 10_000,
+        handoffs: HandoffQueue | None = None,
+        rules: Mapping[str, Callable[[str, dict[str, Any]], dict[str, Any]]] | None = None,
+        enforce_safety: bool = True,
     ) -> None:
+        self.rules = dict(rules or {})
+        contracts.check_rules(self.rules)
+        self.enforce_safety = enforce_safety
         self.contracts = contracts.by_name()
+        allowed = {n for n, c in self.contracts.items() if c.allowed}
+        self.whitelist = allowed if whitelist is None else allowed & set(whitelist)
+        if getattr(backend, "kind", "") == "python":  # handlers run here, so their resources must be here
+            check_requirements(contracts, self.whitelist)
         self.backend = backend
         self.clock = clock or RealClock()
         self.audit = AuditLog(audit_path)
-        allowed = {n for n, c in self.contracts.items() if c.allowed}
-        self.whitelist = allowed if whitelist is None else allowed & set(whitelist)
+        self.handoffs = handoffs if handoffs is not None else HandoffQueue(audit_path)
         self._state = {n: _SkillState(c, self.clock) for n, c in self.contracts.items()}
-        self._history: OrderedDict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = OrderedDict()
-        self._max_intents = max_intents
-        self._hist_lock = threading.Lock()
-        base = Path(contracts.source).parent if contracts.source else Path.cwd()
-        self.missing_deps = {n: r for n, c in self.contracts.items() if (r := _check_requires(c, base))}
+        self._history = CallHistory(max_intents)
 
     # ------------------------------------------------------------------ public API
     @staticmethod
@@ -229,6 +264,7 @@ class ToolExecutor:
                 res.attempts,
                 res.fallback_used,
                 res.warnings,
+                res.degraded,
             )
         except Exception as e:  # auditing must not break the call either
             res.warnings.append(f"audit failed: {e}")
@@ -263,26 +299,19 @@ class ToolExecutor:
         c = self.contracts.get(skill)
         if c is None or not c.preconditions:
             return True, ""
-        with self._hist_lock:
-            hist = list(self._history.get(intent_id, ()))
-        for pc in c.preconditions:
-            if not any(
-                s == pc.after
-                and all(pay.get(k) == v for k, v in pc.where.items())
-                and all(p.get(k) == params.get(k) for k in pc.same)
-                for s, p, pay in hist
-            ):
-                cond = f" with {pc.where}" if pc.where else ""
-                same = f" for the same {', '.join(pc.same)}" if pc.same else ""
-                return False, pc.description or f"{skill} requires a prior successful {pc.after}{cond}{same}"
-        return True, ""
+        why = unmet_precondition(c, params, self._history.get(intent_id), enforce_safety=self.enforce_safety)
+        return why is None, why or ""
+
+    def history(self, intent_id: str) -> list[CallRecord]:
+        """The intent's real (non-degraded) successes, oldest first: what preconditions are checked against."""
+        return self._history.get(intent_id)
 
     def forget_intent(self, intent_id: str) -> None:
-        with self._hist_lock:
-            self._history.pop(intent_id, None)
+        self._history.forget(intent_id)
 
     def close(self) -> None:
         self.audit.close()
+        self.handoffs.close()
         self.backend.close()
 
     # ------------------------------------------------------------------ pipeline
@@ -296,15 +325,6 @@ class ToolExecutor:
                 trace_id=trace_id,
                 intent_id=intent_id,
                 message=f"{skill!r} is not a whitelisted skill",
-            )
-        if skill in self.missing_deps:
-            return ToolResult(
-                skill,
-                False,
-                error_code="DEPENDENCY_MISSING",
-                trace_id=trace_id,
-                intent_id=intent_id,
-                message=self.missing_deps[skill],
             )
         try:
             clean, warnings = validate_params(c, params)
@@ -330,21 +350,18 @@ class ToolExecutor:
                 message=why,
             )
 
-        res = self._with_retries(c, clean, world_id, f"{trace_id}:{skill}")
+        res = self._with_retries(c, clean, world_id, f"{trace_id}:{skill}", intent_id)
         res.trace_id, res.intent_id, res.params, res.warnings = trace_id, intent_id, clean, warnings
-        if not res.ok and res.error_code not in CALLER_ERRORS:
-            res = self._fallback(c, clean, world_id, res)
         if res.ok:
-            with self._hist_lock:
-                h = self._history.setdefault(intent_id, [])
-                self._history.move_to_end(intent_id)
-                h.append((skill, clean, res.payload))
-                while len(self._history) > self._max_intents:
-                    self._history.popitem(last=False)
+            self._history.record(intent_id, CallRecord(skill, clean, res.payload))
+        elif res.error_code not in CALLER_ERRORS:
+            res = self._fallback(c, clean, world_id, intent_id, res)
         res.skill = skill
         return res
 
-    def _with_retries(self, c: SkillContract, params: dict[str, Any], world_id: str, key: str) -> ToolResult:
+    def _with_retries(
+        self, c: SkillContract, params: dict[str, Any], world_id: str, key: str, intent_id: str = ""
+    ) -> ToolResult:
         """First attempt inline; tenacity drives the retries of a retryable failure.
 
         The fast path matters: tenacity's controller costs 10-40 µs per call on this hardware, as much as the rest
@@ -352,28 +369,31 @@ class ToolExecutor:
         """
         st = self._state[c.name]
         attempts, lat_ms, admitted = 1, 0.0, False
+        out = RawOutcome(False, error_code="UPSTREAM_ERROR", message="no attempt completed")
 
         def attempt() -> RawOutcome:
             nonlocal attempts, lat_ms, admitted
-            o = self._attempt(c, st, params, world_id, key)
+            o = self._attempt(c, st, params, world_id, key, intent_id)
             lat_ms += o.latency_ms
             admitted = admitted or o.error_code != "CIRCUIT_OPEN"  # a half-open probe must always be recorded
             return o
 
-        out = attempt()
-        if not out.ok and out.retryable and c.retry.max_retries > 0:
-            self.clock.sleep(_backoff_ms(c, 1) / 1000.0)
+        try:
+            out = attempt()
+            if not out.ok and out.retryable and c.retry.max_retries > 0:
+                self.clock.sleep(_backoff_ms(c, 1) / 1000.0)
 
-            def retry() -> RawOutcome:
-                nonlocal attempts
-                attempts += 1
-                return attempt()
+                def retry() -> RawOutcome:
+                    nonlocal attempts
+                    attempts += 1
+                    return attempt()
 
-            out = st.retrying(retry)
+                out = st.retrying(retry)
+        finally:  # whatever happened, an admitted call (a half-open probe above all) reports its outcome
+            error = not out.ok and out.error_code not in CALLER_ERRORS
+            if admitted:
+                st.breaker.record(error)
         latency = lat_ms + sum(_backoff_ms(c, i) for i in range(1, attempts))
-        error = not out.ok and out.error_code not in CALLER_ERRORS
-        if admitted:
-            st.breaker.record(error)
         with st.lock:
             st.calls += 1
             st.latencies.append(latency)
@@ -390,7 +410,13 @@ class ToolExecutor:
         )
 
     def _attempt(
-        self, c: SkillContract, st: _SkillState, params: dict[str, Any], world_id: str, key: str | None = None
+        self,
+        c: SkillContract,
+        st: _SkillState,
+        params: dict[str, Any],
+        world_id: str,
+        key: str | None = None,
+        intent_id: str = "",
     ) -> RawOutcome:
         if not st.breaker.allow():
             return RawOutcome(False, error_code="CIRCUIT_OPEN", message="circuit open", retryable=False)
@@ -404,8 +430,11 @@ class ToolExecutor:
                 )
             st.active += 1
         try:
-            timeout_s = c.sla.timeout_ms / 1000.0
-            out = self.backend.invoke(c, params, world_id, timeout_s, key)
+            out = self.backend.invoke(c, params, world_id, c.sla.timeout_ms / 1000.0, key, intent_id)
+        except Exception as e:  # a backend must not raise; if it does, it is an upstream failure
+            out = RawOutcome(
+                False, error_code="UPSTREAM_ERROR", message=f"backend raised {type(e).__name__}: {e}"
+            )
         finally:
             with st.lock:
                 st.active -= 1
@@ -428,53 +457,96 @@ class ToolExecutor:
         return out
 
     def _fallback(
-        self, c: SkillContract, params: dict[str, Any], world_id: str, primary: ToolResult
+        self, c: SkillContract, params: dict[str, Any], world_id: str, intent_id: str, primary: ToolResult
     ) -> ToolResult:
+        """Try the contract's fallbacks in order; the first reply that fits ``c``'s output contract wins.
+
+        Every fallback reply is degraded. When none fits, the call is queued for a human (:class:`HandoffQueue`).
+        """
         latency, attempts = primary.latency_ms, primary.attempts
+        notes: list[str] = []
         for fb in c.fallback:
+            payload: dict[str, Any] | None = None
             if fb.skill is not None:
                 fc = self.contracts[fb.skill]
-                if fb.skill not in self.whitelist or fb.skill in self.missing_deps:
+                if fb.skill not in self.whitelist:
+                    notes.append(f"fallback {fb.skill} skipped: not whitelisted")
                     continue
                 try:
                     fparams, _ = validate_params(fc, params)
-                except InvalidParams:
+                except InvalidParams as e:
+                    notes.append(f"fallback {fb.skill} skipped: {e}")
                     continue
-                r = self._with_retries(fc, fparams, world_id, f"{primary.trace_id}:{fb.skill}")
+                why = (
+                    unmet_precondition(
+                        fc, fparams, self._history.get(intent_id), enforce_safety=self.enforce_safety
+                    )
+                    if fc.preconditions
+                    else None
+                )
+                if why is not None:
+                    notes.append(f"fallback {fb.skill} skipped: precondition: {why}")
+                    continue
+                r = self._with_retries(fc, fparams, world_id, f"{primary.trace_id}:{fb.skill}", intent_id)
                 latency += r.latency_ms
                 attempts += r.attempts
-                if r.ok:
-                    return _replace(
-                        primary,
-                        ok=True,
-                        payload=r.payload,
-                        error_code=None,
-                        retryable=False,
-                        latency_ms=latency,
-                        attempts=attempts,
-                        fallback_used=fb.skill,
-                    )
+                if not r.ok:
+                    notes.append(f"fallback {fb.skill} failed: {r.code}")
+                    continue
+                # A real success of the fallback skill: the history says what actually ran, as the server's does.
+                self._history.record(intent_id, CallRecord(fb.skill, fparams, r.payload))
+                payload, used = r.payload, fb.skill
             elif fb.rule is not None:
                 try:
-                    payload = RULES[fb.rule](c.name, params)
-                except Exception:
+                    payload, used = self.rules[fb.rule](c.name, params), f"rule:{fb.rule}"
+                except Exception as e:
+                    notes.append(f"fallback rule {fb.rule} raised {type(e).__name__}: {e}")
                     continue
-                return _replace(
-                    primary,
-                    ok=True,
-                    payload=payload,
-                    error_code=None,
-                    retryable=False,
-                    latency_ms=latency,
-                    attempts=attempts,
-                    fallback_used=f"rule:{fb.rule}",
-                )
+            if payload is None:
+                continue
+            problem = output_problem(c, payload)
+            if problem is not None:
+                notes.append(f"fallback {used} reply breaks {c.name}'s output contract: {problem}")
+                continue
+            return _replace(
+                primary,
+                ok=True,
+                payload=payload,
+                error_code=None,
+                retryable=False,
+                latency_ms=latency,
+                attempts=attempts,
+                fallback_used=used,
+                degraded=True,
+                warnings=primary.warnings + notes,
+            )
+        message = "; ".join([primary.message, *notes]) if notes else primary.message
+        handoff_id: int | None = None
+        try:
+            handoff_id = self.handoffs.push(
+                trace_id=primary.trace_id,
+                intent_id=primary.intent_id,
+                skill=c.name,
+                reason=primary.error_code or "UPSTREAM_ERROR",
+                message=message,
+                payload=params,
+            )
+        except Exception as e:  # the result still says handoff; the audit row still carries the trace id
+            notes.append(f"handoff queue failed: {type(e).__name__}: {e}")
         return _replace(
             primary,
             latency_ms=latency,
             attempts=attempts,
             handoff=True,
-            payload={"handoff": True, "trace_id": primary.trace_id, "reason": primary.error_code},
+            handoff_id=handoff_id,
+            warnings=primary.warnings + notes,
+            message=message,
+            payload={
+                "handoff": True,
+                "handoff_id": handoff_id,
+                "trace_id": primary.trace_id,
+                "reason": primary.error_code,
+            },
         )
 
 
@@ -505,20 +577,3 @@ def _pct(sorted_vals: list[float], q: float) -> float:
 
 def _jsonable(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {"_raw": repr(x)[:200]}
-
-
-def _check_requires(c: SkillContract, base: Path) -> str:
-    """Why a skill's startup requirements are not met ('' when they are)."""
-    import importlib.util
-
-    for r in c.requires:
-        if r.kind == "file":
-            p = Path(r.target)
-            p = p if p.is_absolute() else base / p
-            if not p.exists():
-                return f"required file {p} is missing"
-        elif r.kind == "env" and not os.environ.get(r.target):
-            return f"required environment variable {r.target} is not set"
-        elif r.kind == "module" and importlib.util.find_spec(r.target) is None:
-            return f"required module {r.target} is not importable"
-    return ""

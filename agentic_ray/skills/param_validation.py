@@ -12,6 +12,7 @@ from typing import Any
 
 from agentic_ray.skills.contracts import (
     BoolParam,
+    EntityListParam,
     EntityParam,
     EnumParam,
     FloatParam,
@@ -82,6 +83,14 @@ def validate_params(contract: SkillContract, params: Any) -> tuple[dict[str, Any
         elif isinstance(p, EntityParam):
             if not isinstance(v, str) or not v:
                 raise InvalidParams(f"{name}: expected a {p.node_type} id (non-empty string), got {v!r}")
+        elif isinstance(p, EntityListParam):
+            if not isinstance(v, list | tuple) or not all(isinstance(x, str) and x for x in v):
+                raise InvalidParams(f"{name}: expected a list of {p.node_type} ids, got {v!r}")
+            if len(set(v)) != len(v):
+                raise InvalidParams(f"{name}: an id is listed twice")
+            if not p.min_items <= len(v) <= p.max_items:
+                raise InvalidParams(f"{name}: {len(v)} ids, expected {p.min_items} to {p.max_items}")
+            v = list(v)
         out[name] = v
     return out, warnings
 
@@ -100,12 +109,27 @@ def output_problem(contract: SkillContract, payload: Any) -> str | None:
     """Why a success payload breaks the output schema (a garbled payload), or None if it is fine."""
     if not isinstance(payload, dict):
         return f"payload is {type(payload).__name__}, not an object"
-    for name, typ in contract.output.fields.items():
+    for name, spec in contract.output.fields.items():
         if name not in payload:
             return f"missing field {name!r}"
         v = payload[name]
+        typ = spec.scalar_type
         if typ in ("int", "float") and isinstance(v, bool):
             return f"{name}: bool where {typ} expected"
         if not isinstance(v, _PY_TYPES[typ]):
             return f"{name}: {type(v).__name__} where {typ} expected"
+        if spec.type == "entity_list" and isinstance(v, list):
+            item: Any
+            for i, item in enumerate(v):
+                if isinstance(item, str):
+                    continue
+                if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+                    return f"{name}[{i}]: an entity id or an object with an 'id' expected"
+                for f, ftyp in spec.fields.items():
+                    if f not in item:
+                        return f"{name}[{i}]: missing field {f!r}"
+                    if not isinstance(item[f], _PY_TYPES[ftyp]) or (
+                        ftyp in ("int", "float") and isinstance(item[f], bool)
+                    ):
+                        return f"{name}[{i}].{f}: {type(item[f]).__name__} where {ftyp} expected"
     return None

@@ -4,13 +4,13 @@ Four kinds of trajectory, all on *training* task seeds:
 
 * ``clean``: the expert solves the task;
 * ``garbled``: every tool reply may arrive garbled (a valid JSON shell with garbled content); the expert sees
-  the failed call and retries, so the data shows recovery from tool errors (``tool_timeout``);
+  the failed call and retries, so the data shows recovery from tool errors (``tool_error``);
 * ``reversed``: the first step runs a goal whose prerequisite is not done yet (a reversed-step plan); the gateway
   rejects it, and from then on the expert follows the correct DAG;
 * ``wrong_args``: one of the expert's calls goes out with a look-alike argument that the gateway rejects: in
   half of them another enum choice or another entity the customer mentioned (``bad_parameters``: the expert
   re-reads the entity the call referred to, then calls with the goal's values), in the other half an entity the
-  customer never mentioned (``forgotten_entity``: the expert calls again on the request's entity).
+  task is not about (``wrong_entity``: the expert calls again on the request's entity).
 
 The wrong samples are split evenly between the three kinds. Their corrections differ by root cause (retry, run
 the prerequisite, re-read first, call on the right entity), which is what the policy's reflection input is for.
@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from agentic_ray.domains.protocol import Expert
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
-from agentic_ray.envs.expert import ScriptedExpert
-from agentic_ray.envs.graph_spec import ROOT_CAUSES
+from agentic_ray.graph_spec import ROOT_CAUSES
 from agentic_ray.keys import EPISODE_RECORD
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.skills.contracts import EntityParam, EnumParam
@@ -48,7 +48,7 @@ MAX_TASKS = 4
 back to a clean one."""
 
 WRONG_KINDS = ("garbled", "reversed", "wrong_args")
-WRONG_ARG_CAUSES = ("bad_parameters", "forgotten_entity")
+WRONG_ARG_CAUSES = ("bad_parameters", "wrong_entity")
 """Root causes of ``wrong_args`` demos, alternating."""
 
 
@@ -67,20 +67,23 @@ def _wrong_first_action(env: AgentTaskEnv) -> Any | None:
     """An action for a goal whose prerequisites are not done (a reversed step), or None if every goal is ready."""
     task, state = env.task, env.state
     assert task is not None and state is not None
-    ready = env.builder.goal_ready(state)
+    ready = env.builder.goal_ready(state.goal_done)
     for i, g in enumerate(task.goals):
         if not ready[i] and not state.goal_done[i]:
             params = dict(g.args)
             params.update(g.numeric)
-            return env.encode_action(g.skill, params)
+            try:
+                return env.encode_action(g.skill, params)
+            except KeyError:  # the goal names an entity no lookup has revealed yet
+                continue
     return None
 
 
 def _look_alikes(env: AgentTaskEnv, skill: str, params: dict[str, Any], cause: str) -> list[dict[str, Any]]:
     """``params`` with one argument changed so that a rejection would be ``cause``: another enum choice or another
-    mentioned entity for ``bad_parameters``, an entity the customer never mentioned for ``forgotten_entity``."""
+    relevant entity for ``bad_parameters``, an entity the task is not about for ``wrong_entity``."""
     assert env.task is not None
-    mentioned = set(env.task.entities)
+    mentioned = set(env.task.relevant)
     out = []
     for name, p in env.by_name[skill].input.items():
         if isinstance(p, EnumParam) and cause == "bad_parameters":
@@ -95,7 +98,7 @@ def _look_alikes(env: AgentTaskEnv, skill: str, params: dict[str, Any], cause: s
 
 
 def _wrong_args_step(
-    env: AgentTaskEnv, seed: int, cause: str, expert: ScriptedExpert, rng: np.random.Generator
+    env: AgentTaskEnv, seed: int, cause: str, expert: Expert, rng: np.random.Generator
 ) -> tuple[int, Any] | None:
     """``(t, action)``: the expert's ``t``-th call with a look-alike argument that the env attributes to ``cause``,
     or None when none of :data:`MAX_PROBES` random candidates is.
@@ -107,7 +110,7 @@ def _wrong_args_step(
     cands: list[tuple[int, str, dict[str, Any]]] = []
     done = False
     while not done:
-        skill, params = expert.plan(env)
+        skill, params = expert.plan(env.view())
         cands += [(len(plan), skill, p) for p in _look_alikes(env, skill, params, cause)]
         plan.append((skill, params))
         _, _, term, trunc, _ = env.step(env.encode_action(skill, params))
@@ -156,7 +159,7 @@ def collect_demos(
     )
     envs = {"clean": AgentTaskEnv(clean_cfg), "garbled": AgentTaskEnv(garbled_cfg)}
     envs["reversed"] = envs["wrong_args"] = envs["clean"]
-    expert = ScriptedExpert()
+    expert = envs["clean"].domain.expert()
     demos: list[Demo] = []
     n_wrong = round(n * wrong_share)
     kinds = ["clean"] * (n - n_wrong)
@@ -185,7 +188,7 @@ def collect_demos(
         )
         while True:
             injected = len(d.obs) == wrong_at and wrong is not None
-            a = wrong if injected else expert.act(env)
+            a = wrong if injected else env.encode_action(*expert.plan(env.view()))
             d.obs.append(obs)
             d.actions.append(a)
             d.weights.append(0.0 if injected else 1.0)

@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agentic_ray.keys import EPISODE_RECORD
+from agentic_ray.keys import CONTEXT_COMPLAINT_RATE, CONTEXT_CUSTOMER_LEVEL, CONTEXT_VERIFIED, EPISODE_RECORD
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 
 SKILLS = ("inventory.check", "sms.send", "order.update_address", "refund.trigger")
@@ -44,7 +44,8 @@ class RecordEmittingEnv(gym.Env):
     def _obs(self) -> np.ndarray:
         done = [g in self._done for g in GOALS]
         return np.array(
-            [*map(float, done), self._t / self.episode_len, self._user["complaint_rate"], 0.0], np.float32
+            [*map(float, done), self._t / self.episode_len, self._user[CONTEXT_COMPLAINT_RATE], 0.0],
+            np.float32,
         )
 
     def reset(
@@ -59,9 +60,9 @@ class RecordEmittingEnv(gym.Env):
         self._steps: list[StepRecord] = []
         self._violations = 0
         self._user = {
-            "level": float(self._rng.integers(0, 6)),
-            "complaint_rate": float(self._rng.beta(1.5, 6.0)),
-            "verified": float(self._rng.random() < 0.7),
+            CONTEXT_CUSTOMER_LEVEL: float(self._rng.integers(0, 6)),
+            CONTEXT_COMPLAINT_RATE: float(self._rng.beta(1.5, 6.0)),
+            CONTEXT_VERIFIED: float(self._rng.random() < 0.7),
         }
         self._mentioned = ["order_1", "addr_2"]
         self._recalled: list[str] = []
@@ -125,6 +126,6 @@ class RecordEmittingEnv(gym.Env):
                 dependency_violations=self._violations,
                 entities_mentioned=self._mentioned,
                 entities_recalled=self._recalled,
-                user=self._user,
+                context=self._user,
             ).to_dict()
         return self._obs(), 0.0, terminated, False, info

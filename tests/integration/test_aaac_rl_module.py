@@ -15,7 +15,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
 
-from agentic_ray.envs.graph_spec import observation_space, random_observation, toy_specs
+from agentic_ray.graph_spec import observation_space, random_observation, toy_specs
 from agentic_ray.models import stack_observations
 from agentic_ray.models.aaac_rl_module import AAACRLModule
 
@@ -54,8 +54,8 @@ class RandomGraphEnv(gym.Env):
         else:
             chosen = int(action["skill"])
             self.violations += int(self.last["skill_mask"][chosen] == 0)
-            for i, nt in enumerate(LAYOUT.skills[chosen].pointer_types):
-                self.violations += int(self.last[f"ptr_mask_{nt}"][int(action["pointer"][i])] == 0)
+            for i in range(len(LAYOUT.skills[chosen].pointer_types)):
+                self.violations += int(self.last["pointer_mask"][chosen, i, int(action["pointer"][i])] == 0)
         self.t += 1
         return self._obs(), float(chosen == 0), self.t >= 8, False, {}
 

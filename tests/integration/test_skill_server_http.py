@@ -43,7 +43,13 @@ def test_http_server_with_transient_faults(toy_contract_file, tmp_path):
         backend = HttpBackend(url)
         backend.put_world("default", {"stock": {"A": 3}, "balance": 0.0})
         audit = tmp_path / "audit.sqlite"
-        ex = ToolExecutor(load_contracts(toy_contract_file), backend, audit_path=audit, clock=RealClock())
+        ex = ToolExecutor(
+            load_contracts(toy_contract_file),
+            backend,
+            audit_path=audit,
+            clock=RealClock(),
+            rules=fixtures.RULES,
+        )
 
         # 1) 30% transient failures: retries absorb nearly all of them.
         results = [ex.call("stock.check", {"sku": "A"}, intent_id="http") for _ in range(120)]

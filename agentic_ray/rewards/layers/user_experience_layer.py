@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agentic_ray.keys import CONTEXT_COMPLAINT_RATE
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.base import CostClass, Granularity, RewardLayer, Stream, episode_level
 
@@ -58,7 +59,7 @@ class UserExperienceLayer(RewardLayer):
 
     def reply_sentiments(self, record: EpisodeRecord) -> np.ndarray:
         """Simulated sentiment of each reply: one per step plus the closing reply, shape ``(T + 1,)``."""
-        c = float(np.clip(record.context.get("complaint_rate", 0.0), 0.0, 1.0))
+        c = float(np.clip(record.context.get(CONTEXT_COMPLAINT_RATE, 0.0), 0.0, 1.0))
         out = []
         for s in record.steps:
             v = 0.0

@@ -78,9 +78,9 @@ def test_trace_not_found(capsys, fake_run):
         (["algo.lr=[1, 2"], ["not valid YAML"]),
         (["algo.lr=0.1", "algo.lr=0.2"], ["algo.lr is given twice"]),
         (["stages.rl=5", "stages.rl.iterations=3"], ["conflict"]),
-        (["stages.rl.iterations.x=3"], ["stages.rl.iterations is a value, not a section"]),
+        (["stages.rl.iterations.x=3"], ["stages.rl.iterations is not a section"]),
         (["stages.rl.iterations=lots"], ["stages.rl.iterations", "integer"]),
-        (["no_such_field=1"], ["no_such_field", "Extra inputs"]),
+        (["no_such_field=1"], ["no_such_field", "unknown field"]),
     ],
 )
 def test_malformed_or_conflicting_set(capsys, sets, needles):

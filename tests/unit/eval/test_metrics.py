@@ -89,7 +89,7 @@ def test_root_causes():
                 [step("x", "TOOL_TIMEOUT")] * 2 + [step("y", "INVALID_INPUT")], completed=False, done_order=()
             )
         )
-        == "tool_timeout"
+        == "tool_error"
     )
     assert (
         root_cause(episode([step("y", "INVALID_INPUT")], completed=False, done_order=())) == "bad_parameters"
@@ -97,7 +97,7 @@ def test_root_causes():
     forgot = episode(
         [step("x")], completed=False, done_order=(), entities_mentioned=["o1"], entities_recalled=[]
     )
-    assert root_cause(forgot) == "forgotten_entity"
+    assert root_cause(forgot) == "wrong_entity"
 
 
 def test_attribution_separates_timeouts_from_bad_parameters():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from agentic_ray.envs.graph_spec import ActionLayout, GraphSpec, random_observation, toy_specs
+from agentic_ray.graph_spec import ActionLayout, GraphSpec, random_observation, toy_specs
 from agentic_ray.models import AAACModelConfig, stack_observations
 
 TINY = AAACModelConfig(
@@ -47,8 +47,23 @@ def permute_nodes(
         inverse[nt] = torch.argsort(perm)
         out[f"{nt}_x"] = obs[f"{nt}_x"][:, perm]
         out[f"{nt}_mask"] = obs[f"{nt}_mask"][:, perm]
-        if f"ptr_mask_{nt}" in obs:
-            out[f"ptr_mask_{nt}"] = obs[f"ptr_mask_{nt}"][:, perm]
+    # Pointer/list masks index the nodes of their slot's type; copy sources the nodes of their entry's type.
+    pm, lm = obs["pointer_mask"].clone(), obs["list_mask"].clone()
+    for i, s in enumerate(layout.skills):
+        for j, nt in enumerate(s.pointer_types):
+            n = spec.max_nodes[nt]
+            pm[:, i, j, :n] = obs["pointer_mask"][:, i, j, perms[nt]]
+        for j, nt in enumerate(s.list_types):
+            n = spec.max_nodes[nt]
+            lm[:, i, j, :n] = obs["list_mask"][:, i, j, perms[nt]]
+    out["pointer_mask"], out["list_mask"] = pm, lm
+    if spec.num_sources:
+        src, c = obs["source_mask"].clone(), 0
+        for e in spec.numeric_sources:
+            n = spec.max_nodes[e.node_type]
+            src[:, c : c + n] = obs["source_mask"][:, c : c + n][:, perms[e.node_type]]
+            c += n
+        out["source_mask"] = src
     for r in spec.relations:
         ei = obs[f"{r.key}_ei"]
         new_ei = torch.stack([inverse[r.src][ei[:, 0]], inverse[r.dst][ei[:, 1]]], dim=1)

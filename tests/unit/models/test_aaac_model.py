@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agentic_ray.envs.graph_spec import ROOT_CAUSES
-from agentic_ray.models import AAACModel, AAACModelConfig, ecommerce_like_specs
+from agentic_ray.graph_spec import ROOT_CAUSES
+from agentic_ray.models import AAACModel, AAACModelConfig
 from agentic_ray.models.skill_argument_functional import (
     PackedActionLayout,
     skill_argument_entropy,
@@ -29,7 +29,9 @@ def test_every_head_has_the_right_shape(encoder: str) -> None:
     logits = model.policy_logits(obs, enc)
     k, p, e, n = layout.num_skills, layout.pointer_slots, layout.enum_slots, layout.numeric_slots
     assert logits["skill"].shape == (6, k)
-    assert logits["pointer"].shape == (6, k, p, layout.max_pointer)
+    assert logits["pointer"].shape == (6, k, p, layout.pointer_choices)
+    assert logits["members"].shape == (6, k, layout.list_slots, layout.max_pointer)
+    assert logits["source"].shape == (6, k, n, layout.num_sources + 1)
     assert logits["enum"].shape == (6, k, e, layout.enum_max)
     assert logits["numeric_mean"].shape == logits["numeric_log_std"].shape == (6, k, n)
     assert logits["packed"].shape == (6, PackedActionLayout.from_action_layout(layout).total_dim)
@@ -48,11 +50,14 @@ def test_masks_in_logits() -> None:
     assert (logits["skill"][obs["skill_mask"] == 0] < -1e8).all()
     assert (logits["skill"][obs["skill_mask"] == 1] > -1e8).all()
     for k, s in enumerate(layout.skills):
-        for i, nt in enumerate(s.pointer_types):
-            valid = torch.nn.functional.pad(
-                obs[f"ptr_mask_{nt}"] > 0, (0, layout.max_pointer - spec.max_nodes[nt])
-            )
-            assert torch.equal(logits["pointer"][:, k, i] > -1e8, valid)
+        for i in range(len(s.pointer_types)):
+            assert torch.equal(logits["pointer"][:, k, i] > -1e8, obs["pointer_mask"][:, k, i] > 0)
+        for i in range(len(s.list_types)):
+            assert torch.equal(logits["members"][:, k, i] > -1e8, obs["list_mask"][:, k, i] > 0)
+        for i in range(s.numeric_count):
+            src = logits["source"][:, k, i]
+            assert (src[:, 0] > -1e8).all()  # a free value is always possible
+            assert torch.equal(src[:, 1:] > -1e8, obs["source_mask"][:, : layout.num_sources] > 0)
         for i, size in enumerate(s.enum_sizes):
             assert (logits["enum"][:, k, i, size:] < -1e8).all() and (
                 logits["enum"][:, k, i, :size] > -1e8
@@ -73,8 +78,18 @@ def test_masked_skills_nodes_and_prototypes_are_never_sampled() -> None:
         seen_skills[torch.arange(32), a["skill"]] = True
         for b in range(32):
             s = layout.skills[int(a["skill"][b])]
-            for i, nt in enumerate(s.pointer_types):
-                assert obs[f"ptr_mask_{nt}"][b, a["pointer"][b, i]] == 1
+            for i in range(len(s.pointer_types)):
+                assert obs["pointer_mask"][b, int(a["skill"][b]), i, a["pointer"][b, i]] == 1
+            mp = layout.max_pointer
+            for i, (lo, hi) in enumerate(s.list_bounds):
+                m = a["members"][b, i * mp : (i + 1) * mp]
+                assert (
+                    lo <= int(m.sum()) <= hi
+                    and (obs["list_mask"][b, int(a["skill"][b]), i][m > 0] == 1).all()
+                )
+            for i in range(s.numeric_count):
+                c = int(a["source"][b, i])
+                assert c == 0 or obs["source_mask"][b, c - 1] == 1
             for i, size in enumerate(s.enum_sizes):
                 assert a["enum"][b, i] < size
     # Sampling is not degenerate: every allowed skill shows up.
@@ -107,9 +122,15 @@ def test_distribution_is_invariant_to_node_order(scorer: str) -> None:
     for k, s in enumerate(layout.skills):
         for i, nt in enumerate(s.pointer_types):
             n = spec.max_nodes[nt]
-            pa = a["pointer"][:, k, i, :n].softmax(-1)[:, perms[nt]]
-            pb = b["pointer"][:, k, i, :n].softmax(-1)
-            torch.testing.assert_close(pa, pb, atol=1e-5, rtol=1e-5)
+            pa = a["pointer"][:, k, i].softmax(-1)
+            pb = b["pointer"][:, k, i].softmax(-1)
+            torch.testing.assert_close(pa[:, :n][:, perms[nt]], pb[:, :n], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(pa[:, n:], pb[:, n:], atol=1e-5, rtol=1e-5)
+        for i, nt in enumerate(s.list_types):
+            n = spec.max_nodes[nt]
+            torch.testing.assert_close(
+                a["members"][:, k, i, :n][:, perms[nt]], b["members"][:, k, i, :n], atol=1e-4, rtol=1e-4
+            )
 
 
 def test_tool_node_scoring_reads_the_tool_node_of_each_action() -> None:
@@ -165,7 +186,7 @@ def test_gradients_reach_every_head_and_parameter() -> None:
         assert not dead, dead
         # A pointer over a type with a single node (user) has one valid choice: its softmax is constant, so
         # its key projection rightly gets no gradient.
-        single = tuple(f"policy_heads.pointer_key.{nt}." for nt, n in spec.max_nodes.items() if n == 1)
+        single = tuple(f"policy_heads.node_key.{nt}." for nt, n in spec.max_nodes.items() if n == 1)
         zero = [
             n for n, p in model.named_parameters() if p.grad.abs().sum() == 0 and not n.startswith(single)
         ]
@@ -199,7 +220,10 @@ def test_critic_values_match_the_two_critics_one_by_one(separate: bool, shared: 
 
 
 def test_default_size_is_near_the_seed() -> None:
-    spec, layout = ecommerce_like_specs()
+    from agentic_ray.envs.agent_task_env import AgentTaskEnv
+
+    env = AgentTaskEnv()
+    spec, layout = env.graph_spec, env.layout
     for encoder in ("gnn", "flat"):
         n = sum(p.numel() for p in AAACModel(spec, layout, AAACModelConfig(encoder=encoder)).parameters())
         assert 1.7e6 < n < 2.6e6, (encoder, n)

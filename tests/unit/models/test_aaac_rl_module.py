@@ -10,7 +10,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
 
 from agentic_ray.algorithms.aaac.two_critic_api import check_parameter_groups
-from agentic_ray.envs.graph_spec import ROOT_CAUSES, observation_space
+from agentic_ray.graph_spec import ROOT_CAUSES, observation_space
 from agentic_ray.models.aaac_rl_module import DEBUG_OUTPUTS, AAACRLModule
 from agentic_ray.models.skill_argument_distribution import SkillArgumentDistribution
 from tests.unit.models.helpers import TINY, toy_batch
@@ -43,7 +43,7 @@ def test_structured_mode_round_trip_through_the_distribution() -> None:
     assert out[Columns.ACTION_DIST_INPUTS].shape == (12, dist_cls.required_input_dim(layout.action_space()))
     dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
     action = dist.sample()
-    assert set(action) == {"skill", "pointer", "enum", "numeric"}
+    assert set(action) == {"skill", "pointer", "members", "enum", "source", "numeric"}
     assert layout.action_space().contains({k: v[0].numpy() for k, v in action.items()})
     assert (obs["skill_mask"].gather(1, action["skill"][:, None]) == 1).all()
     logp = dist.logp(action)
@@ -111,8 +111,10 @@ def test_debug_outputs_by_flag_and_by_kwarg() -> None:
         dbg["top_skills"].shape == (4, 3)
         and (dbg["top_skill_probs"][:, :-1] >= dbg["top_skill_probs"][:, 1:]).all()
     )
-    assert dbg["pointer_probs"].shape == (4, layout.pointer_slots, layout.max_pointer)
-    assert "layer0/user__uses__tool" in dbg["attention"] and "layer1/tool__rev_uses__user" in dbg["gates"]
+    assert dbg["pointer_probs"].shape == (4, layout.pointer_slots, layout.pointer_choices)
+    assert dbg["member_probs"].shape == (4, layout.list_slots, layout.max_pointer)
+    assert dbg["source_probs"].shape == (4, layout.numeric_slots, layout.num_sources + 1)
+    assert "layer0/a__calls__tool" in dbg["attention"] and "layer1/tool__rev_calls__a" in dbg["gates"]
     flagged = _module(debug_outputs=True).forward_inference({Columns.OBS: obs})
     assert "prototype_probs" not in flagged[DEBUG_OUTPUTS] and "gates" in flagged[DEBUG_OUTPUTS]
 

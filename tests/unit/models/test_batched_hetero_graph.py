@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from agentic_ray.envs.graph_spec import GraphSpec, RelationSpec, toy_specs
+from agentic_ray.graph_spec import GraphSpec, RelationSpec, toy_specs
 from agentic_ray.models import BatchedHeteroGraph, HeteroGraphLayout
 
 SPEC = GraphSpec(

@@ -23,18 +23,19 @@ def test_shapes_and_debug_outputs() -> None:
         assert torch.equal(out.node_masks[nt], obs[f"{nt}_mask"] > 0)
     assert torch.isfinite(out.state).all()
     # 8 observed + 8 reverse relations, 2 layers.
-    assert len(out.debug["attention"]) == 32 and len(out.debug["gates"]) == 32
-    att = out.debug["attention"]["layer1/tool__operates__product"]
+    n_rel = 2 * 2 * len(spec.relations)  # layers x (forward + reverse) x relations
+    assert len(out.debug["attention"]) == n_rel and len(out.debug["gates"]) == n_rel
+    att = out.debug["attention"]["layer1/tool__operates__b"]
     assert att.shape == (6, 12, 2)
-    gate = out.debug["gates"]["layer0/tool__rev_uses__user"]
+    gate = out.debug["gates"]["layer0/tool__rev_calls__a"]
     assert gate.shape == (6, 1) and ((gate > 0) & (gate < 1)).all()
 
 
 def test_attention_is_a_softmax_over_real_incoming_edges() -> None:
     spec, _, obs = toy_batch(5, seed=3)
     out = _encoder(spec)(obs, return_debug=True)
-    att = out.debug["attention"]["layer0/tool__operates__product"]  # (B, E, heads)
-    ei, em = obs["tool__operates__product_ei"], obs["tool__operates__product_mask"] > 0
+    att = out.debug["attention"]["layer0/tool__operates__b"]  # (B, E, heads)
+    ei, em = obs["tool__operates__b_ei"], obs["tool__operates__b_mask"] > 0
     assert (att[~em] == 0).all()
     for b in range(5):
         for dst in torch.unique(ei[b, 1][em[b]]).tolist():

@@ -7,7 +7,7 @@ import pytest
 import torch
 from ray.rllib.core.columns import Columns
 
-from agentic_ray.envs.graph_spec import ROOT_CAUSES, observation_space
+from agentic_ray.graph_spec import ROOT_CAUSES, observation_space
 from agentic_ray.models import AAACModel
 from agentic_ray.models.aaac_rl_module import REFLECTION_EMBEDDINGS, REFLECTION_ENABLED, AAACRLModule
 from agentic_ray.models.reflection import readout_with_reflection, reflection_loss

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agentic_ray.envs.graph_spec import toy_specs
+from agentic_ray.graph_spec import toy_specs
 from agentic_ray.models.skill_argument_distribution import (
     SkillArgumentDistribution,
     skill_argument_distribution_cls,
@@ -19,7 +19,7 @@ PACKED = PackedActionLayout.from_action_layout(LAYOUT)
 def test_bound_and_unbound_classes_agree() -> None:
     logits = torch.randn(9, PACKED.total_dim, generator=torch.Generator().manual_seed(0))
     bound = skill_argument_distribution_cls(LAYOUT)
-    assert bound.required_input_dim(LAYOUT.action_space()) == PACKED.total_dim == 75
+    assert bound.required_input_dim(LAYOUT.action_space()) == PACKED.total_dim == 145
     a = bound.from_logits(logits)
     b = SkillArgumentDistribution.from_logits(logits, packed_layout=PACKED)
     torch.manual_seed(1)

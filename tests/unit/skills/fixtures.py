@@ -71,10 +71,10 @@ CONTRACTS: dict[str, Any] = {
         },
         {
             "name": "db.write",
-            "description": "Needs a database file.",
+            "description": "Needs a database driver (tests point `requires` at missing resources).",
             "handler": "tests.unit.skills.fixtures:stock",
             "input": {"sku": {"type": "entity", "node_type": "product"}},
-            "requires": [{"kind": "file", "target": "/nonexistent/agentic_ray_test.db"}],
+            "requires": [{"kind": "module", "target": "sqlite3"}],
         },
         {
             "name": "admin.wipe",
@@ -84,6 +84,14 @@ CONTRACTS: dict[str, Any] = {
         },
     ],
 }
+
+
+def _conservative_stock(skill: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"in_stock": False, "stock": 0}
+
+
+RULES = {"conservative_stock": _conservative_stock}
+"""The toy domain's rule-based degrades (a domain passes its own to the ToolExecutor)."""
 
 
 def contracts() -> DomainContracts:

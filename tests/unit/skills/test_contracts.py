@@ -10,7 +10,9 @@ import yaml
 from typer.testing import CliRunner
 
 from agentic_ray.cli import app
+from agentic_ray.skills.backends import PythonBackend
 from agentic_ray.skills.contracts import ContractError, load_contracts
+from agentic_ray.skills.executor import ToolExecutor
 from tests.unit.skills import fixtures
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
@@ -40,13 +42,58 @@ def _write(tmp_path: Path, data: dict) -> Path:
         (lambda d: d["skills"][3]["input"]["amount"].update(type="decimal"), "input.amount", "refund.pay"),
         (lambda d: d["skills"][1].update(colour="blue"), "colour", "detect.backup"),
         (lambda d: d["skills"][0]["fallback"].append({"skill": "ghost.skill"}), "fallback", "detect.run"),
-        (lambda d: d["skills"][2]["fallback"].append({"rule": "pray"}), "fallback", "stock.check"),
         (
             lambda d: d["skills"][3]["preconditions"][0].update(after="ghost.skill"),
             "preconditions",
             "refund.pay",
         ),
         (lambda d: d["skills"][0]["input"]["mode"].update(default="turbo"), "input.mode", "detect.run"),
+        # impossible bounds and defaults
+        (
+            lambda d: d["skills"][0]["input"]["confidence"].update(min=float("nan")),
+            "input.confidence",
+            "detect.run",
+        ),
+        (
+            lambda d: d["skills"][0]["input"]["max_detections"].update(default=99),
+            "input.max_detections",
+            "detect.run",
+        ),
+        (lambda d: d["skills"][0]["input"]["mode"].update(choices=[]), "input.mode", "detect.run"),
+        (lambda d: d["skills"][0]["input"]["note"].update(default="x" * 17), "input.note", "detect.run"),
+        (lambda d: d["skills"][0]["sla"].update(breaker_min_calls=30), "sla", "detect.run"),
+        (
+            lambda d: d["skills"][2].update(handler="tests.unit.skills.fixtures.stock"),
+            "handler",
+            "stock.check",
+        ),
+        # references that can never hold
+        (lambda d: d.update(node_types=["user", "order"]), "input.part.node_type", "detect.run"),
+        (
+            lambda d: d["skills"][0]["fallback"].append({"skill": "stock.check"}),
+            "fallback.1.skill",
+            "detect.run",
+        ),
+        (
+            lambda d: d["skills"][3]["preconditions"][0].update(where={"stock": 3}),
+            "preconditions.0.where",
+            "refund.pay",
+        ),
+        (
+            lambda d: d["skills"][3]["preconditions"][0].update(where={"in_stock": "yes"}),
+            "preconditions.0.where.in_stock",
+            "refund.pay",
+        ),
+        (
+            lambda d: d["skills"][3]["preconditions"][0].update(same=["amount"]),
+            "preconditions.0.same",
+            "refund.pay",
+        ),
+        (
+            lambda d: d["skills"][3]["preconditions"][0].update(after="refund.pay"),
+            "preconditions.0.after",
+            "refund.pay",
+        ),
     ],
 )
 def test_bad_file_names_file_skill_and_field(tmp_path, mutate, field, skill):
@@ -57,6 +104,54 @@ def test_bad_file_names_file_skill_and_field(tmp_path, mutate, field, skill):
         load_contracts(p)
     msg = str(ei.value)
     assert str(p) in msg and field in msg and skill in msg, msg
+
+
+def test_a_fallback_rule_the_domain_does_not_define_is_refused(tmp_path):
+    data = copy.deepcopy(fixtures.CONTRACTS)
+    data["skills"][2]["fallback"].append({"rule": "pray"})
+    p = _write(tmp_path, data)
+    dc = load_contracts(p)  # rules are the domain's: the file alone cannot know them
+    with pytest.raises(ContractError) as ei:
+        dc.check_rules(fixtures.RULES)
+    assert str(p) in str(ei.value) and "stock.check" in str(ei.value) and "pray" in str(ei.value)
+    with pytest.raises(ContractError):
+        ToolExecutor(dc, PythonBackend(), rules=fixtures.RULES)
+    dc.check_rules({**fixtures.RULES, "pray": lambda s, p: {}})
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("domain: toy\nskills: [\n  - name: a.b\n", "cannot read YAML"),
+        ("domain: toy\n  skills: x\n", "cannot read YAML"),
+        ("- domain: toy\n", "top level must be a mapping"),
+        ("", "top level must be a mapping"),
+    ],
+)
+def test_malformed_yaml_is_a_contract_error_naming_the_file(tmp_path, text, problem):
+    p = tmp_path / "broken.yaml"
+    p.write_text(text)
+    with pytest.raises(ContractError) as ei:
+        load_contracts(p)
+    assert str(p) in str(ei.value) and problem in str(ei.value)
+    if problem == "cannot read YAML":
+        assert "line" in str(ei.value)  # where in the file
+    r = CliRunner().invoke(app, ["skills", "validate", str(p)])
+    assert r.exit_code == 1 and problem in r.output
+
+
+def test_shipped_contracts_declare_their_node_types():
+    from agentic_ray.skills.contracts import EntityListParam, EntityParam, domain_file
+
+    for name in ("ecommerce", "helpdesk"):
+        dc = load_contracts(domain_file(name))
+        used = {
+            p.node_type
+            for s in dc.skills
+            for p in s.input.values()
+            if isinstance(p, EntityParam | EntityListParam)
+        }
+        assert dc.node_types is not None and used == set(dc.node_types)
 
 
 def test_cli_validate_reports_and_exits_nonzero(tmp_path):
@@ -78,7 +173,7 @@ def test_default_retry_policy_is_two_retries_exponential():
 
 
 def test_skills_check_runs_every_ecommerce_skill_ok():
-    from agentic_ray.skills.check import run_skill_check
+    from agentic_ray.envs.skill_check import run_skill_check
     from agentic_ray.skills.contracts import domain_file
 
     rows = run_skill_check("ecommerce")

@@ -10,11 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentic_ray.skills.backends import FaultConfig, PythonBackend
+from agentic_ray.skills.contracts import DomainContracts
 from agentic_ray.skills.executor import RealClock, SimClock, ToolExecutor
+from agentic_ray.skills.requirements import MissingRequirementError
 from tests.unit.skills import fixtures
 
 
 def make(faults: FaultConfig | None = None, clock=None, **kw) -> ToolExecutor:
+    kw.setdefault("rules", fixtures.RULES)
     ex = ToolExecutor(fixtures.contracts(), PythonBackend(faults=faults), clock=clock or SimClock(), **kw)
     ex.backend.put_world("default", {"stock": {"A": 3, "B": 0}, "balance": 0.0})
     return ex
@@ -168,7 +171,12 @@ def test_concurrency_cap_rate_limits():
         gate.wait(5)
         return {"count": 1, "confidence": params["confidence"]}
 
-    ex = ToolExecutor(fixtures.contracts(), PythonBackend(handlers={"detect.run": slow}), clock=RealClock())
+    ex = ToolExecutor(
+        fixtures.contracts(),
+        PythonBackend(handlers={"detect.run": slow}),
+        clock=RealClock(),
+        rules=fixtures.RULES,
+    )
     threads = [
         threading.Thread(target=ex.call, args=("detect.run", {"confidence": 0.5}), kwargs={"intent_id": "i"})
         for _ in range(4)
@@ -193,8 +201,23 @@ def test_everything_fails_gives_human_handoff_with_trace_id():
     ex = make(faults=FaultConfig(failure_rate=1.0))
     r = ex.call("detect.run", {"confidence": 0.5}, intent_id="i", trace_id="trace-42")
     assert not r.ok and r.handoff and r.error_code == "UPSTREAM_ERROR"
-    assert r.payload == {"handoff": True, "trace_id": "trace-42", "reason": "UPSTREAM_ERROR"}
+    assert r.payload == {
+        "handoff": True,
+        "handoff_id": r.handoff_id,
+        "trace_id": "trace-42",
+        "reason": "UPSTREAM_ERROR",
+    }
     assert r.attempts == 6
+    # ... and the call is waiting in the queue for a person, with what they need to pick it up.
+    (h,) = ex.handoffs.list()
+    assert (h.id, h.trace_id, h.intent_id, h.skill, h.reason) == (
+        r.handoff_id,
+        "trace-42",
+        "i",
+        "detect.run",
+        "UPSTREAM_ERROR",
+    )
+    assert h.payload == r.params and "detect.backup failed: UPSTREAM_ERROR" in h.message
 
 
 def test_preconditions_follow_successful_calls_of_the_same_intent():
@@ -215,11 +238,34 @@ def test_preconditions_follow_successful_calls_of_the_same_intent():
     assert ex.precondition_status("refund.pay", {"sku": "A"}, "i1")[0] is False
 
 
-def test_missing_requirement_is_dependency_missing():
-    ex = make()
-    assert "db.write" in ex.missing_deps
-    r = ex.call("db.write", {"sku": "A"}, intent_id="i")
-    assert r.error_code == "DEPENDENCY_MISSING" and r.attempts == 0
+def test_missing_requirement_fails_at_startup_naming_skill_and_resource(monkeypatch):
+    data = fixtures.CONTRACTS | {"skills": [dict(s) for s in fixtures.CONTRACTS["skills"]]}
+    data["skills"][4]["requires"] = [
+        {"kind": "file", "target": "/nonexistent/agentic_ray_test.db"},
+        {"kind": "env", "target": "AGENTIC_RAY_TEST_DB_URL"},
+        {"kind": "module", "target": "no_such_pkg.driver"},
+    ]
+    monkeypatch.delenv("AGENTIC_RAY_TEST_DB_URL", raising=False)
+    dc = DomainContracts.model_validate(data)
+    with pytest.raises(MissingRequirementError) as ei:
+        ToolExecutor(dc, PythonBackend(), clock=SimClock(), rules=fixtures.RULES)
+    msg = str(ei.value)
+    for part in (
+        "db.write",
+        "/nonexistent/agentic_ray_test.db",
+        "AGENTIC_RAY_TEST_DB_URL",
+        "no_such_pkg.driver",
+    ):
+        assert part in msg, msg
+    assert set(ei.value.missing) == {"db.write"} and len(ei.value.missing["db.write"]) == 3
+    # Without the skill on the whitelist nothing needs it; once the variable is set, only the rest is missing.
+    assert ToolExecutor(dc, PythonBackend(), rules=fixtures.RULES, whitelist={"stock.check"}).whitelist == {
+        "stock.check"
+    }
+    monkeypatch.setenv("AGENTIC_RAY_TEST_DB_URL", "sqlite:///x")
+    with pytest.raises(MissingRequirementError) as ei:
+        ToolExecutor(dc, PythonBackend(), rules=fixtures.RULES)
+    assert "AGENTIC_RAY_TEST_DB_URL" not in str(ei.value)
 
 
 def test_sla_stats_track_latency_and_errors():
@@ -297,6 +343,7 @@ def test_retries_share_an_idempotency_key_so_effects_happen_once():
         fixtures.contracts(),
         PythonBackend(handlers=handlers, faults=only("refund.pay", garbage_rate=1.0)),
         clock=SimClock(),
+        rules=fixtures.RULES,
     )
     ex.backend.put_world("default", {"stock": {"A": 3}, "balance": 0.0})
     assert ex.call("stock.check", {"sku": "A"}, intent_id="i").ok

@@ -1,0 +1,114 @@
+"""Goal DAGs: subgoals with dependencies, priority and constraints, and the validity of an executed plan (DVR).
+
+A subgoal is satisfied by one successful tool call whose arguments match the goal's (entity ids and enum values
+exactly, numbers within a tolerance). A matching call made before all of the goal's prerequisites are satisfied
+is a *dependency violation* and satisfies nothing. An executed plan is *valid* when it has no dependency
+violation and no missing prerequisite (every satisfied goal's ancestors were satisfied before it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One subgoal.
+
+    Attributes:
+        id: unique within the task, e.g. ``"refund"`` or ``"a.refund"`` in a composite task.
+        skill: the skill whose successful call satisfies it.
+        args: required argument values (entity ids, enum values); other arguments are free.
+        numeric: required numeric arguments, ``name -> target``; matched within ``tolerance``.
+        deps: ids of prerequisite goals.
+        priority: larger is more urgent; breaks ties between ready goals.
+        tolerance: relative tolerance of numeric targets (with an absolute floor of 0.05).
+        description: what it means for the customer.
+        hints: see the attribute.
+    """
+
+    id: str
+    skill: str
+    args: dict[str, Any] = field(default_factory=dict)
+    numeric: dict[str, float] = field(default_factory=dict)
+    deps: tuple[str, ...] = ()
+    priority: int = 1
+    tolerance: float = 0.02
+    description: str = ""
+    hints: dict[str, str] = field(default_factory=dict)
+    """What the customer said about the entity this goal means, as the schema's ``goal_hints`` (e.g. the
+    category of the item to refund); the observation shows hints, never ``args``."""
+    safety_check: bool = False
+    """The goal is the safety check a contract's ``safety`` precondition asks for (e.g. the inventory check
+    before a refund). ``risk_mode: soft`` drops it from the DAG: skipping it is the high-risk shortcut."""
+
+    def matches(self, skill: str, params: dict[str, Any]) -> bool:
+        """Whether a call (skill + validated params) is the one this goal asks for."""
+        if skill != self.skill:
+            return False
+        for k, v in self.args.items():
+            got = params.get(k)
+            if isinstance(v, list | tuple | frozenset | set):
+                if not isinstance(got, list | tuple) or set(got) != set(v):
+                    return False
+            elif got != v:
+                return False
+        for k, target in self.numeric.items():
+            v = params.get(k)
+            if not isinstance(v, int | float) or abs(float(v) - target) > max(
+                self.tolerance * abs(target), 0.05
+            ):
+                return False
+        return True
+
+
+def goal_graph(goals: Sequence[Goal]) -> nx.DiGraph:
+    """The DAG (edge prerequisite → dependent).
+
+    Raises:
+        ValueError: unknown dependency or a cycle.
+    """
+    g = nx.DiGraph()
+    ids = {x.id for x in goals}
+    for x in goals:
+        g.add_node(x.id)
+    for x in goals:
+        for d in x.deps:
+            if d not in ids:
+                raise ValueError(f"goal {x.id} depends on unknown goal {d}")
+            g.add_edge(d, x.id)
+    if not nx.is_directed_acyclic_graph(g):
+        raise ValueError(f"goal graph has a cycle: {nx.find_cycle(g)}")
+    return g
+
+
+def goal_edges(goals: Sequence[Goal]) -> list[tuple[str, str]]:
+    """``(prerequisite, dependent)`` pairs."""
+    return [(d, x.id) for x in goals for d in x.deps]
+
+
+def plan_validity(
+    goals: Sequence[Goal], done_order: Iterable[str], dependency_violations: int
+) -> tuple[bool, int]:
+    """DAG validity of an executed plan.
+
+    Args:
+        goals: the task's goals.
+        done_order: goal ids in the order they were satisfied.
+        dependency_violations: matching calls made before their prerequisites.
+
+    Returns:
+        ``(valid, missing_prerequisites)``: valid when there is no violation and no satisfied goal lacks an
+        ancestor satisfied before it.
+    """
+    g = goal_graph(goals)
+    seen: set[str] = set()
+    missing = 0
+    for gid in done_order:
+        missing += len(nx.ancestors(g, gid) - seen)
+        seen.add(gid)
+    return dependency_violations == 0 and missing == 0, missing

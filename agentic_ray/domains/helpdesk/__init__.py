@@ -1,0 +1,118 @@
+"""The IT help-desk domain: employees, tickets and assets behind lookups; the second domain of the plug-in API.
+
+``domain`` is the :class:`~agentic_ray.domains.protocol.Domain` the registry loads (``helpdesk``). Everything the
+domain is lives in this package plus ``configs/skills/helpdesk.yaml``; nothing here is imported by generic code.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentic_ray.domains.goal_dag import Goal
+from agentic_ray.domains.helpdesk import tasks
+from agentic_ray.domains.helpdesk.expert import HelpdeskExpert
+from agentic_ray.domains.helpdesk.rules import RULES
+from agentic_ray.domains.helpdesk.schema import SCHEMA
+from agentic_ray.domains.helpdesk.world import HelpdeskWorld, entity_fields, entity_ids, state_hash
+from agentic_ray.domains.knowledge import Knowledge
+from agentic_ray.domains.protocol import DomainSchema, RuleFn, Task
+from agentic_ray.domains.quantile_map import QuantileMap
+from agentic_ray.skills.contracts import DomainContracts, domain_file, load_contracts
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+class HelpdeskDomain:
+    """The help-desk domain (see :mod:`agentic_ray.domains.protocol` for the meaning of each member)."""
+
+    name = "helpdesk"
+    families = tasks.FAMILIES
+    schema: DomainSchema = SCHEMA
+    data_dir = DATA
+
+    @property
+    def contracts_path(self) -> Path:
+        return domain_file(self.name)
+
+    @functools.cache  # noqa: B019 - one instance per process; contracts are immutable
+    def contracts(self) -> DomainContracts:
+        dc = load_contracts(self.contracts_path)
+        dc.check_rules(RULES)
+        return dc
+
+    def handler(self, skill: str) -> tasks.Handler:
+        """The tool handler the contract names (``handler: module:function``)."""
+        module, _, fn = (self.contracts().by_name()[skill].handler or "").partition(":")
+        return getattr(importlib.import_module(module), fn)  # type: ignore[no-any-return]
+
+    def make_task(self, family: str, seed: int) -> tuple[HelpdeskWorld, Task]:
+        return tasks.generate_task(family, seed, self.handler)
+
+    def validation_seeds(self, family: str, n: int) -> list[int]:
+        return tasks.validation_seeds(family, n)
+
+    def draw_training_seed(self, rng: np.random.Generator) -> int:
+        return tasks.draw_training_seed(rng)
+
+    def world_from_dict(self, d: dict[str, Any]) -> HelpdeskWorld:
+        return HelpdeskWorld.from_dict(d)
+
+    def entity_ids(self, world: Any, entity_type: str) -> list[str]:
+        return entity_ids(world, entity_type)
+
+    def entity_fields(self, world: Any, entity_type: str, entity_id: str) -> dict[str, Any] | None:
+        return entity_fields(world, entity_type, entity_id)
+
+    def step_world(self, world: Any, rng: np.random.Generator, task: Task) -> None:
+        world.drift(rng)
+
+    def tool_health(self, world: Any) -> dict[str, tuple[float, float, float]]:
+        return {k: (h.latency_ms, h.latency_std_ms, h.failure_rate) for k, h in world.tool_health.items()}
+
+    def goal_feasible(self, world: Any, task: Task, goal: Goal, done: set[str]) -> bool:
+        return tasks.goal_feasible(world, task, goal)
+
+    def final_check(self, world: Any, task: Task) -> bool:
+        return task.end != "world_state" or state_hash(world) == task.extra["gold_state"]
+
+    def hard_rules(self, knowledge: Knowledge, skills: Sequence[str]) -> dict[str, str]:
+        """No password reset for a caller who is not verified in this session, or whose account is disabled."""
+        ids = knowledge.ids("employee")
+        f = knowledge.fields("employee", ids[0]) if ids else {}
+        if f.get("status") == "disabled":
+            return {
+                "reset_password": "hard: the account is disabled (no password reset; tier 2 re-enables it)"
+            }
+        if not f.get("verified"):
+            return {"reset_password": "hard: the caller is not verified (no password reset)"}
+        return {}
+
+    def fallback_rules(self) -> dict[str, RuleFn]:
+        return dict(RULES)
+
+    def expert(self) -> HelpdeskExpert:
+        return HelpdeskExpert()
+
+    def context(self, world: Any) -> dict[str, float]:
+        e = world.caller
+        return {
+            "verified": float(e.verified),
+            "tenure_years": float(e.tenure_years),
+            "mfa_enrolled": float(e.mfa_enrolled),
+            "password_resets": float(e.password_resets),
+        }
+
+    @functools.cache  # noqa: B019
+    def quantiles(self) -> QuantileMap:
+        return QuantileMap.from_json(self.data_dir / "quantiles.json")
+
+
+domain = HelpdeskDomain()
+
+__all__ = ["HelpdeskDomain", "HelpdeskWorld", "domain"]

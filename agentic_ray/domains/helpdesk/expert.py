@@ -1,0 +1,56 @@
+"""The scripted help-desk expert: solves every task optimally from the episode view (faults off).
+
+It reads the goals' ground truth but acts under the agent's partial information: it can name only an entity the
+request or a lookup revealed. So it identifies the caller (email, else badge), lists the caller's assets or
+tickets when a goal names one that is not known yet, then runs the most urgent ready goal. That is exactly the
+task's ``optimal_steps``. When the skill it needs is masked (an outage, an open breaker) it escalates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentic_ray.domains.helpdesk.tasks import gold_call
+from agentic_ray.domains.protocol import EpisodeView
+from agentic_ray.skills.contracts import EntityListParam, EntityParam
+
+LISTING: dict[str, str] = {"asset": "get_assets_for_employee", "ticket": "ticket.search"}
+"""How an unknown entity of a type is found: the caller's listing that reveals it."""
+
+
+class HelpdeskExpert:
+    """Optimal scripted policy for the help-desk families (see the module docstring)."""
+
+    def plan(self, view: EpisodeView) -> tuple[str, dict[str, Any]]:
+        """The next call as ``(skill, params)``."""
+        task, k = view.task, view.knowledge
+        ready = [i for i in range(len(task.goals)) if view.ready[i]]
+        if not ready:
+            return self._escalate(view, "complex")
+        g = task.goals[min(ready, key=lambda j: (-task.goals[j].priority, j))]
+        unknown = [
+            p.node_type
+            for name, p in view.contracts[g.skill].input.items()
+            if isinstance(p, EntityParam | EntityListParam) and name in g.args
+            for v in (g.args[name] if isinstance(g.args[name], list) else [g.args[name]])
+            if not k.knows(p.node_type, v)
+        ]
+        if "employee" in unknown or (unknown and not k.ids("employee")):
+            step = self._identify(view)
+        elif unknown:
+            step = LISTING[unknown[0]], {"employee_id": k.ids("employee")[0]}
+        else:
+            step = g.skill, gold_call(task, g)
+        return step if view.allowed(step[0]) else self._escalate(view, "tool_failure")
+
+    @staticmethod
+    def _identify(view: EpisodeView) -> tuple[str, dict[str, Any]]:
+        facts = view.task.request.facts
+        if "email" in facts:
+            return "lookup_employee_by_email", {"email": facts["email"]}
+        return "lookup_employee_by_badge", {"badge": facts.get("badge", "")}
+
+    @staticmethod
+    def _escalate(view: EpisodeView, reason: str) -> tuple[str, dict[str, Any]]:
+        known = view.knowledge.ids("employee")
+        return "escalate_to_tier2", ({"employee_id": known[0]} if known else {}) | {"reason": reason}

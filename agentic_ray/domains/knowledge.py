@@ -1,0 +1,152 @@
+"""What the agent knows: entities and fields revealed by the request and by tool results.
+
+:class:`Knowledge` holds, per entity type, the entities known so far in the order they were revealed (that order
+is the node order of the observation, so a pointer index means the same entity for the whole episode) and the
+fields revealed for each. :func:`reveal_result` applies one successful tool result to it, driven only by the
+contract's typed output fields (see :class:`~agentic_ray.skills.contracts.OutputField`): an ``entity`` field
+reveals that entity, an ``entity_list`` field the listed ones (with the fields each object carries), and
+``of: <name>`` attaches a value to the entity the input parameter or output field ``<name>`` refers to.
+
+The env and the Serve endpoint rebuild knowledge with the same two calls, from the request and the transcript,
+so an observation is a pure function of (request, transcript, SLA state).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+from agentic_ray.skills.contracts import EntityListParam, EntityParam, SkillContract
+
+__all__ = ["Knowledge", "reveal_result"]
+
+
+class Knowledge:
+    """Revealed entities and fields.
+
+    Args:
+        entity_types: the domain's entity types.
+    """
+
+    def __init__(self, entity_types: Iterable[str]) -> None:
+        self._entities: dict[str, dict[str, dict[str, Any]]] = {t: {} for t in entity_types}
+        self.mentioned: set[tuple[str, str]] = set()
+        self.version = 0
+        """Incremented by every reveal (observation builders cache on it)."""
+        self.entity_version: dict[tuple[str, str], int] = {}
+        """Per entity, the :attr:`version` of its last change (builders re-encode only changed rows)."""
+
+    @property
+    def entity_types(self) -> tuple[str, ...]:
+        return tuple(self._entities)
+
+    def reveal(self, entity_type: str, entity_id: str, fields: dict[str, Any] | None = None) -> None:
+        """Make an entity known (idempotent) and set the given fields (later values win)."""
+        if entity_type not in self._entities:
+            raise KeyError(f"unknown entity type {entity_type!r}; known: {list(self._entities)}")
+        d = self._entities[entity_type].setdefault(str(entity_id), {})
+        if fields:
+            d.update(fields)
+        self.version += 1
+        self.entity_version[(entity_type, str(entity_id))] = self.version
+
+    def mention(self, entity_type: str, entity_id: str) -> None:
+        """The request names this entity: it is known (without fields) from the start."""
+        self.mentioned.add((entity_type, str(entity_id)))
+        self.reveal(entity_type, entity_id)
+
+    def ids(self, entity_type: str) -> list[str]:
+        """Known ids of a type, in reveal order."""
+        return list(self._entities.get(entity_type, {}))
+
+    def fields(self, entity_type: str, entity_id: str) -> dict[str, Any]:
+        """Revealed fields of an entity ({} if unknown)."""
+        return self._entities.get(entity_type, {}).get(str(entity_id), {})
+
+    def knows(self, entity_type: str, entity_id: Any) -> bool:
+        return isinstance(entity_id, str) and entity_id in self._entities.get(entity_type, {})
+
+    def type_of(self, entity_id: str) -> str | None:
+        """The type of a known id (first match), or None."""
+        for t, ents in self._entities.items():
+            if entity_id in ents:
+                return t
+        return None
+
+    def copy(self) -> Knowledge:
+        k = Knowledge(self._entities)
+        k._entities = copy.deepcopy(self._entities)
+        k.mentioned = set(self.mentioned)
+        k.version = self.version
+        k.entity_version = dict(self.entity_version)
+        return k
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (for traces and serving)."""
+        return {"entities": copy.deepcopy(self._entities), "mentioned": sorted(self.mentioned)}
+
+
+def _ref_type(contract: SkillContract, name: str) -> str | None:
+    """Entity type that input parameter or output field ``name`` refers to."""
+    p = contract.input.get(name)
+    if isinstance(p, EntityParam | EntityListParam):
+        return p.node_type
+    f = contract.output.fields.get(name)
+    if f is not None and f.type == "entity":
+        return f.node_type
+    return None
+
+
+def _ref_id(name: str, params: dict[str, Any], payload: dict[str, Any]) -> Any:
+    return params[name] if name in params else payload.get(name)
+
+
+def reveal_result(
+    knowledge: Knowledge, contract: SkillContract, params: dict[str, Any], payload: dict[str, Any]
+) -> list[tuple[str, str]]:
+    """Apply one successful (non-degraded) tool result to ``knowledge``.
+
+    Entity fields are applied first, so ``of:`` may name an entity revealed by the same result.
+
+    Returns:
+        ``(type, id)`` of every entity the result revealed or updated.
+    """
+    touched: list[tuple[str, str]] = []
+    outs = contract.output.fields
+    known_types = set(knowledge.entity_types)
+
+    def attach(of: str | None, key: str, value: Any) -> None:
+        if of is None:
+            return
+        t = _ref_type(contract, of)
+        rid = _ref_id(of, params, payload)
+        if t in known_types and isinstance(rid, str) and rid:
+            knowledge.reveal(t, rid, {key: value})
+            touched.append((t, rid))
+
+    for name, f in outs.items():
+        if name not in payload or f.node_type not in known_types:
+            continue
+        v = payload[name]
+        if f.type == "entity" and isinstance(v, str) and v:
+            knowledge.reveal(f.node_type, v)
+            touched.append((f.node_type, v))
+            attach(f.of, f.as_field or name, v)
+        elif f.type == "entity_list" and isinstance(v, list):
+            ids = []
+            for item in v:
+                if isinstance(item, dict) and isinstance(item.get("id"), str):
+                    extra = {k: item[k] for k in f.fields if k in item}
+                    knowledge.reveal(f.node_type, item["id"], extra)
+                    ids.append(item["id"])
+                elif isinstance(item, str):
+                    knowledge.reveal(f.node_type, item)
+                    ids.append(item)
+            touched += [(f.node_type, i) for i in ids]
+            attach(f.of, f.as_field or name, ids)
+    for name, f in outs.items():
+        if f.type in ("entity", "entity_list") or f.of is None or name not in payload:
+            continue
+        attach(f.of, f.as_field or name, payload[name])
+    return list(dict.fromkeys(touched))

@@ -1,0 +1,363 @@
+"""The ``Domain`` protocol: the only thing the env, the models, the evaluator, the CLI and serving know of a domain.
+
+A domain is one package, ``agentic_ray/domains/<name>/`` (or any installed package registered under the
+``agentic_ray.domains`` entry-point group), plus its skill contracts in ``configs/skills/<name>.yaml``. It holds:
+
+* its **world** (any object with ``to_dict()``; ``world_from_dict`` rebuilds it) and tool handlers (named by the
+  contracts' ``handler: module:function``);
+* its **task families**: :meth:`Domain.make_task` draws a world and a :class:`Task` (goal DAG, the customer's
+  :class:`Request` with its text, facts and mentioned entities, optimal steps, how the task ends);
+* its **graph schema** (:class:`DomainSchema`: entity node types with feature columns, links between them, the
+  hints a goal can carry) and ground truth (:meth:`Domain.entity_fields`); the generic observation builder turns
+  :class:`Knowledge` (what tool results revealed) into features from this schema, so a new node type is encoded
+  with no change to generic code;
+* its **hard mask rules** (:meth:`Domain.hard_rules`), **scripted expert** (:meth:`Domain.expert`, reading an
+  :class:`EpisodeView`, never the env) and **fallback rules** (:meth:`Domain.fallback_rules`).
+
+Partial information: at reset the agent knows the request (goals, facts such as an email, the entities it names
+by id). Every other entity, and every field, enters :class:`Knowledge` when a tool result reveals it, as the
+contracts' output fields declare (``type: entity``, ``entity_list``, ``of:``). Nothing is pre-filled.
+
+Dependencies point one way: ``envs/``, ``models/``, ``eval/``, ``stages/`` and ``serve_apps/`` import
+``domains/``; a domain imports only ``domains.protocol``, ``domains.goal_dag``, ``domains.quantile_map``,
+``domains.knowledge`` and ``skills/`` (backends' ``ToolError``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from agentic_ray.domains.goal_dag import Goal
+from agentic_ray.domains.knowledge import Knowledge
+from agentic_ray.domains.quantile_map import QuantileMap
+from agentic_ray.skills.contracts import DomainContracts, SkillContract
+from agentic_ray.skills.preconditions import Call
+
+__all__ = [
+    "Domain",
+    "DomainSchema",
+    "EntityRef",
+    "EntityTypeSchema",
+    "EpisodeView",
+    "Expert",
+    "FieldSpec",
+    "LastStep",
+    "LinkSchema",
+    "Request",
+    "RuleFn",
+    "Task",
+]
+
+RuleFn = Callable[[str, dict[str, Any]], dict[str, Any]]
+"""A named rule-based degrade: ``(skill, params) -> payload`` (marked degraded by the gateway)."""
+
+
+# ---------------------------------------------------------------------------------------------------- schema
+@dataclass(frozen=True)
+class FieldSpec:
+    """One entity field as a node feature: a "known" column plus its value columns.
+
+    Attributes:
+        name: the field name, as tool results reveal it.
+        kind: ``category`` (one-hot over ``choices``), ``number`` (quantile-mapped through the domain's table
+            entry ``<type>.<name>``) or ``flag`` (0/1).
+        choices: categories.
+        copy: a number that numeric arguments may copy (a :class:`~agentic_ray.graph_spec.NumericSource`).
+    """
+
+    name: str
+    kind: Literal["category", "number", "flag"]
+    choices: tuple[str, ...] = ()
+    copy: bool = False
+
+    @property
+    def width(self) -> int:
+        """Value columns (the known column not included)."""
+        return len(self.choices) if self.kind == "category" else 1
+
+
+@dataclass(frozen=True)
+class EntityTypeSchema:
+    """A domain node type: at most ``max_nodes`` revealed entities, encoded by ``fields``."""
+
+    name: str
+    max_nodes: int
+    fields: tuple[FieldSpec, ...]
+
+
+@dataclass(frozen=True)
+class LinkSchema:
+    """A domain relation ``src -rel-> dst``: field ``field`` of a revealed ``src`` entity holds the id (or ids) of
+    ``dst`` entities (an order's ``items``, an order's ``user_id``); an edge exists once both are revealed."""
+
+    src: str
+    rel: str
+    dst: str
+    field: str
+    max_edges: int
+
+
+@dataclass(frozen=True)
+class DomainSchema:
+    """The graph schema of a domain.
+
+    Attributes:
+        entity_types: domain node types (the env adds the generic ``tool``, ``goal`` and ``session`` types).
+        links: relations between domain entities, from revealed fields.
+        goal_hints: categorical facts a goal may carry about the entity it means (what the customer said, e.g. the
+            item's category), one-hot blocks of the goal features.
+        max_goals: most subgoals of one task.
+        terminal_skills: skills whose successful call ends the session (a handoff, an answer, closing the case):
+            success if every goal is satisfied by then, else an explicit failure.
+    """
+
+    entity_types: tuple[EntityTypeSchema, ...]
+    links: tuple[LinkSchema, ...] = ()
+    goal_hints: tuple[FieldSpec, ...] = ()
+    max_goals: int = 10
+    terminal_skills: tuple[str, ...] = ()
+
+    def entity_type(self, name: str) -> EntityTypeSchema:
+        for t in self.entity_types:
+            if t.name == name:
+                return t
+        raise KeyError(f"unknown entity type {name!r}; known: {[t.name for t in self.entity_types]}")
+
+    @property
+    def type_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.entity_types)
+
+
+# ---------------------------------------------------------------------------------------------------- tasks
+@dataclass(frozen=True)
+class EntityRef:
+    """An entity by type and id."""
+
+    type: str
+    id: str
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the customer said.
+
+    Attributes:
+        text: the request in natural language (for serving and the goal parser).
+        facts: values the customer gave that string arguments may copy (``StringParam.source: request.<fact>``),
+            e.g. an email, a name, a zip code.
+        mentioned: entities the request names by id (known, without fields, from step 0).
+    """
+
+    text: str
+    facts: dict[str, str] = field(default_factory=dict)
+    mentioned: tuple[EntityRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class Task:
+    """One customer request and how it is judged.
+
+    Attributes:
+        family: the task family.
+        seed: the task seed (world and task are a pure function of ``(family, seed)``).
+        request: what the customer said.
+        goals: the goal DAG (each goal's ``args`` hold the ground truth; the observation shows only the skill,
+            its enum constraints, its hints and edges to the entities it names once they are revealed).
+        optimal_steps: fewest calls that solve the task without faults, lookups included.
+        relevant: ids of the entities the task is about (a call on another one is a ``wrong_entity`` error).
+        end: ``goals``: success when every goal is satisfied; ``world_state``: success when
+            :meth:`Domain.final_check` accepts the world when the session ends.
+        optimal_steps_soft: fewest calls when safety checks may be skipped (``risk_mode: soft``: the
+            ``safety_check`` goals and the lookups only a safety precondition needs); None = ``optimal_steps``.
+        subtasks: families of a composite task.
+        extra: domain data the generic code never reads (e.g. products whose stock must not drift to 0).
+    """
+
+    family: str
+    seed: int
+    request: Request
+    goals: tuple[Goal, ...]
+    optimal_steps: int
+    relevant: tuple[str, ...] = ()
+    end: Literal["goals", "world_state"] = "goals"
+    optimal_steps_soft: int | None = None
+    subtasks: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def goal_index(self) -> dict[str, int]:
+        return {g.id: i for i, g in enumerate(self.goals)}
+
+    def without_safety_checks(self) -> Task:
+        """The task as ``risk_mode: soft`` sees it: ``safety_check`` goals dropped (and edges to them)."""
+        import dataclasses
+
+        drop = {g.id for g in self.goals if g.safety_check}
+        if not drop and self.optimal_steps_soft is None:
+            return self
+        goals = tuple(
+            dataclasses.replace(g, deps=tuple(d for d in g.deps if d not in drop))
+            for g in self.goals
+            if g.id not in drop
+        )
+        return dataclasses.replace(
+            self,
+            goals=goals,
+            optimal_steps=self.optimal_steps_soft or self.optimal_steps,
+            optimal_steps_soft=None,
+        )
+
+
+# ---------------------------------------------------------------------------------------------------- views
+@dataclass(frozen=True)
+class LastStep:
+    """The last executed step as the agent saw it."""
+
+    skill: str
+    params: dict[str, Any]
+    code: str
+    root_cause: str | None
+
+
+@dataclass
+class EpisodeView:
+    """The episode state through the protocol: what an expert, a prototype miner or a rule policy may read.
+
+    Attributes:
+        task: the task (an expert may read the goals' ground truth; a policy reads only the observation).
+        knowledge: what has been revealed.
+        skills: skill names in layout order.
+        contracts: skill contracts by name.
+        goal_done: ``(num_goals,)`` bool.
+        ready: ``(num_goals,)`` bool, pending goals whose prerequisites are done.
+        history: successful, non-degraded calls, in order.
+        last: the last step, or None at the start.
+        skill_mask: ``(K,)`` int8, the mask of the current observation.
+        step: steps taken.
+        budget: the step budget.
+    """
+
+    task: Task
+    knowledge: Knowledge
+    skills: tuple[str, ...]
+    contracts: dict[str, SkillContract]
+    goal_done: np.ndarray
+    ready: np.ndarray
+    history: list[Call]
+    last: LastStep | None
+    skill_mask: np.ndarray
+    step: int = 0
+    budget: int = 0
+
+    def allowed(self, skill: str) -> bool:
+        """Whether the mask allows ``skill`` now."""
+        return bool(self.skill_mask[self.skills.index(skill)])
+
+    def succeeded(self, skill: str, **params: Any) -> bool:
+        """Whether a successful call of ``skill`` with these parameter values is in the history."""
+        return any(c.skill == skill and all(c.value(k) == v for k, v in params.items()) for c in self.history)
+
+
+@runtime_checkable
+class Expert(Protocol):
+    """A scripted policy: the next call as ``(skill, params)`` from the episode view."""
+
+    def plan(self, view: EpisodeView) -> tuple[str, dict[str, Any]]: ...
+
+
+# ---------------------------------------------------------------------------------------------------- domain
+@runtime_checkable
+class Domain(Protocol):
+    """A task domain (see the module docstring). Attributes are read-only; methods are pure unless noted."""
+
+    name: str
+    """Registry name, e.g. ``ecommerce`` (env id ``agentic_ray/<name>-v1``)."""
+    contracts_path: Path
+    """Its skill contracts (``configs/skills/<name>.yaml``)."""
+    families: tuple[str, ...]
+    """Task families, in validation round-robin order."""
+    schema: DomainSchema
+    """The graph schema."""
+    data_dir: Path
+    """The domain's data folder: ``quantiles.json`` and, for prototype actions, ``prototypes.json``."""
+
+    def contracts(self) -> DomainContracts:
+        """The loaded, validated contracts (fallback rules checked against :meth:`fallback_rules`)."""
+        ...
+
+    def make_task(self, family: str, seed: int) -> tuple[Any, Task]:
+        """A fresh world and the task of ``(family, seed)``; deterministic."""
+        ...
+
+    def validation_seeds(self, family: str, n: int) -> list[int]:
+        """The fixed validation seeds of a family (disjoint from training seeds)."""
+        ...
+
+    def draw_training_seed(self, rng: np.random.Generator) -> int:
+        """A training task seed."""
+        ...
+
+    def world_from_dict(self, d: dict[str, Any]) -> Any:
+        """Rebuilds a world from ``world.to_dict()`` (HTTP backends)."""
+        ...
+
+    def entity_ids(self, world: Any, entity_type: str) -> list[str]:
+        """Ids of every entity of a type in the world (ground truth; for skill checks and quantile fitting)."""
+        ...
+
+    def entity_fields(self, world: Any, entity_type: str, entity_id: str) -> dict[str, Any] | None:
+        """The fields a full lookup would reveal now (ground truth; None if there is no such entity). The env
+        compares them with what was revealed to attribute ``stale_information``."""
+        ...
+
+    def step_world(self, world: Any, rng: np.random.Generator, task: Task) -> None:
+        """One tick of background change (drift); mutates the world."""
+        ...
+
+    def tool_health(self, world: Any) -> dict[str, tuple[float, float, float]]:
+        """Simulated per-skill ``(latency_ms, latency_std_ms, failure_rate)`` ({} when the domain has none)."""
+        ...
+
+    def goal_feasible(self, world: Any, task: Task, goal: Goal, done: set[str]) -> bool:
+        """Whether a pending goal can still be satisfied (False = the task failed unrecoverably)."""
+        ...
+
+    def final_check(self, world: Any, task: Task) -> bool:
+        """For ``task.end == "world_state"``: whether the final world is the one the gold actions produce.
+
+        Checked when every goal is satisfied or a terminal skill succeeds, so such a task still lists its
+        changes as goals (the goals drive DVR and the ready features; the check judges the outcome)."""
+        ...
+
+    def hard_rules(self, knowledge: Knowledge, skills: Sequence[str]) -> dict[str, str]:
+        """Hard mask rules from what is known: ``skill -> reason`` for each skill that may not run now.
+
+        These shape the action mask only; the gateway never sees them, so the tool handler must enforce the same
+        business rule itself (e.g. raise ``PRECONDITION_FAILED`` for an unverified customer)."""
+        ...
+
+    def fallback_rules(self) -> dict[str, RuleFn]:
+        """Named rule-based degrades the contracts' fallbacks may name."""
+        ...
+
+    def expert(self) -> Expert:
+        """The scripted expert (solves every validation task with faults off)."""
+        ...
+
+    def context(self, world: Any) -> dict[str, float]:
+        """Numbers about the customer the reward layers read (``EpisodeRecord.context``)."""
+        ...
+
+    def quantiles(self) -> QuantileMap:
+        """Quantile tables of every ``number`` field (``<type>.<field>``) plus ``tool.latency_ms`` and
+        ``tool.error_rate``."""
+        ...
+
+
+def entity_refs(ids: Iterable[tuple[str, str]]) -> tuple[EntityRef, ...]:
+    """``[(type, id)] -> (EntityRef, ...)``."""
+    return tuple(EntityRef(t, i) for t, i in ids)

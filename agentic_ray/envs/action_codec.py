@@ -1,0 +1,416 @@
+"""Structured actions <-> concrete tool calls, and prototype grounding.
+
+:class:`ActionCodec` maps an action of the layout's ``Dict`` space (see :mod:`agentic_ray.graph_spec`) to
+``(skill, params)`` and back, reading only what the agent knows: a pointer index is a node of the observation (an
+entity the request or a lookup revealed), a copied numeric value is a revealed field, a string argument is copied
+from the request's facts. Decoding never raises: a malformed action is an ``INVALID_INPUT`` step.
+
+Prototype mode (``Discrete(P)``): :meth:`ActionCodec.ground_prototype` turns a prototype (skill, enum values,
+numeric rule) into a structured action from the observation alone: entity arguments bind to the known entities
+the most urgent pending goal for that skill names (``goal -targets->`` edges), else the first valid target; the
+numeric argument copies the prototype's source field of the bound entity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agentic_ray.domains.knowledge import Knowledge
+from agentic_ray.domains.protocol import Task
+from agentic_ray.envs.observation import ObservationBuilder
+from agentic_ray.graph_spec import NUMERIC_BOUND, ActionLayout, GraphSpec, numeric_action
+from agentic_ray.skills.contracts import (
+    BoolParam,
+    DomainContracts,
+    EntityListParam,
+    EntityParam,
+    EnumParam,
+    FloatParam,
+    IntParam,
+    StringParam,
+)
+
+__all__ = ["ActionCodec", "ParamSlot", "Prototype"]
+
+
+@dataclass(frozen=True)
+class ParamSlot:
+    """One contract parameter and the action slot it is read from."""
+
+    name: str
+    kind: str  # pointer | list | enum | numeric | fact | fixed
+    slot: int
+    spec: Any
+
+
+@dataclass(frozen=True)
+class Prototype:
+    """An action prototype (mined from expert steps, see :mod:`agentic_ray.envs.prototypes`).
+
+    Attributes:
+        skill: skill name.
+        enum: enum slot values (one per enum slot of the skill).
+        source_field: ``(node type, field)`` a numeric argument copies from, or None for a free value.
+        numeric_frac: a free numeric argument as a share of its bound range.
+        support: expert steps in the cluster.
+    """
+
+    skill: str
+    enum: tuple[int, ...]
+    source_field: tuple[str, str] | None = None
+    numeric_frac: float = 0.5
+    support: int = 0
+
+
+def _choices(p: Any) -> list[Any]:
+    return p.choices if isinstance(p, EnumParam) else [False, True]
+
+
+class ActionCodec:
+    """Decodes and encodes structured actions for one env (it reads the builder's current node order).
+
+    Args:
+        contracts: the domain's contracts (layout order).
+        layout: the action layout.
+        spec: the graph spec (copy sources).
+        builder: the observation builder (node order, revealed source values).
+    """
+
+    def __init__(
+        self, contracts: DomainContracts, layout: ActionLayout, spec: GraphSpec, builder: ObservationBuilder
+    ) -> None:
+        self.layout, self.spec, self.builder = layout, spec, builder
+        self.contracts = contracts.skills
+        self.skills = tuple(c.name for c in contracts.skills)
+        self.params: list[list[ParamSlot]] = []
+        for c in contracts.skills:
+            row: list[ParamSlot] = []
+            n = {"pointer": 0, "list": 0, "enum": 0, "numeric": 0}
+            for name, p in c.input.items():
+                if isinstance(p, EntityParam):
+                    kind = "pointer"
+                elif isinstance(p, EntityListParam):
+                    kind = "list"
+                elif isinstance(p, EnumParam | BoolParam):
+                    kind = "enum"
+                elif isinstance(p, FloatParam | IntParam):
+                    kind = "numeric"
+                elif isinstance(p, StringParam) and p.source is not None:
+                    row.append(ParamSlot(name, "fact", -1, p))
+                    continue
+                else:
+                    row.append(ParamSlot(name, "fixed", -1, p))
+                    continue
+                row.append(ParamSlot(name, kind, n[kind], p))
+                n[kind] += 1
+            self.params.append(row)
+        self._sources = spec.source_table()
+
+    # ------------------------------------------------------------------ bounds
+    def bounds(self, knowledge: Knowledge, params: dict[str, Any], p: Any, skill: int) -> tuple[float, float]:
+        """``(low, high)`` of a numeric argument; ``max_from`` is resolved from a known field of an entity the
+        call refers to (an order's total), else the contract bound."""
+        lo, hi = float(p.min), float(p.max)
+        if isinstance(p, FloatParam) and p.max_from is not None:
+            for ps in self.params[skill]:
+                if ps.kind == "pointer" and ps.name in params:
+                    v = knowledge.fields(ps.spec.node_type, params[ps.name]).get(p.max_from)
+                    if isinstance(v, int | float) and not isinstance(v, bool):
+                        hi = min(hi, float(v))
+        return lo, max(hi, lo)
+
+    # ------------------------------------------------------------------ decode
+    def decode(
+        self, action: Any, task: Task, knowledge: Knowledge
+    ) -> tuple[int, dict[str, Any], str | None, str]:
+        """Structured action -> ``(skill index, params, error code or None, message)``; never raises."""
+        lay, b = self.layout, self.builder
+        mp = lay.max_pointer
+        try:
+            k = int(action["skill"])
+            ptr = np.asarray(action.get("pointer", ()), dtype=np.int64).reshape(-1)
+            mem = np.asarray(action.get("members", ()), dtype=np.int64).reshape(-1)
+            enm = np.asarray(action.get("enum", ()), dtype=np.int64).reshape(-1)
+            src = np.asarray(action.get("source", ()), dtype=np.int64).reshape(-1)
+            num = np.asarray(action.get("numeric", ()), dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError, KeyError, AttributeError) as e:
+            return -1, {}, "INVALID_INPUT", f"malformed action: {type(e).__name__}: {e}"
+        if not 0 <= k < len(self.skills):
+            return -1, {}, "INVALID_INPUT", f"skill {k} out of range"
+        params: dict[str, Any] = {}
+        numeric: list[ParamSlot] = []
+        for ps in self.params[k]:
+            p = ps.spec
+            if ps.kind == "pointer":
+                if ps.slot >= len(ptr):
+                    return k, params, "INVALID_INPUT", f"{ps.name}: missing pointer slot {ps.slot}"
+                j = int(ptr[ps.slot])
+                ids = b.node_ids[p.node_type]
+                if j == mp and not p.required:
+                    continue
+                if not 0 <= j < len(ids):
+                    return k, params, "INVALID_INPUT", f"{ps.name}: pointer {j} is not a known {p.node_type}"
+                params[ps.name] = ids[j]
+            elif ps.kind == "list":
+                bits = mem[ps.slot * mp : (ps.slot + 1) * mp] if len(mem) >= (ps.slot + 1) * mp else None
+                if bits is None:
+                    return k, params, "INVALID_INPUT", f"{ps.name}: missing members slot {ps.slot}"
+                ids = b.node_ids[p.node_type]
+                chosen = np.flatnonzero(bits)
+                if any(j >= len(ids) for j in chosen):
+                    return k, params, "INVALID_INPUT", f"{ps.name}: a member is not a known {p.node_type}"
+                if not p.min_items <= len(chosen) <= p.max_items:
+                    return (
+                        k,
+                        params,
+                        "INVALID_INPUT",
+                        f"{ps.name}: {len(chosen)} members, expected {p.min_items}..{p.max_items}",
+                    )
+                params[ps.name] = [ids[j] for j in chosen]
+            elif ps.kind == "enum":
+                ch = _choices(p)
+                if ps.slot >= len(enm) or not 0 <= int(enm[ps.slot]) < len(ch):
+                    return k, params, "INVALID_INPUT", f"{ps.name}: enum choice out of range"
+                params[ps.name] = ch[int(enm[ps.slot])]
+            elif ps.kind == "fact":
+                fact = p.request_fact
+                if fact not in task.request.facts:
+                    return k, params, "INVALID_INPUT", f"{ps.name}: the request gives no {fact}"
+                params[ps.name] = task.request.facts[fact]
+            elif ps.kind == "numeric":
+                numeric.append(ps)
+        for ps in numeric:
+            p = ps.spec
+            s = int(src[ps.slot]) if ps.slot < len(src) else 0
+            if s > 0:
+                v = b.source_value(knowledge, s - 1) if s - 1 < len(self._sources) else None
+                if v is None:
+                    return (
+                        k,
+                        params,
+                        "INVALID_INPUT",
+                        f"{ps.name}: copy source {s - 1} is not a revealed value",
+                    )
+            else:
+                if ps.slot >= len(num) or not np.isfinite(num[ps.slot]):
+                    return (
+                        k,
+                        params,
+                        "INVALID_INPUT",
+                        f"{ps.name}: numeric slot {ps.slot} missing or not finite",
+                    )
+                x = float(num[ps.slot])
+                x = max(-NUMERIC_BOUND, min(NUMERIC_BOUND, x))
+                lo, hi = self.bounds(knowledge, params, p, k)
+                v = lo + (hi - lo) * (math.tanh(x) + 1.0) / 2.0
+            params[ps.name] = round(v) if isinstance(p, IntParam) else round(v, 4)
+        return k, params, None, ""
+
+    def raw_clipped(self, action: Any) -> list[str]:
+        """Warnings for raw numeric values outside ``[-NUMERIC_BOUND, NUMERIC_BOUND]`` (clipped when decoded)."""
+        try:
+            num = np.asarray(action.get("numeric", ()), dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError, AttributeError):
+            return []
+        return [
+            f"numeric slot {i}: raw {x:g} clipped to ±{NUMERIC_BOUND:g}"
+            for i, x in enumerate(num)
+            if abs(x) > NUMERIC_BOUND
+        ]
+
+    # ------------------------------------------------------------------ encode
+    def encode(self, skill: str, params: dict[str, Any], knowledge: Knowledge) -> dict[str, np.ndarray | int]:
+        """Concrete ``(skill, params)`` -> a structured action (the inverse of :meth:`decode`).
+
+        A numeric value equal to a revealed copy source is encoded as that copy (the first such source); any
+        other value as a free value.
+
+        Raises:
+            KeyError: an entity argument names an entity the agent does not know.
+        """
+        lay, _b = self.layout, self.builder
+        k = self.skills.index(skill)
+        mp = lay.max_pointer
+        ptr = np.full(lay.pointer_slots, 0, dtype=np.int64)
+        mem = np.zeros(lay.list_slots * mp, dtype=np.int8)
+        enm = np.zeros(lay.enum_slots, dtype=np.int64)
+        src = np.zeros(lay.numeric_slots, dtype=np.int64)
+        num = np.zeros(lay.numeric_slots, dtype=np.float32)
+        for ps in self.params[k]:
+            p = ps.spec
+            if ps.kind == "pointer":
+                v = params.get(ps.name)
+                if v is None:  # left out: "omitted" when optional, else slot 0 (decoding then checks it)
+                    ptr[ps.slot] = 0 if p.required else mp
+                else:
+                    ptr[ps.slot] = self._node(p.node_type, v)
+            elif ps.kind == "list":
+                for v in params.get(ps.name) or []:
+                    mem[ps.slot * mp + self._node(p.node_type, v)] = 1
+            elif ps.kind == "enum":
+                ch = _choices(p)
+                v = params.get(ps.name, ch[0])
+                enm[ps.slot] = ch.index(v) if v in ch else 0
+            elif ps.kind == "numeric":
+                v = float(params.get(ps.name, p.min))
+                c = self.preferred_source(knowledge, v, p)
+                if c is not None:
+                    src[ps.slot] = c + 1
+                else:
+                    lo, hi = self.bounds(knowledge, params, p, k)
+                    num[ps.slot] = numeric_action((v - lo) / (hi - lo)) if hi > lo else 0.0
+        return {"skill": k, "pointer": ptr, "members": mem, "enum": enm, "source": src, "numeric": num}
+
+    def _node(self, node_type: str, entity_id: Any) -> int:
+        j = self.builder.node_index[node_type].get(str(entity_id))
+        if j is None:
+            raise KeyError(f"{node_type} {entity_id!r} is not known to the agent (no lookup revealed it)")
+        return j
+
+    def preferred_source(self, knowledge: Knowledge, value: float, p: Any) -> int | None:
+        """The copy source a demonstration uses for ``value``: one of the parameter's ``copy_from`` fields when
+        one holds it, else the first revealed source that does."""
+        for ref in getattr(p, "copy_from", ()):
+            t, _, f = ref.partition(".")
+            c = self.find_source(knowledge, value, (t, f))
+            if c is not None:
+                return c
+        return self.find_source(knowledge, value)
+
+    def find_source(
+        self, knowledge: Knowledge, value: float, field: tuple[str, str] | None = None
+    ) -> int | None:
+        """The first revealed copy source equal to ``value`` (of ``field`` when given), or None."""
+        for c, (j, _i) in enumerate(self._sources):
+            s = self.spec.numeric_sources[j]
+            if field is not None and (s.node_type, s.field) != field:
+                continue
+            v = self.builder.source_value(knowledge, c)
+            if v is not None and abs(v - value) <= 1e-6:
+                return c
+        return None
+
+    def source_field(self, c: int) -> tuple[str, str]:
+        s = self.spec.numeric_sources[self._sources[c][0]]
+        return s.node_type, s.field
+
+    # ------------------------------------------------------------------ prototypes
+    def enum_signature(self, k: int, params: dict[str, Any]) -> tuple[int, ...]:
+        out = []
+        for ps in self.params[k]:
+            if ps.kind == "enum":
+                ch = _choices(ps.spec)
+                v = params.get(ps.name, ch[0])
+                out.append(ch.index(v) if v in ch else 0)
+        return tuple(out)
+
+    def ground_prototype(
+        self,
+        proto: Prototype,
+        task: Task,
+        knowledge: Knowledge,
+        goal_ready: np.ndarray,
+        goal_done: np.ndarray,
+        pointer_mask: np.ndarray,
+        list_mask: np.ndarray,
+        targets: Callable[[int, str, str | None], list[str]],
+        used: Callable[[str, str], set[Any]] | None = None,
+    ) -> dict[str, np.ndarray | int]:
+        """A prototype -> a structured action, from what the observation shows (see the module docstring).
+
+        Args:
+            targets: ``(goal index, node type, argument or None) -> known ids the goal names`` (the
+                ``goal -targets->`` edges), with that argument of the goal's skill when one is given: an
+                argument binds first to what the goal names under the same argument name, so a pointer and a
+                list of the same type (a merge's primary and its duplicates) do not take each other's ids.
+            used: ``(skill, param) -> values already sent successfully``; without a goal-named target, a target
+                the skill has not been called on yet is preferred (a lookup reads the entity it has not read).
+        """
+        k = self.skills.index(proto.skill)
+        mp = self.layout.max_pointer
+        best: tuple[Any, ...] | None = None
+        for i, g in enumerate(task.goals):
+            if goal_done[i] or g.skill != proto.skill:
+                continue
+            if any(
+                ps.kind == "enum"
+                and ps.name in g.args
+                and self.enum_signature(k, g.args)[ps.slot] != proto.enum[ps.slot]
+                for ps in self.params[k]
+            ):
+                continue
+            key = (not goal_ready[i], -g.priority, i)
+            if best is None or key < best[0]:
+                best = (key, i)
+        gi = best[1] if best is not None else None
+        params: dict[str, Any] = {}
+        for ps in self.params[k]:
+            p = ps.spec
+            if ps.kind == "pointer":
+                ids = self.builder.node_ids[p.node_type]
+                valid = [ids[j] for j in np.flatnonzero(pointer_mask[k, ps.slot, :mp]) if j < len(ids)]
+                named = [
+                    v for v in (targets(gi, p.node_type, ps.name) if gi is not None else []) if v in valid
+                ]
+                done = used(proto.skill, ps.name) if used is not None else set()
+                fresh = [v for v in valid if v not in done]
+                pending = {
+                    v
+                    for i in range(len(task.goals))
+                    if not goal_done[i]
+                    for v in targets(i, p.node_type, None)
+                }
+                wanted = [v for v in fresh if v in pending]
+                pick = named or wanted or fresh or valid
+                if pick:
+                    params[ps.name] = pick[0]
+            elif ps.kind == "list":
+                ids = self.builder.node_ids[p.node_type]
+                valid = [ids[j] for j in np.flatnonzero(list_mask[k, ps.slot]) if j < len(ids)]
+                named = [
+                    v for v in (targets(gi, p.node_type, ps.name) if gi is not None else []) if v in valid
+                ]
+                pick = named if p.min_items <= len(named) <= p.max_items else valid[: max(p.min_items, 1)]
+                params[ps.name] = pick
+            elif ps.kind == "enum":
+                ch = _choices(p)
+                params[ps.name] = ch[proto.enum[ps.slot]] if ps.slot < len(proto.enum) else ch[0]
+        act = self.encode(proto.skill, params, knowledge)
+        for ps in self.params[k]:
+            if ps.kind != "numeric":
+                continue
+            c = None
+            if proto.source_field is not None:
+                t, f = proto.source_field
+                bound = [
+                    params[q.name]
+                    for q in self.params[k]
+                    if q.kind == "pointer" and q.spec.node_type == t and q.name in params
+                ]
+                for eid in bound:
+                    v = knowledge.fields(t, eid).get(f)
+                    if isinstance(v, int | float) and not isinstance(v, bool):
+                        c = self.find_source(knowledge, float(v), proto.source_field)
+                if c is None:
+                    c = next(
+                        (
+                            j
+                            for j in range(len(self._sources))
+                            if self.source_field(j) == proto.source_field
+                            and self.builder.source_value(knowledge, j) is not None
+                        ),
+                        None,
+                    )
+            src, num = act["source"], act["numeric"]
+            assert isinstance(src, np.ndarray) and isinstance(num, np.ndarray)
+            if c is not None:
+                src[ps.slot] = c + 1
+            else:
+                src[ps.slot] = 0
+                num[ps.slot] = numeric_action(proto.numeric_frac)
+        return act

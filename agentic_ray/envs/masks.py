@@ -1,0 +1,308 @@
+"""Skill and argument masks: hard, soft and business rules, with the reason for every masked skill.
+
+* **hard**: an entity argument with no known entity of its type to point at (a list with fewer than its minimum),
+  a string argument copied from a request fact the request does not give, and the domain's own rules
+  (:meth:`Domain.hard_rules`, from what is known, e.g. "no address change before verification");
+* **soft**: the live error rate of a skill above its threshold, or an open breaker (executor SLA statistics),
+  with a cool-down after which one probe is let through;
+* **business**: contract preconditions on the call history, through the same functions the gateway uses
+  (:mod:`agentic_ray.skills.preconditions`), so the mask and the gateway cannot disagree. A precondition that
+  constrains an entity argument with ``same`` narrows that pointer slot's valid targets.
+
+``safety`` preconditions are lifted in ``risk_mode: soft`` (the gateway lifts them too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from agentic_ray.domains.knowledge import Knowledge
+from agentic_ray.domains.protocol import Domain, Task
+from agentic_ray.graph_spec import ActionLayout
+from agentic_ray.skills.contracts import DomainContracts, EntityListParam, EntityParam, StringParam
+from agentic_ray.skills.preconditions import Call, PreconditionTracker
+
+__all__ = ["MaskComputer", "Masks", "sla_arrays"]
+
+
+def sla_arrays(sla_stats: dict, skills: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Executor SLA statistics as per-skill arrays (skill order of the layout)."""
+    a = np.array(
+        [
+            (
+                x.p50_ms,
+                x.p95_ms,
+                x.error_rate,
+                x.attempt_error_rate,
+                x.calls,
+                x.breaker_state == "open",
+                x.breaker_state == "half_open",
+            )
+            for x in (sla_stats[s] for s in skills)
+        ],
+        dtype=np.float64,
+    ).reshape(len(skills), 7)
+    return {
+        "p50": a[:, 0],
+        "p95": a[:, 1],
+        "error_rate": a[:, 2],
+        "attempt_error_rate": a[:, 3],
+        "calls": a[:, 4],
+        "open": a[:, 5] > 0,
+        "half_open": a[:, 6] > 0,
+    }
+
+
+@dataclass
+class Masks:
+    """One step's masks and the reasons behind them."""
+
+    skill_mask: np.ndarray  # (K,) int8
+    pointer_mask: np.ndarray  # (K, P, Mp + 1) int8
+    list_mask: np.ndarray  # (K, L, Mp) int8
+    hard: np.ndarray  # (K,) bool
+    soft: np.ndarray  # (K,) bool
+    reasons: dict[str, list[str]]
+    business: np.ndarray | None = None  # (K,) bool: a business precondition fails for every target
+
+    def as_obs(self) -> dict[str, np.ndarray]:
+        return {"skill_mask": self.skill_mask, "pointer_mask": self.pointer_mask, "list_mask": self.list_mask}
+
+
+class MaskComputer:
+    """Computes :class:`Masks` for one env's episodes (stateful: :meth:`reset` per episode, :meth:`add` per
+    successful call).
+
+    The structural part (hard and business masks, pointer and list masks) changes only when the history or the
+    knowledge does, so it is cached on both; the soft part is recomputed every step, vectorised over skills.
+
+    Args:
+        domain: the domain (hard rules).
+        contracts: its contracts (skill order = layout order).
+        layout: the action layout.
+        enforce_safety: False in ``risk_mode: soft`` (safety preconditions lifted).
+        soft_error_rate: default live error-rate threshold of the soft mask (seed 002: 5%).
+        soft_thresholds: per-skill overrides of the threshold.
+        soft_min_calls: calls in the SLA window before the soft mask may apply.
+        soft_cooldown_s: (simulated) seconds after a skill's last call when a soft-masked skill is let through
+            again for one probe, so that a recovered tool can come back.
+    """
+
+    def __init__(
+        self,
+        domain: Domain,
+        contracts: DomainContracts,
+        layout: ActionLayout,
+        *,
+        enforce_safety: bool = True,
+        soft_error_rate: float = 0.05,
+        soft_thresholds: dict[str, float] | None = None,
+        soft_min_calls: int = 5,
+        soft_cooldown_s: float = 30.0,
+    ) -> None:
+        self.domain = domain
+        self.contracts = contracts.skills
+        self.layout = layout
+        self.skills = tuple(c.name for c in contracts.skills)
+        self.tracker = PreconditionTracker(self.contracts, enforce_safety=enforce_safety)
+        self.threshold = np.array([(soft_thresholds or {}).get(s, soft_error_rate) for s in self.skills])
+        self.soft_min_calls = soft_min_calls
+        self.soft_cooldown_s = soft_cooldown_s
+        # Per skill: (pointer slot, param name, node type, optional, constrained), (list slot, name, type, min),
+        # request facts.
+        self.pointers: list[list[tuple[int, str, str, bool, bool]]] = []
+        self.lists: list[list[tuple[int, str, str, int]]] = []
+        self.facts: list[list[str]] = []
+        free: dict[str, list[tuple[int, int]]] = {}
+        for i, c in enumerate(contracts.skills):
+            pr: list[tuple[int, str, str, bool, bool]] = []
+            ls: list[tuple[int, str, str, int]] = []
+            fs: list[str] = []
+            constrained = {p for pc in self.tracker.rules[i] for p in pc.same}
+            for name, p in c.input.items():
+                if isinstance(p, EntityParam):
+                    slot = len(pr)
+                    pr.append((slot, name, p.node_type, not p.required, name in constrained))
+                    if name not in constrained:
+                        free.setdefault(p.node_type, []).append((i, slot))
+                elif isinstance(p, EntityListParam):
+                    ls.append((len(ls), name, p.node_type, p.min_items))
+                elif isinstance(p, StringParam) and p.request_fact and p.required:
+                    fs.append(p.request_fact)
+            self.pointers.append(pr)
+            self.lists.append(ls)
+            self.facts.append(fs)
+        self._free = {t: (np.array([a for a, _ in v]), np.array([b for _, b in v])) for t, v in free.items()}
+        self._optional = [
+            (i, slot) for i, pr in enumerate(self.pointers) for slot, _n, _t, opt, _c in pr if opt
+        ]
+        # Skills that need at least one known entity of a type (a required pointer, or a list's minimum).
+        need: dict[str, list[tuple[int, int, str]]] = {}
+        for i, pr in enumerate(self.pointers):
+            for _slot, name, nt, optional, _c in pr:
+                if not optional:
+                    need.setdefault(nt, []).append((i, 1, f"hard: no known {nt} for {name}"))
+            for _slot, name, nt, lo in self.lists[i]:
+                need.setdefault(nt, []).append((i, lo, f"hard: fewer than {lo} known {nt} for {name}"))
+        self._need = need
+        self._lists = [(i, slot, nt) for i, ls in enumerate(self.lists) for slot, _n, nt, _lo in ls]
+        self._constrained = [
+            (i, slot, name, nt, optional)
+            for i, pr in enumerate(self.pointers)
+            for slot, name, nt, optional, constrained in pr
+            if constrained
+        ]
+        self._with_rules = [i for i, r in enumerate(self.tracker.rules) if r]
+        self._key: tuple[int, int, int] | None = None
+        self._fact_hard: dict[int, list[str]] = {}
+        self._cached: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]] | None = (
+            None
+        )
+        self._reasons_key: tuple[object, ...] | None = None
+        self._reasons: dict[str, list[str]] = {}
+        self._kkey: tuple[int, int] | None = None
+        self._kpart: tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]] | None = None
+        self._bkey: tuple[int, tuple[int, int] | None] | None = None
+        self._business = np.zeros(layout.num_skills, dtype=bool)
+        self._bwhy: dict[int, list[str]] = {}
+
+    def reset(self, task: Task) -> None:
+        """A new episode: empty history; the request's facts decide which copied strings exist."""
+        self.tracker.reset()
+        self._key = None
+        self._reasons_key = None
+        self._kkey = self._kpart = self._bkey = None
+        facts = task.request.facts
+        self._fact_hard = {
+            i: [f"hard: the request gives no {f}" for f in fs if f not in facts]
+            for i, fs in enumerate(self.facts)
+            if any(f not in facts for f in fs)
+        }
+
+    def add(self, call: Call) -> None:
+        """A successful, non-degraded call joined the history."""
+        self.tracker.add(call)
+
+    def _knowledge_part(
+        self, knowledge: Knowledge, node_ids: dict[str, list[str]]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
+        """What depends only on what is known: free pointer targets, list candidates, hard rules (cached on the
+        knowledge's version)."""
+        key = (id(knowledge), knowledge.version)
+        if key == self._kkey and self._kpart is not None:
+            return self._kpart
+        lay = self.layout
+        k, mp = lay.num_skills, lay.max_pointer
+        pm = np.zeros((k, lay.pointer_slots, lay.pointer_choices), dtype=np.int8)
+        lm = np.zeros((k, lay.list_slots, mp), dtype=np.int8)
+        hard = np.zeros(k, dtype=bool)
+        why: dict[int, list[str]] = {i: list(v) for i, v in self._fact_hard.items()}
+        for i in why:
+            hard[i] = True
+        counts = {t: len(v) for t, v in node_ids.items()}
+        for t, (ii, ss) in self._free.items():
+            pm[ii, ss, : counts.get(t, 0)] = 1
+        for i, slot in self._optional:
+            pm[i, slot, mp] = 1
+        for i, slot, nt in self._lists:
+            lm[i, slot, : counts.get(nt, 0)] = 1
+        for nt, rows in self._need.items():
+            n = counts.get(nt, 0)
+            for i, lo, reason in rows:
+                if n < lo:
+                    hard[i] = True
+                    why.setdefault(i, []).append(reason)
+        for s, r in self.domain.hard_rules(knowledge, self.skills).items():
+            i = self.skills.index(s)
+            hard[i] = True
+            why.setdefault(i, []).append(r)
+        self._kkey, self._kpart = key, (pm, lm, hard, why)
+        self._bkey = None  # constrained targets are rewritten on the fresh pointer mask
+        return self._kpart
+
+    def _structural(
+        self, knowledge: Knowledge, node_ids: dict[str, list[str]]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
+        """Knowledge part plus the business part (preconditions on the history). After a call that revealed
+        nothing, only the skills whose preconditions name the new call's skill are re-checked."""
+        pm, lm, hard, kwhy = self._knowledge_part(knowledge, node_ids)
+        n_hist = len(self.tracker.history)
+        key = (n_hist, self._kkey)
+        if key == self._bkey and self._cached is not None:
+            return self._cached
+        tr = self.tracker
+        if self._bkey is not None and self._bkey[1] == self._kkey and self._bkey[0] == n_hist - 1:
+            last = tr.history[-1].skill
+            redo = {i for i, _j in tr.by_skill.get(last, ())} | {i for i, _j in tr.by_bind.get(last, ())}
+            business = self._business.copy()
+            bwhy = dict(self._bwhy)
+        else:
+            redo = set(self._with_rules)
+            business = np.zeros(self.layout.num_skills, dtype=bool)
+            bwhy = {}
+        for i in redo:
+            business[i] = False
+            bwhy.pop(i, None)
+        for i, slot, name, nt, optional in self._constrained:
+            if i not in redo:
+                continue
+            ids = node_ids.get(nt, [])
+            ok = tr.allowed(i, name, ids)
+            if ok is not None and ids:
+                pm[i, slot, : len(ids)] = ok
+                if not any(ok) and not optional:
+                    business[i] = True
+        for i in redo:
+            ok_pre, pre_why = tr.skill_ok(i)
+            if not ok_pre or business[i]:
+                business[i] = True
+                bwhy[i] = [f"business: {r}" for r in pre_why] or [
+                    f"business: {self.skills[i]}: no known entity meets its precondition"
+                ]
+        why = dict(kwhy)
+        for i, r in bwhy.items():
+            why[i] = why.get(i, []) + r
+        self._business, self._bwhy, self._bkey = business, bwhy, key
+        self._cached = (pm, lm, hard, business, why)
+        return self._cached
+
+    def compute(
+        self,
+        knowledge: Knowledge,
+        node_ids: dict[str, list[str]],
+        sla: dict[str, np.ndarray],
+        now: float,
+        last_call_time: np.ndarray,
+    ) -> Masks:
+        """The masks of the current state.
+
+        Args:
+            knowledge: what is known.
+            node_ids: the observation's node order per entity type (pointer index -> id).
+            sla: per-skill SLA arrays.
+            now: executor clock time (soft-mask cool-down).
+            last_call_time: ``(K,)`` clock time of each skill's last call.
+        """
+        pm, lm, hard, business, why = self._structural(knowledge, node_ids)
+        cooled = (now - last_call_time) >= self.soft_cooldown_s
+        soft = sla["open"] | (
+            (sla["error_rate"] > self.threshold) & (sla["calls"] >= self.soft_min_calls) & ~cooled
+        )
+        mask = (~hard & ~soft & ~business).astype(np.int8)
+        rkey = (self._bkey, soft.tobytes(), sla["open"].tobytes())
+        if rkey == self._reasons_key:  # reasons change only with the structure or the soft mask
+            return Masks(mask, pm, lm, hard, soft, self._reasons, business)
+        reasons: dict[str, list[str]] = {}
+        for i in np.flatnonzero(mask == 0):
+            r = list(why.get(int(i), ()))
+            if soft[i]:
+                r.append(
+                    "soft: circuit breaker open"
+                    if sla["open"][i]
+                    else f"soft: live error rate {sla['error_rate'][i]:.2f} > {self.threshold[i]:.2f}"
+                )
+            reasons[self.skills[i]] = r
+        self._reasons_key, self._reasons = rkey, reasons
+        return Masks(mask, pm, lm, hard, soft, reasons, business)

@@ -1,0 +1,498 @@
+"""Specs and observations from a domain's schema: the one builder training and serving share.
+
+:func:`build_specs` derives the :class:`~agentic_ray.graph_spec.GraphSpec` and
+:class:`~agentic_ray.graph_spec.ActionLayout` from the domain schema and the skill contracts;
+:class:`ObservationBuilder` turns ``(task, knowledge, episode state, SLA arrays, masks)`` into the padded-array
+observation. It never reads the world: every entity feature comes from :class:`Knowledge`, i.e. from the request
+and the tool results, so the Serve endpoint rebuilds exactly the same observation from a transcript.
+
+Node features (all in [0, 1]):
+
+=============  ====================================================================================================
+entity type    mentioned by the request, looked up (any field known), then per schema field a "known" column and
+               its value: a one-hot (category), a quantile through the domain's table ``<type>.<field>`` (number),
+               or 0/1 (flag). Unknown fields are all zeros with known = 0.
+tool           skill one-hot (K), p50, p95, error rate, attempt error rate, breaker open, half-open, high-risk,
+               risk weight, masked, calls this episode / 5
+goal           skill one-hot (K), pending / ready / done, priority, the required enum value (one-hot of the first
+               enum argument the goal constrains), then one one-hot block per schema goal hint
+session        steps used / budget, steps left / budget, goals done share, last call ok, last call failed,
+               consecutive failures / 5
+=============  ====================================================================================================
+
+Relations: ``tool -depends-> tool`` (contract preconditions), ``goal -requires-> goal``, ``goal -needs-> tool``,
+``session -uses-> tool`` (tools called this episode), for every entity type ``T`` ``goal -targets-> T`` (a goal's
+entity argument once that entity is known) and ``tool -operates-> T`` (skills with an argument of type ``T``), and
+the schema's links (from revealed fields).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agentic_ray.domains.knowledge import Knowledge
+from agentic_ray.domains.protocol import DomainSchema, EntityTypeSchema, Task
+from agentic_ray.domains.quantile_fit import TOOL_ERROR_RATE, TOOL_LATENCY, quantile_key
+from agentic_ray.domains.quantile_map import QuantileMap
+from agentic_ray.envs.episode import EpisodeState
+from agentic_ray.graph_spec import (
+    GOAL_NODE_TYPE,
+    ROOT_CAUSES,
+    SESSION_NODE_TYPE,
+    TOOL_NODE_TYPE,
+    ActionLayout,
+    GraphSpec,
+    NumericSource,
+    RelationSpec,
+    SkillSlots,
+)
+from agentic_ray.skills.contracts import (
+    BoolParam,
+    DomainContracts,
+    EntityListParam,
+    EntityParam,
+    EnumParam,
+    FloatParam,
+    IntParam,
+    StringParam,
+)
+
+__all__ = ["ObservationBuilder", "build_specs", "entity_columns"]
+
+TOOL_FEATURES = 10
+SESSION_FEATURES = 6
+ENTITY_FLAGS = 2  # mentioned, looked up
+
+
+@dataclass(frozen=True)
+class FieldColumns:
+    """Where one schema field lives in its node type's features."""
+
+    name: str
+    kind: str
+    known: int
+    value: int
+    choices: tuple[str, ...]
+    quantile: str
+
+
+def entity_columns(t: EntityTypeSchema) -> tuple[list[FieldColumns], int]:
+    """Column layout of an entity type: per field ``(known col, first value col)``, and the feature width."""
+    cols, c = [], ENTITY_FLAGS
+    for f in t.fields:
+        cols.append(FieldColumns(f.name, f.kind, c, c + 1, f.choices, quantile_key(t.name, f.name)))
+        c += 1 + f.width
+    return cols, c
+
+
+def _param_kinds(contracts: DomainContracts) -> list[SkillSlots]:
+    skills = []
+    for c in contracts.skills:
+        pt, po, lt, lb, es, nc = [], [], [], [], [], 0
+        for name, p in c.input.items():
+            if isinstance(p, EntityParam):
+                pt.append(p.node_type)
+                po.append(not p.required)
+            elif isinstance(p, EntityListParam):
+                lt.append(p.node_type)
+                lb.append((p.min_items, p.max_items))
+            elif isinstance(p, EnumParam):
+                es.append(len(p.choices))
+            elif isinstance(p, BoolParam):
+                es.append(2)
+            elif isinstance(p, FloatParam | IntParam):
+                nc += 1
+            elif isinstance(p, StringParam) and p.source is None and p.default is None and p.required:
+                raise ValueError(
+                    f"{c.name}.{name}: a string argument an agent fills must be copied from the request "
+                    "(`source: request.<fact>`), have a default, or be an enum"
+                )
+        skills.append(
+            SkillSlots(
+                c.name,
+                pointer_types=tuple(pt),
+                enum_sizes=tuple(es),
+                numeric_count=nc,
+                pointer_optional=tuple(po),
+                list_types=tuple(lt),
+                list_bounds=tuple(lb),
+            )
+        )
+    return skills
+
+
+def build_specs(
+    schema: DomainSchema, contracts: DomainContracts, prototype_skills: Sequence[str] = ()
+) -> tuple[GraphSpec, ActionLayout]:
+    """The domain's graph spec and action layout.
+
+    Args:
+        schema: the domain schema.
+        contracts: its skill contracts (skill order = the policy's skill order).
+        prototype_skills: for prototype mode, the skill of each prototype (adds ``proto_mask``).
+    """
+    skills = _param_kinds(contracts)
+    k = len(skills)
+    types = {t.name: t for t in schema.entity_types}
+    for s in skills:
+        for nt in (*s.pointer_types, *s.list_types):
+            if nt not in types:
+                raise ValueError(f"skill {s.name} refers to node type {nt!r}, which the domain schema lacks")
+    max_nodes = {t.name: t.max_nodes for t in schema.entity_types}
+    max_nodes.update({TOOL_NODE_TYPE: k, GOAL_NODE_TYPE: schema.max_goals, SESSION_NODE_TYPE: 1})
+    enum_max = max([n for s in skills for n in s.enum_sizes] + [2])
+    feat = {t.name: entity_columns(t)[1] for t in schema.entity_types}
+    feat[TOOL_NODE_TYPE] = k + TOOL_FEATURES
+    feat[GOAL_NODE_TYPE] = k + 4 + enum_max + sum(h.width for h in schema.goal_hints)
+    feat[SESSION_NODE_TYPE] = SESSION_FEATURES
+    n_dep = sum(len(pc.skills) for c in contracts.skills for pc in c.preconditions)
+    g = schema.max_goals
+    rels = [
+        RelationSpec(TOOL_NODE_TYPE, "depends", TOOL_NODE_TYPE, max(n_dep, 1)),
+        RelationSpec(GOAL_NODE_TYPE, "requires", GOAL_NODE_TYPE, 2 * g),
+        RelationSpec(GOAL_NODE_TYPE, "needs", TOOL_NODE_TYPE, g),
+        RelationSpec(SESSION_NODE_TYPE, "uses", TOOL_NODE_TYPE, k),
+    ]
+    for t in schema.entity_types:
+        users = sum(1 for s in skills if t.name in (*s.pointer_types, *s.list_types))
+        rels.append(RelationSpec(GOAL_NODE_TYPE, "targets", t.name, 3 * g))
+        rels.append(RelationSpec(TOOL_NODE_TYPE, "operates", t.name, max(users, 1) * t.max_nodes))
+    rels += [RelationSpec(lk.src, lk.rel, lk.dst, lk.max_edges) for lk in schema.links]
+    sources = []
+    for t in schema.entity_types:
+        cols, _ = entity_columns(t)
+        sources += [
+            NumericSource(t.name, f.name, col.value, col.known)
+            for f, col in zip(t.fields, cols, strict=True)
+            if f.copy and f.kind == "number"
+        ]
+    spec = GraphSpec(max_nodes, feat, tuple(rels), tuple(sources), ROOT_CAUSES)
+    mp = max([max_nodes[nt] for s in skills for nt in (*s.pointer_types, *s.list_types)] + [1])
+    layout = ActionLayout(
+        skills=tuple(skills),
+        max_pointer=mp,
+        num_prototypes=len(prototype_skills),
+        pointer_node_types=tuple(t.name for t in schema.entity_types),
+        prototype_skills=tuple(
+            next(i for i, s in enumerate(skills) if s.name == p) for p in prototype_skills
+        ),
+        num_sources=spec.num_sources,
+    )
+    return spec, layout
+
+
+def _onehot_into(row: np.ndarray, start: int, choices: tuple[str, ...], value: object) -> None:
+    if isinstance(value, str) and value in choices:
+        row[start + choices.index(value)] = 1.0
+
+
+class ObservationBuilder:
+    """``(task, knowledge, state, SLA arrays, masks) -> observation`` in the ``graph_spec`` format.
+
+    Args:
+        schema: the domain schema.
+        contracts: the domain's contracts.
+        spec, layout: from :func:`build_specs`.
+        quantiles: the domain's quantile tables.
+
+    Per episode, :meth:`begin_episode` caches what is static (goal features and goal edges); per step only the
+    entity rows whose knowledge changed, the tools and the session are rewritten.
+    """
+
+    def __init__(
+        self,
+        schema: DomainSchema,
+        contracts: DomainContracts,
+        spec: GraphSpec,
+        layout: ActionLayout,
+        quantiles: QuantileMap,
+    ) -> None:
+        self.schema, self.spec, self.layout, self.qm = schema, spec, layout, quantiles
+        self.contracts = contracts.by_name()
+        self.skills = tuple(s.name for s in layout.skills)
+        self.skill_idx = {s: i for i, s in enumerate(self.skills)}
+        self.k = len(self.skills)
+        self.types = schema.type_names
+        self.columns = {t.name: entity_columns(t)[0] for t in schema.entity_types}
+        for t, cols in self.columns.items():
+            for col in cols:
+                if col.kind == "number" and col.quantile not in quantiles.xp:
+                    raise ValueError(f"the domain's quantile table has no entry {col.quantile!r} ({t} field)")
+        self._rel = {r.key: r for r in spec.relations}
+        # Static tool rows and tool dependency edges.
+        self.tool_static = np.zeros((self.k, spec.feat_dims[TOOL_NODE_TYPE]), dtype=np.float32)
+        self.tool_static[:, : self.k] = np.eye(self.k, dtype=np.float32)
+        for i, s in enumerate(self.skills):
+            r = self.contracts[s].risk
+            self.tool_static[i, self.k + 6] = float(r.high_risk)
+            self.tool_static[i, self.k + 7] = min(1.0, r.weight)
+        self.tool_deps = [
+            (self.skill_idx[a], i)
+            for i, s in enumerate(self.skills)
+            for pc in self.contracts[s].preconditions
+            for a in pc.skills
+        ]
+        self.tools_of_type = {
+            t: [i for i, s in enumerate(layout.skills) if t in (*s.pointer_types, *s.list_types)]
+            for t in self.types
+        }
+        # Which goal argument names are entities of which type, per skill.
+        self.entity_args: dict[str, list[tuple[str, str]]] = {
+            s: [
+                (n, p.node_type)
+                for n, p in self.contracts[s].input.items()
+                if isinstance(p, EntityParam | EntityListParam)
+            ]
+            for s in self.skills
+        }
+        self.first_enum: dict[str, tuple[str, list[str]] | None] = {}
+        for s in self.skills:
+            e = next(
+                ((n, p) for n, p in self.contracts[s].input.items() if isinstance(p, EnumParam | BoolParam)),
+                None,
+            )
+            self.first_enum[s] = (
+                None
+                if e is None
+                else (e[0], list(e[1].choices) if isinstance(e[1], EnumParam) else ["False", "True"])
+            )
+        self._task: Task | None = None
+        self._know_version: tuple[int, int] = (-1, -1)
+        self._row_cache: dict[tuple[str, str], tuple[int, np.ndarray]] = {}
+        self._count_cache: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._entity_cache: dict[str, np.ndarray] = {}
+        self.node_ids: dict[str, list[str]] = {t: [] for t in self.types}
+        self.node_index: dict[str, dict[str, int]] = {t: {} for t in self.types}
+
+    # ------------------------------------------------------------------ helpers
+    def _edges(self, key: str, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        r = self._rel[key]
+        ei = np.zeros((2, r.max_edges), dtype=np.int64)
+        m = np.zeros(r.max_edges, dtype=np.int8)
+        pairs = pairs[: r.max_edges]
+        if pairs:
+            n = len(pairs)
+            ei[:, :n] = np.asarray(pairs, dtype=np.int64).T
+            m[:n] = 1
+        return ei, m
+
+    def begin_episode(self, task: Task) -> None:
+        """Precompute what is static within an episode (goal features, goal and tool edges)."""
+        sp, k, em = self.spec, self.k, self.layout.enum_max
+        self._task = task
+        self._know_version = (-1, -1)
+        self._row_cache = {}
+        gx = np.zeros((sp.max_nodes[GOAL_NODE_TYPE], sp.feat_dims[GOAL_NODE_TYPE]), dtype=np.float32)
+        gidx = task.goal_index()
+        for i, g in enumerate(task.goals):
+            gx[i, self.skill_idx[g.skill]] = 1.0
+            gx[i, k + 3] = min(1.0, g.priority / 12.0)
+            fe = self.first_enum[g.skill]
+            if fe is not None and fe[0] in g.args:
+                _onehot_into(gx[i], k + 4, tuple(fe[1]), str(g.args[fe[0]]))
+            c = k + 4 + em
+            for h in self.schema.goal_hints:
+                _onehot_into(gx[i], c, h.choices, g.hints.get(h.name))
+                c += h.width
+        self._goal_static = gx
+        n = len(task.goals)
+        self.goal_prereq = np.zeros((max(n, 1), max(n, 1)), dtype=bool)
+        for i, g in enumerate(task.goals):
+            self.goal_prereq[i, [gidx[d] for d in g.deps]] = True
+        self._static: dict[str, np.ndarray] = {}
+        for key, pairs in (
+            (f"{TOOL_NODE_TYPE}__depends__{TOOL_NODE_TYPE}", self.tool_deps),
+            (
+                f"{GOAL_NODE_TYPE}__requires__{GOAL_NODE_TYPE}",
+                [(gidx[d], i) for i, g in enumerate(task.goals) for d in g.deps],
+            ),
+            (
+                f"{GOAL_NODE_TYPE}__needs__{TOOL_NODE_TYPE}",
+                [(i, self.skill_idx[g.skill]) for i, g in enumerate(task.goals)],
+            ),
+        ):
+            self._static[f"{key}_ei"], self._static[f"{key}_mask"] = self._edges(key, pairs)
+        gm = np.zeros(sp.max_nodes[GOAL_NODE_TYPE], dtype=np.int8)
+        gm[:n] = 1
+        self._static[f"{GOAL_NODE_TYPE}_mask"] = gm
+        self._static[f"{TOOL_NODE_TYPE}_mask"] = np.ones(self.k, dtype=np.int8)
+        self._static[f"{SESSION_NODE_TYPE}_mask"] = np.ones(1, dtype=np.int8)
+        # Goal entity references: (goal index, type, id).
+        self._goal_refs = [
+            (i, t, v)
+            for i, g in enumerate(task.goals)
+            for name, t in self.entity_args[g.skill]
+            if name in g.args
+            for v in (g.args[name] if isinstance(g.args[name], list | tuple) else [g.args[name]])
+        ]
+
+    def goal_ready(self, goal_done: np.ndarray) -> np.ndarray:
+        """``(num_goals,)`` bool: pending goals whose prerequisites are all done."""
+        n = len(goal_done)
+        return ~goal_done & ~(self.goal_prereq[:n, :n] & ~goal_done[None, :]).any(axis=1)
+
+    def refresh(self, knowledge: Knowledge) -> None:
+        """Bring the node order (``node_ids``/``node_index``) up to date with ``knowledge`` (masks read it)."""
+        self._entities(knowledge)
+
+    def _entities(self, knowledge: Knowledge) -> dict[str, np.ndarray]:
+        """Entity rows, masks and link/goal/tool edges that depend on knowledge (cached by its version)."""
+        if (id(knowledge), knowledge.version) == self._know_version:
+            return self._entity_cache
+        out: dict[str, np.ndarray] = {}
+        sp = self.spec
+        for t in self.types:
+            ids = knowledge.ids(t)[: sp.max_nodes[t]]
+            self.node_ids[t] = ids
+            self.node_index[t] = {e: i for i, e in enumerate(ids)}
+            x = np.zeros((sp.max_nodes[t], sp.feat_dims[t]), dtype=np.float32)
+            for i, eid in enumerate(ids):
+                x[i] = self._row(knowledge, t, eid)
+            n = len(ids)
+            cached = self._count_cache.get((t, n))
+            if cached is None:
+                m = np.zeros(sp.max_nodes[t], dtype=np.int8)
+                m[:n] = 1
+                key = f"{TOOL_NODE_TYPE}__operates__{t}"
+                cached = self._count_cache[(t, n)] = (
+                    m,
+                    *self._edges(key, [(a, b) for a in self.tools_of_type[t] for b in range(n)]),
+                )
+            key = f"{TOOL_NODE_TYPE}__operates__{t}"
+            out[f"{t}_x"], out[f"{t}_mask"] = x, cached[0]
+            out[f"{key}_ei"], out[f"{key}_mask"] = cached[1], cached[2]
+        for lk in self.schema.links:
+            src_idx, dst_idx = self.node_index[lk.src], self.node_index[lk.dst]
+            pairs = []
+            for sid, i in src_idx.items():
+                v = knowledge.fields(lk.src, sid).get(lk.field)
+                for d in v if isinstance(v, list) else [v]:
+                    if isinstance(d, str) and d in dst_idx:
+                        pairs.append((i, dst_idx[d]))
+            key = f"{lk.src}__{lk.rel}__{lk.dst}"
+            out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, pairs)
+        per_type: dict[str, list[tuple[int, int]]] = {t: [] for t in self.types}
+        for gi, t, v in self._goal_refs:
+            j = self.node_index[t].get(str(v))
+            if j is not None:
+                per_type[t].append((gi, j))
+        for t, pairs in per_type.items():
+            key = f"{GOAL_NODE_TYPE}__targets__{t}"
+            out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, pairs)
+        src = np.zeros(max(sp.num_sources, 1), dtype=np.int8)
+        c = 0
+        for s in sp.numeric_sources:
+            n = len(self.node_ids[s.node_type])
+            src[c : c + n] = out[f"{s.node_type}_x"][:n, s.known_col] > 0
+            c += sp.max_nodes[s.node_type]
+        out["source_mask"] = src
+        self._entity_cache, self._know_version = out, (id(knowledge), knowledge.version)
+        return out
+
+    def _row(self, knowledge: Knowledge, t: str, eid: str) -> np.ndarray:
+        """One entity's features (cached until the entity changes)."""
+        version = knowledge.entity_version.get((t, eid), 0)
+        hit = self._row_cache.get((t, eid))
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        flds = knowledge.fields(t, eid)
+        row = np.zeros(self.spec.feat_dims[t], dtype=np.float32)
+        row[0] = float((t, eid) in knowledge.mentioned)
+        for col in self.columns[t]:
+            if col.name not in flds:
+                continue
+            v = flds[col.name]
+            row[1] = 1.0
+            row[col.known] = 1.0
+            if col.kind == "category":
+                _onehot_into(row, col.value, col.choices, v)
+            elif col.kind == "number":
+                if isinstance(v, int | float) and not isinstance(v, bool):
+                    row[col.value] = self.qm.scalar(col.quantile, float(v))
+            else:
+                row[col.value] = float(bool(v))
+        self._row_cache[(t, eid)] = (version, row)
+        return row
+
+    def source_value(self, knowledge: Knowledge, c: int) -> float | None:
+        """The revealed value of numeric copy source ``c`` (None if unknown)."""
+        j, i = self.spec.source_table()[c]
+        s = self.spec.numeric_sources[j]
+        ids = self.node_ids[s.node_type]
+        if i >= len(ids):
+            return None
+        v = knowledge.fields(s.node_type, ids[i]).get(s.field)
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    # ------------------------------------------------------------------ build
+    def build(
+        self,
+        task: Task,
+        knowledge: Knowledge,
+        state: EpisodeState,
+        sla: dict[str, np.ndarray],
+        masks: dict[str, np.ndarray],
+    ) -> dict[str, np.ndarray]:
+        """The observation.
+
+        Args:
+            task: the episode's task.
+            knowledge: what is known.
+            state: the episode counters (step, budget, goal status, calls, last outcome, reflection).
+            sla: per-skill SLA arrays (``sla_arrays``).
+            masks: ``skill_mask (K,)``, ``pointer_mask``, ``list_mask`` and optionally ``proto_mask``.
+
+        Returns:
+            A dict matching ``observation_space(spec, layout)``; every array is freshly allocated.
+        """
+        if self._task is not task:
+            self.begin_episode(task)
+        k = self.k
+        obs: dict[str, np.ndarray] = {key: v.copy() for key, v in self._static.items()}
+        obs.update({key: v.copy() for key, v in self._entities(knowledge).items()})
+        tx = self.tool_static.copy()
+        lat = self.qm(TOOL_LATENCY, np.rint(np.concatenate((sla["p50"], sla["p95"]))))
+        er = self.qm(TOOL_ERROR_RATE, np.concatenate((sla["error_rate"], sla["attempt_error_rate"])))
+        tx[:, k] = lat[:k]
+        tx[:, k + 1] = lat[k:]
+        tx[:, k + 2] = er[:k]
+        tx[:, k + 3] = er[k:]
+        tx[:, k + 4] = sla["open"]
+        tx[:, k + 5] = sla["half_open"]
+        tx[:, k + 8] = 1 - masks["skill_mask"]
+        tx[:, k + 9] = np.minimum(state.calls, 5) / 5.0
+        obs[f"{TOOL_NODE_TYPE}_x"] = tx
+        bud = max(state.budget, 1)
+        ng = len(state.goal_done)
+        obs[f"{SESSION_NODE_TYPE}_x"] = np.array(
+            [
+                [
+                    min(1.0, state.step / bud),
+                    max(0.0, (bud - state.step) / bud),
+                    np.count_nonzero(state.goal_done) / ng if ng else 1.0,
+                    float(state.last_ok),
+                    float(state.last_failed),
+                    min(1.0, state.consecutive_failures / 5.0),
+                ]
+            ],
+            dtype=np.float32,
+        )
+        gx = self._goal_static.copy()
+        ready = self.goal_ready(state.goal_done)
+        gx[:ng, k] = ~state.goal_done & ~ready
+        gx[:ng, k + 1] = ready
+        gx[:ng, k + 2] = state.goal_done
+        obs[f"{GOAL_NODE_TYPE}_x"] = gx
+        key = f"{SESSION_NODE_TYPE}__uses__{TOOL_NODE_TYPE}"
+        used = np.flatnonzero(state.calls > 0)
+        obs[f"{key}_ei"], obs[f"{key}_mask"] = self._edges(key, [(0, int(j)) for j in used])
+        obs["skill_mask"] = masks["skill_mask"].astype(np.int8, copy=True)
+        obs["pointer_mask"] = masks["pointer_mask"].astype(np.int8, copy=True)
+        obs["list_mask"] = masks["list_mask"].astype(np.int8, copy=True)
+        obs["reflection"] = state.reflection.astype(np.float32, copy=True)
+        if self.layout.num_prototypes:
+            obs["proto_mask"] = masks["proto_mask"].astype(np.int8, copy=True)
+        return obs

@@ -1,0 +1,100 @@
+"""A damaged checkpoint is a CheckpointError naming the checkpoint and the file, never a pickle traceback; and
+``agentic-ray eval`` / ``train --resume`` refuse it with exit code 2 before anything starts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentic_ray.eval.policy_loading import (
+    MODULE_SUBDIR,
+    CheckpointError,
+    load_policy_module,
+    verify_checkpoint,
+)
+from agentic_ray.settings import load_settings
+from tests.helpers.cli import invoke
+
+TINY = Path(__file__).resolve().parents[3] / "configs" / "tiny.yaml"
+
+
+@pytest.fixture(scope="module")
+def module_ckpt(tmp_path_factory) -> Path:
+    from agentic_ray.algorithms.build import module_spec
+
+    d = tmp_path_factory.mktemp("ckpt") / "module"
+    module_spec(load_settings(TINY)).build().save_to_path(str(d))
+    return d
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_sound_checkpoint_loads(module_ckpt):
+    assert verify_checkpoint(module_ckpt, module_only=True) == module_ckpt
+    assert load_policy_module(module_ckpt) is not None
+
+
+def test_truncated_module_state_names_the_file(module_ckpt, tmp_path):
+    d = _copy(module_ckpt, tmp_path / "m")
+    state = d / "module_state.pkl"
+    state.write_bytes(state.read_bytes()[:1000])  # a full disk mid-save
+    with pytest.raises(
+        CheckpointError, match=r"is corrupted: module_state\.pkl cannot be read \((EOFError|Unpickling)"
+    ):
+        load_policy_module(d)
+
+
+def test_missing_or_garbled_files_are_named(module_ckpt, tmp_path):
+    d = _copy(module_ckpt, tmp_path / "m")
+    (d / "class_and_ctor_args.pkl").unlink()
+    with pytest.raises(CheckpointError, match=r"incomplete: missing class_and_ctor_args\.pkl"):
+        load_policy_module(d)
+    d = _copy(module_ckpt, tmp_path / "m2")
+    (d / "metadata.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match=r"metadata\.json cannot be read \(JSONDecodeError"):
+        load_policy_module(d)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_policy_module(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match="holds no checkpoint files"):
+        verify_checkpoint(tmp_path / "empty")
+
+
+def _run_dir(tmp_path: Path, module_ckpt: Path) -> tuple[Path, Path]:
+    """A run directory as the pipeline leaves it, whose latest checkpoint then gets damaged."""
+    run = tmp_path / "run"
+    ckpt = run / "checkpoints" / "latest"
+    shutil.copytree(module_ckpt, ckpt / MODULE_SUBDIR)
+    (ckpt / "metadata.json").write_text(json.dumps({"class_and_ctor_args_file": "class_and_ctor_args.pkl"}))
+    (run / "settings.json").write_text(load_settings(TINY).model_dump_json())
+    (run / "state.json").write_text(json.dumps({"stage": "rl", "iteration": 1, "checkpoint": str(ckpt)}))
+    state = ckpt / MODULE_SUBDIR / "module_state.pkl"
+    state.write_bytes(b"\x80\x05garbage")
+    return run, ckpt
+
+
+def test_train_resume_and_eval_refuse_a_corrupted_checkpoint(module_ckpt, tmp_path):
+    run, _ = _run_dir(tmp_path, module_ckpt)
+    r = invoke(["train", "--resume", str(run)])
+    assert r.exit_code == 2, r.output
+    assert "cannot resume" in r.output and "module_state.pkl cannot be read" in r.output
+    r = invoke(["eval", str(run), "--checkpoint", "latest"])
+    assert r.exit_code == 2 and "module_state.pkl cannot be read" in r.output, r.output
+
+
+def test_train_resume_refuses_damaged_run_files(module_ckpt, tmp_path):
+    run, _ = _run_dir(tmp_path, module_ckpt)
+    (run / "state.json").write_text("{")
+    r = invoke(["train", "--resume", str(run)])
+    assert r.exit_code == 2 and f"{run / 'state.json'}: cannot read the pipeline state" in r.output, r.output
+    (run / "settings.json").write_text('{"algo": {"gamma": 7}}')
+    r = invoke(["train", "--resume", str(run)])
+    assert r.exit_code == 2 and "settings.json: field algo.gamma" in r.output, r.output
+    r = invoke(["train", "--resume", str(tmp_path / "nope")])
+    assert r.exit_code == 2 and "no such run directory" in r.output
