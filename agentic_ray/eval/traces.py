@@ -8,8 +8,9 @@ every failed episode up to a cap; see :func:`agentic_ray.eval.evaluator.select_t
      "reward_layers": {layer: episode total (raw)}, "reward_steps": {layer: [per-step value, ...]},
      "steps": [{"t", "skill", "args", "result_code", "latency_ms", "attempts", "fallback_used", "message",
                 "warnings", "injected", "masked", "goals_satisfied", "step_trace_id",
-                "top_skills": [[name, prob], ...], "pointer": {arg: [[node, prob], ...]},
-                "enum": {arg: [[choice, prob], ...]}, "numeric": {arg: {"mean", "sigma"}},
+                "top_skills": [[name, prob], ...], "pointer": {arg: [[node | "(left out)", prob], ...]},
+                "members": {arg: [[node, prob in the set], ...]}, "enum": {arg: [[choice, prob], ...]},
+                "numeric": {arg: {"mean", "sigma", "copy": [[node.field | "(free value)", prob], ...]}},
                 "mask_reasons": {skill: [reason, ...]},
                 "attention": {relation: [[src, dst, weight], ...]}, "gates": {name: value},
                 "reflection": {"root_cause", "probs": {cause: p}, "rule_based_cause", "hypothesis",
@@ -126,10 +127,16 @@ def format_trace(t: dict[str, Any], top_k: int = 3) -> str:
             lines.append("    policy: " + ", ".join(f"{n} {p:.2f}" for n, p in top[:top_k]))
         for slot, dist in (s.get("pointer") or {}).items():
             lines.append(f"    pointer {slot}: " + ", ".join(f"{n} {p:.2f}" for n, p in dist[:top_k]))
+        for slot, dist in (s.get("members") or {}).items():
+            lines.append(f"    members {slot}: " + ", ".join(f"{n} {p:.2f}" for n, p in dist[:top_k]))
         for slot, dist in (s.get("enum") or {}).items():
             lines.append(f"    enum {slot}: " + ", ".join(f"{n} {p:.2f}" for n, p in dist[:top_k]))
         for slot, n in (s.get("numeric") or {}).items():
-            lines.append(f"    numeric {slot}: mean {n['mean']:+.3f} sigma {n['sigma']:.3f}")
+            copy = ", ".join(f"{c} {p:.2f}" for c, p in (n.get("copy") or [])[:top_k])
+            lines.append(
+                f"    numeric {slot}: mean {n['mean']:+.3f} sigma {n['sigma']:.3f}"
+                + (f"; copy {copy}" if copy else "")
+            )
         masked = s.get("mask_reasons") or {}
         if masked:
             lines.append(

@@ -106,9 +106,12 @@ function stepCard(s) {
   if (s.top_skills) grid.append(kv("top-k skills", probRows(s.top_skills)));
   if (s.top_prototypes) grid.append(kv("top prototypes", probRows(s.top_prototypes)));
   for (const [arg, pairs] of Object.entries(s.pointer || {})) grid.append(kv(`pointer · ${arg}`, probRows(pairs)));
+  for (const [arg, pairs] of Object.entries(s.members || {})) grid.append(kv(`set members · ${arg}`, probRows(pairs)));
   for (const [arg, pairs] of Object.entries(s.enum || {})) grid.append(kv(`enum · ${arg}`, probRows(pairs)));
   for (const [arg, n] of Object.entries(s.numeric || {})) {
-    grid.append(kv(`numeric · ${arg}`, `mean ${n.mean.toFixed(3)}  σ ${n.sigma.toFixed(3)}  → ${fmt((s.args || {})[arg])}`));
+    const box = el("div", { text: `mean ${n.mean.toFixed(3)}  σ ${n.sigma.toFixed(3)}  → ${fmt((s.args || {})[arg])}` });
+    if ((n.copy || []).length) box.append(el("div", { class: "muted", text: "copied from:" }), probRows(n.copy));
+    grid.append(kv(`numeric · ${arg}`, box));
   }
   const masked = Object.entries(s.mask_reasons || {});
   if (masked.length) {
