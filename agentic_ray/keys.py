@@ -73,3 +73,4 @@ SWEEP_VALIDATION_PREFIX = (
     "val/"  # + validation metric (completion, high_risk_share, ...): what sweeps rank on
 )
 SWEEP_TRAIN_PREFIX = "train/"  # + training statistic (return): logged, never an objective
+METRIC_REWARD_LAYER_NORM_PREFIX = "reward_layer_norm/"  # + layer name: normalised per-episode layer value

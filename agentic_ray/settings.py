@@ -128,7 +128,17 @@ class EvalSettings(_Strict):
     auto_pause_patience: int = Field(
         default=3, ge=1, description="Pause when DVR declines this many times in a row."
     )
-    traces_per_eval: int = Field(default=4, ge=0, description="Episodes traced per evaluation.")
+    traces_per_eval: int = Field(
+        default=4,
+        ge=0,
+        description="Episodes traced per evaluation as a sample, taken across families in turn.",
+    )
+    failed_traces_per_eval: int = Field(
+        default=32,
+        ge=0,
+        description="Besides the sample, every episode that did not complete is traced, up to this many per "
+        "evaluation.",
+    )
 
 
 class WandbSettings(_Strict):

@@ -30,8 +30,10 @@ def module_spec(settings: ExperimentSettings, env: AgentTaskEnv | None = None) -
 
 def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
     """AAAC (or PPO, for side-by-side runs) on the agent env with the AAAC module, callbacks and reward pool."""
+    from agentic_ray.ray_notices import drop_known_ray_notices
     from agentic_ray.rollout.episode_callbacks import AgenticEpisodeCallbacks
 
+    drop_known_ray_notices()
     s = settings
     env = AgentTaskEnv(s.env)
     cfg: Any
@@ -70,7 +72,9 @@ def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
     )
     cfg.learners(num_gpus_per_learner=s.ray.num_gpus_per_learner)
     cfg.callbacks(AgenticEpisodeCallbacks)
-    cfg.debugging(seed=s.seed)
+    # log_sys_usage samples CPU/GPU load through GPUtil (not a dependency: RLlib warns "Install gputil" at every
+    # build); nothing here reads those metrics.
+    cfg.debugging(seed=s.seed, log_sys_usage=False)
     if s.rewards is not None:
         from agentic_ray.rollout.reward_pool_wiring import wire_reward_pool
 

@@ -7,6 +7,68 @@ from typing import Any
 
 import typer
 
+try:  # typer >= 0.24 vendors click and raises its own copy of click's exceptions
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - older typer on the real click
+    from click.exceptions import ClickException, UsageError  # type: ignore[assignment]
+
+__all__ = ["ClickException", "UsageError", "UserError"]
+
+
+class UserError(ClickException):
+    """An error the user can fix (a wrong path, a bad option): printed as one line, exit code 2."""
+
+    exit_code = 2
+
+
+def run_directory(path: Path, need: str = "settings.json") -> Path:
+    """``path`` as an absolute run directory, or a :class:`UserError` naming what is missing.
+
+    Args:
+        path: what the user typed (relative paths are resolved against the working directory).
+        need: a file the command needs inside the run directory.
+    """
+    p = path.expanduser().resolve()
+    if not p.exists():
+        raise UserError(f"no such run directory: {path} does not exist")
+    if not p.is_dir():
+        raise UserError(f"{path} is not a directory (give a run directory written by `agentic-ray train`)")
+    if need and not (p / need).exists():
+        raise UserError(f"{path} is not a run directory: it has no {need}")
+    return p
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+    """``--set key.path=value`` options → ``{"key.path": value}`` (values parsed as YAML).
+
+    Raises:
+        UserError: an item without ``=`` or key, a value that is not YAML, the same key twice with different
+            values, or a key set both as a value and as a section (``a=1`` and ``a.b=2``).
+    """
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, eq, raw = item.partition("=")
+        key = key.strip()
+        if not eq or not key or any(not part for part in key.split(".")):
+            raise UserError(f"--set {item!r}: expected key.path=value, e.g. --set stages.rl.iterations=20")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise UserError(
+                f"--set {item!r}: the value is not valid YAML ({' '.join(str(e).split())})"
+            ) from e
+        if key in out and out[key] != value:
+            raise UserError(f"--set {key} is given twice with different values ({out[key]!r} and {value!r})")
+        for other in out:
+            if other.startswith(key + ".") or key.startswith(other + "."):
+                raise UserError(
+                    f"--set {other} and --set {key} conflict: one sets a section the other is inside"
+                )
+        out[key] = value
+    return out
+
 
 def init_ray(address: str | None, num_cpus: int | None) -> None:
     """Connect to a cluster, or start an embedded local Ray with its own temp dir."""
@@ -33,13 +95,6 @@ def init_ray(address: str | None, num_cpus: int | None) -> None:
         )
 
 
-def parse_overrides(pairs: list[str] | None) -> dict[str, Any]:
-    """``--set key.path=value`` options as dotted overrides, each value parsed as YAML."""
-    import yaml
-
-    return {k: yaml.safe_load(v) for k, _, v in (x.partition("=") for x in (pairs or []))}
-
-
 def metrics_table(m: dict[str, Any]) -> str:
     keys = [
         "tcsr",
@@ -62,10 +117,20 @@ def domain_contracts(domain: str | None, contracts: Path | None) -> tuple[Any, A
         return load_contracts(contracts), None, None
     if domain is None:
         raise typer.BadParameter("give --domain or --contracts")
-    from agentic_ray.domains import get_domain, sample_world
+    from agentic_ray.domains import sample_world
 
-    d = get_domain(domain)
+    d = registered_domain(domain)
     return d.contracts(), d.world_from_dict, sample_world(d)
+
+
+def registered_domain(name: str) -> Any:
+    """The registered domain ``name``, or a :class:`UserError` listing the known ones."""
+    from agentic_ray.domains import get_domain
+
+    try:
+        return get_domain(name)
+    except KeyError as e:  # documented: an unknown domain, the message lists the known ones
+        raise UserError(str(e.args[0])) from e
 
 
 def table(rows: list[dict[str, Any]], cols: list[str]) -> str:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from agentic_ray.cli.app import skills_app
-from agentic_ray.cli.common import domain_contracts, table
+from agentic_ray.cli.common import domain_contracts, registered_domain, table
 
 
 @skills_app.command("validate")
@@ -95,6 +95,7 @@ def skills_check(
     """Run every skill of a domain once through the ToolExecutor and print a table."""
     from agentic_ray.envs.skill_check import run_skill_check
 
+    registered_domain(domain)
     rows = run_skill_check(domain, url=url, seed=seed)
     if as_json:
         for r in rows:

@@ -9,8 +9,19 @@ from typing import Annotated
 import typer
 
 from agentic_ray.cli.app import app
-from agentic_ray.cli.common import init_ray, metrics_table, parse_overrides
-from agentic_ray.cli.exit_codes import EXIT_USAGE, exit_code_for, status_line
+from agentic_ray.cli.common import UserError, init_ray, metrics_table, parse_overrides, run_directory
+from agentic_ray.cli.exit_codes import exit_code_for, status_line
+
+
+def _local_run(where: str, need: str = "settings.json") -> Path:
+    """A run directory given as a path or URI -> its local working copy (pulled from the storage location), or a
+    one-line :class:`UserError`."""
+    from agentic_ray.stages.run_storage import RunStorage
+
+    storage = RunStorage(where)
+    if not storage.pull():
+        raise UserError(f"no such run directory: {where} does not exist")
+    return run_directory(storage.local_dir, need)
 
 
 @app.command("train")
@@ -40,34 +51,44 @@ def train(
     """Train: imitation → RL → reflection, with gates, per-stage checkpoints and evaluation.
 
     Exits 0 when the run finished, 3 when it stopped at a failed gate, 4 when auto-pause paused it
-    (see agentic_ray/cli/exit_codes.py), so `ray job submit` reports those jobs as FAILED.
+    (see agentic_ray/cli/exit_codes.py), so `ray job submit` reports those jobs as FAILED; 2 on a usage error.
     """
     from agentic_ray.cli.preflight import PreflightError, check_env, load_resume
+    from agentic_ray.eval.report import REPORT_FILE
+    from agentic_ray.progress import make_progress
     from agentic_ray.settings import SettingsError, load_settings
-    from agentic_ray.stages.pipeline import run_pipeline
-    from agentic_ray.stages.run_storage import RunStorage
+    from agentic_ray.stages.pipeline import STATE_FILE, run_pipeline
 
     overrides = parse_overrides(set_)
     if storage_path is not None:
         overrides["storage_path"] = storage_path
+    if config is not None and resume is not None:
+        raise UserError("give --config or --resume, not both (a resumed run keeps its own settings.json)")
+    if resume is not None and overrides:
+        raise UserError(
+            f"--set cannot be combined with --resume: the run continues with {resume}/settings.json as "
+            "it started (start a new run with --config and --set to change settings)"
+        )
     try:  # every check before Ray starts or a run directory exists
         if config is not None:
+            if not config.exists():
+                raise UserError(f"config file {config} does not exist")
             settings = load_settings(config, overrides)
         elif resume is not None:
-            storage = RunStorage(resume)
-            if not storage.pull():
-                raise PreflightError(f"--resume {storage}: no such run directory")
-            settings = load_resume(storage.local_dir)
+            settings = load_resume(_local_run(resume, STATE_FILE))
         else:
-            raise typer.BadParameter("give --config or --resume")
+            raise UserError("give --config CONFIG.yaml to start a run, or --resume RUN_DIR to continue one")
         check_env(settings)
     except (SettingsError, PreflightError) as e:
-        typer.echo(str(e), err=True)
-        raise typer.Exit(EXIT_USAGE) from e
+        raise UserError("; ".join(str(e).splitlines())) from e
     init_ray(address or settings.ray.address, settings.ray.num_cpus)
-    out = run_pipeline(settings, run_dir=run_dir, resume=resume)
-    typer.echo(f"\nrun directory: {out['run_dir']}  (status: {out['status']})")
+    out = run_pipeline(settings, run_dir=run_dir, resume=resume, progress=make_progress())
+    run = out["run_dir"]
+    typer.echo("")
     typer.echo(metrics_table(out["final"]))
+    typer.echo(f"\nrun directory: {run}  (status: {out['status']})")
+    typer.echo(f"report:        {run}/{REPORT_FILE}")
+    typer.echo(f"dashboard:     agentic-ray dashboard {run}")
     typer.echo(status_line(out["status"], out.get("gates")))
     raise typer.Exit(exit_code_for(out["status"]))
 
@@ -78,7 +99,7 @@ def eval_cmd(
         str, typer.Argument(help="A run directory (path or URI) written by `agentic-ray train`.")
     ],
     checkpoint: Annotated[str, typer.Option(help="Stage checkpoint: reflection, rl, il or latest.")] = "",
-    tasks_per_family: Annotated[int | None, typer.Option(help="Validation tasks per family.")] = None,
+    tasks_per_family: Annotated[int | None, typer.Option(min=1, help="Validation tasks per family.")] = None,
 ) -> None:
     """Re-evaluate a run's checkpoint on the fixed validation tasks and print the metrics.
 
@@ -86,21 +107,25 @@ def eval_cmd(
     """
     from agentic_ray.cli.preflight import PreflightError, load_run_settings
     from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy, validation_env_config
-    from agentic_ray.eval.policy_loading import CheckpointError, load_policy_module, pick_checkpoint
+    from agentic_ray.eval.policy_loading import (
+        STAGE_ORDER,
+        CheckpointError,
+        load_policy_module,
+        pick_checkpoint,
+    )
     from agentic_ray.stages.pipeline import PipelineState
-    from agentic_ray.stages.run_storage import RunStorage
 
-    storage = RunStorage(run_dir)
-    local = storage.local_dir
+    if checkpoint and checkpoint not in STAGE_ORDER:
+        raise UserError(f"--checkpoint {checkpoint}: expected one of {', '.join(STAGE_ORDER)}")
+    run = _local_run(run_dir)
     try:
-        if not storage.pull():
-            raise PreflightError(f"no run at {storage}")
-        settings = load_run_settings(local)
-        ckpt = pick_checkpoint(local, checkpoint or None)
+        settings = load_run_settings(run)
+        ckpt = pick_checkpoint(run, checkpoint or None)
         module = load_policy_module(ckpt)
-    except (PreflightError, CheckpointError, FileNotFoundError) as e:
-        typer.echo(str(e), err=True)
-        raise typer.Exit(EXIT_USAGE) from e
+    except FileNotFoundError as e:
+        raise UserError(f"{run_dir} has no {checkpoint or 'stage'} checkpoint yet ({e})") from e
+    except (PreflightError, CheckpointError) as e:
+        raise UserError("; ".join(str(e).splitlines())) from e
     # The same validation env as the run's own evaluations (fixed fault share, no curriculum).
     env_cfg = validation_env_config(settings.env, settings.eval.fault_share)
     res = evaluate_policy(
@@ -112,7 +137,7 @@ def eval_cmd(
     typer.echo(f"checkpoint: {ckpt}")
     typer.echo(metrics_table(res.metrics.to_dict()))
     typer.echo(json.dumps({"attribution": res.attribution}, indent=2))
-    state = PipelineState.load(local) if (local / "state.json").exists() else None
+    state = PipelineState.load(run) if (run / "state.json").exists() else None
     if state is not None and state.status in ("gate_failed", "paused"):
         typer.echo(status_line(state.status, state.gates))
         raise typer.Exit(exit_code_for(state.status))
@@ -120,14 +145,14 @@ def eval_cmd(
 
 @app.command("trace")
 def trace_cmd(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    run_dir: Annotated[str, typer.Argument(help="A run directory (path or URI).")],
     trace_id: Annotated[str, typer.Argument(help="Episode trace id, or any step's gateway trace id.")],
 ) -> None:
     """Print an evaluated episode step by step: probabilities, arguments, masks, results, rewards, attention."""
-    from agentic_ray.eval.traces import find_trace, format_trace
+    from agentic_ray.eval.traces import TRACES_FILE, find_trace, format_trace
 
-    t = find_trace(run_dir, trace_id)
+    run = _local_run(run_dir, TRACES_FILE)
+    t = find_trace(run, trace_id)
     if t is None:
-        typer.echo(f"no trace {trace_id} in {run_dir}", err=True)
-        raise typer.Exit(1)
+        raise UserError(f"no trace {trace_id} in {run_dir}/{TRACES_FILE}")
     typer.echo(format_trace(t))

@@ -10,8 +10,9 @@ envs), which is what makes evaluation cheap on CPU.
 
 from __future__ import annotations
 
+import itertools
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -28,9 +29,11 @@ from agentic_ray.eval.metrics import (
     evaluate,
     first_action_after_failure,
 )
+from agentic_ray.eval.traces import score_trace_layers
 from agentic_ray.graph_spec import GOAL_NODE_TYPE, ROOT_CAUSES, SESSION_NODE_TYPE, TOOL_NODE_TYPE
 from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord
+from agentic_ray.rewards.layers.base import RewardLayer
 
 HYPOTHESES = {
     "tool_error": (
@@ -127,12 +130,14 @@ class PolicyForward:
         batch: the stacked observation tensors.
         dist: the action distribution (deterministic when greedy); for structured actions ``dist.parts.skill``
             holds the masked ``(B, K)`` skill logits.
+        sample: the batched sample the actions were unbatched from.
     """
 
     actions: list[Any]
     debug: dict[str, Any] | None
     batch: dict[str, torch.Tensor]
     dist: Any
+    sample: Any = None
 
 
 class ModulePolicy:
@@ -167,8 +172,9 @@ class ModulePolicy:
         dist = self.dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
         if self.deterministic:
             dist = dist.to_deterministic()
-        acts = unbatch_actions(dist.sample(), len(obs))
-        return PolicyForward(acts, out.get("debug_outputs") if self.debug else None, batch, dist)
+        sample = dist.sample()
+        acts = unbatch_actions(sample, len(obs))
+        return PolicyForward(acts, out.get("debug_outputs") if self.debug else None, batch, dist, sample)
 
     @torch.no_grad()
     def act_batch(
@@ -177,8 +183,11 @@ class ModulePolicy:
         from ray.rllib.core.columns import Columns
 
         fw = self.forward(obs)
-        acts, dbg, batch = fw.actions, fw.debug, fw.batch
+        acts, dbg, batch, dist, sample = fw.actions, fw.debug, fw.batch, fw.dist, fw.sample
         debugs = [_row_debug(dbg, i, envs[i], obs[i]) if dbg else {} for i in range(len(obs))]
+        if self.debug and hasattr(dist, "parts") and isinstance(sample, dict):
+            for i, d in enumerate(debugs):
+                d.update(_argument_debug(dist.parts, dist.packed_layout, int(sample["skill"][i]), i, envs[i]))
         if self.debug and hasattr(self.module, "model") and hasattr(self.module.model, "reflection_logits"):
             probs = torch.softmax(
                 self.module.model.reflection_logits(self.module._obs({Columns.OBS: batch})), -1
@@ -186,6 +195,77 @@ class ModulePolicy:
             for i, d in enumerate(debugs):
                 d["reflection_probs"] = probs[i].cpu().numpy().tolist()
         return acts, debugs
+
+
+def _argument_debug(
+    parts: Any, lay: Any, k: int, i: int, env: AgentTaskEnv, top_k: int = 3
+) -> dict[str, Any]:
+    """The chosen skill's argument distributions for row ``i``, named by argument and by node/choice.
+
+    Everything is read from the env's generic action codec (``env.codec.params``: each contract parameter's
+    kind and slot) and observation builder (node order), so any domain's skills are labelled the same way.
+
+    Args:
+        parts: the action distribution's :class:`~agentic_ray.models.skill_argument_functional.PackedActionLogits`
+            (``pointer (B, K, P, Mp1)``, ``members (B, K, L, Mp)``, ``enum (B, K, E, Me)``, ``source (B, K, N,
+            C1)``, ``numeric_mean``/``numeric_log_std (B, K, N)``), masked as the policy sampled from them.
+        lay: the distribution's packed layout (set-size bounds of list arguments).
+        k: the skill the policy chose for this row.
+        i: the row.
+        env: the env the row acts in.
+
+    Returns:
+        ``{"pointer": {arg: [[node id, p], ...]}, "members": {arg: [[node id, p(in set)], ...]},
+        "enum": {arg: [[choice, p], ...]}, "numeric": {arg: {"mean", "sigma", "copy": [[source, p], ...]}}}``
+        (raw action units; the trace's ``args`` hold the decoded value); the top ``top_k`` choices with non-zero
+        probability. A pointer's last choice is ``"(left out)"``; a numeric ``copy`` of ``"(free value)"`` means
+        the mean/σ value is used.
+    """
+    from agentic_ray.models.set_functional import set_marginals
+
+    out: dict[str, dict[str, Any]] = {"pointer": {}, "members": {}, "enum": {}, "numeric": {}}
+    spec, ids = env.graph_spec, env.builder.node_ids
+    sources = spec.source_table()
+
+    def source_label(c: int) -> str:
+        if c == 0:
+            return "(free value)"
+        j, node = sources[c - 1]
+        src = spec.numeric_sources[j]
+        nodes = ids.get(src.node_type, [])
+        return f"{nodes[node] if node < len(nodes) else f'{src.node_type}[{node}]'}.{src.field}"
+
+    def top(labels: list[Any], probs: torch.Tensor) -> list[list[Any]]:
+        order = torch.argsort(probs, descending=True)[:top_k].tolist()
+        return [[labels[j], float(probs[j])] for j in order if float(probs[j]) > 0.0]
+
+    for ps in env.codec.params[k] if k < len(env.codec.params) else []:
+        if ps.kind == "pointer":
+            labels: list[Any] = list(ids.get(ps.spec.node_type, []))
+            probs = torch.softmax(parts.pointer[i, k, ps.slot].float(), -1)
+            labels = labels + [None] * (probs.shape[-1] - 1 - len(labels)) + ["(left out)"]
+            keep = [j for j, lab in enumerate(labels) if lab is not None]
+            out["pointer"][ps.name] = top([labels[j] for j in keep], probs[keep])
+        elif ps.kind == "list":
+            labels = list(ids.get(ps.spec.node_type, []))
+            marg = set_marginals(
+                parts.members[i, k, ps.slot].float(),
+                int(lay.list_lo[k][ps.slot]),
+                int(lay.list_hi[k][ps.slot]),
+            )
+            out["members"][ps.name] = top(labels, marg[: len(labels)])
+        elif ps.kind == "enum":
+            labels = list(getattr(ps.spec, "choices", None) or [False, True])
+            probs = torch.softmax(parts.enum[i, k, ps.slot].float(), -1)[: len(labels)]
+            out["enum"][ps.name] = top(labels, probs)
+        elif ps.kind == "numeric":
+            src_p = torch.softmax(parts.source[i, k, ps.slot].float(), -1)
+            out["numeric"][ps.name] = {
+                "mean": float(parts.numeric_mean[i, k, ps.slot]),
+                "sigma": float(parts.numeric_log_std[i, k, ps.slot].exp()),
+                "copy": top([source_label(c) for c in range(min(len(src_p), len(sources) + 1))], src_p),
+            }
+    return {key: v for key, v in out.items() if v}
 
 
 def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv, obs: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -239,6 +319,14 @@ def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv, obs: dict[str, np
         for k, v in (dbg.get("gates") or {}).items()
         if k.split("/", 1)[0] == last
     }
+    protos = getattr(env, "prototypes", None)
+    if "prototype_probs" in dbg and protos:
+        pr = dbg["prototype_probs"][i].float()
+        top = pr.topk(min(3, pr.shape[-1]))
+        out["top_prototypes"] = [
+            [f"{protos[j].skill} {list(protos[j].enum)}", float(v)]
+            for j, v in zip(top.indices.tolist(), top.values.tolist(), strict=True)
+        ]
     return out
 
 
@@ -273,9 +361,25 @@ def rollout(
     *,
     num_envs: int = 16,
     max_traces: int = 0,
+    max_failed_traces: int = 0,
     trace_meta: dict[str, Any] | None = None,
+    reward_layers: Sequence[RewardLayer] = (),
+    on_episode: Callable[[], None] | None = None,
 ) -> tuple[list[EpisodeRecord], list[dict[str, Any]]]:
-    """Run each ``(family, task_seed)`` once; returns episode records (task order) and up to ``max_traces`` traces."""
+    """Run each ``(family, task_seed)`` once; returns episode records (task order) and the kept traces.
+
+    Args:
+        policy: chooses the actions.
+        env_config: the validation env.
+        tasks: ``(family, task_seed)`` pairs.
+        num_envs: envs stepped in lockstep.
+        max_traces: episodes traced as a sample, taken across families in turn (see :func:`select_traces`).
+        max_failed_traces: every episode that did not complete is traced too, up to this many.
+        trace_meta: fields copied into every trace (stage, iteration).
+        reward_layers: plain reward layers that score each kept trace's episode (``reward_layers`` per layer
+            and per step).
+        on_episode: called once per finished episode (progress).
+    """
     cfg = (
         env_config
         if isinstance(env_config, AgentTaskEnvConfig)
@@ -283,6 +387,7 @@ def rollout(
     )
     envs = [AgentTaskEnv(cfg) for _ in range(min(num_envs, len(tasks)))]
     records: list[EpisodeRecord | None] = [None] * len(tasks)
+    tracing = max_traces > 0 or max_failed_traces > 0
     traces: dict[int, dict[str, Any]] = {}
     queue = list(range(len(tasks)))
     slot: list[int | None] = [None] * len(envs)
@@ -298,11 +403,12 @@ def rollout(
             seed=zlib.crc32(f"{fam}:{seed}".encode()), options={"family": fam, "task_seed": seed}
         )
         slot[j], obs[j] = t, o
-        if t < max_traces:
+        if tracing:
             traces[t] = {
                 **(trace_meta or {}),
                 "episode_id": envs[j].episode_id,
                 "task_family": fam,
+                "task_seed": seed,
                 "trace_id": envs[j].intent_id or envs[j].episode_id,
                 "steps": [],
             }
@@ -315,35 +421,99 @@ def rollout(
         for j, a, d in zip(live, acts, dbg, strict=True):
             t = slot[j]
             assert t is not None
+            seen = obs[j]  # the state the policy acted on: after the previous step
             o, _r, term, trunc, info = envs[j].step(a)
             obs[j] = o
             if t in traces:
-                st = info[STEP_TRACE]
-                step = {
-                    "t": len(traces[t]["steps"]),
-                    "skill": st["skill"],
-                    "args": st["args"],
-                    "result_code": st["result_code"],
-                    "latency_ms": st["latency_ms"],
-                    "step_trace_id": st["trace_id"],
-                    "mask_reasons": st.get("mask_reasons") or {},
-                    **d,
-                }
-                if st["result_code"] != "OK" and "reflection_probs" in d:
-                    cause = ROOT_CAUSES[int(np.argmax(d.pop("reflection_probs")))]
-                    hyp, exp = HYPOTHESES[cause]
-                    step["reflection"] = {"root_cause": cause, "hypothesis": hyp, "minimal_experiment": exp}
-                step.pop("reflection_probs", None)
-                traces[t]["steps"].append(step)
+                steps = traces[t]["steps"]
+                probs = d.pop("reflection_probs", None)
+                if steps and probs is not None and steps[-1]["result_code"] != "OK":
+                    # The reflection head reads the state after a failed step: its prediction is about that step.
+                    steps[-1]["reflection"] = _reflection(probs, seen)
+                steps.append(_trace_step(len(steps), info[STEP_TRACE], d))
             if term or trunc:
                 rec = EpisodeRecord.from_dict(info[EPISODE_RECORD])
                 records[t] = rec
                 if t in traces:
                     traces[t]["completed"] = rec.completed
+                if on_episode is not None:
+                    on_episode()
                 start(j)
     for e in envs:
         e.close()
-    return [r for r in records if r is not None], [traces[k] for k in sorted(traces)]
+    done = [r for r in records if r is not None]
+    kept = select_traces(tasks, done, max_traces, max_failed_traces) if tracing else {}
+    out = []
+    for t, why in kept.items():
+        tr = traces[t]
+        tr["kept_as"] = why
+        tr["failed"] = not done[t].completed
+        if reward_layers:
+            tr.update(score_trace_layers(done[t], reward_layers))
+        out.append(tr)
+    return done, out
+
+
+def select_traces(
+    tasks: Sequence[tuple[str, int]], records: Sequence[EpisodeRecord], max_sampled: int, max_failed: int
+) -> dict[int, list[str]]:
+    """Which episodes keep their trace: ``{task index: reasons}`` in task order.
+
+    A sample of ``max_sampled`` episodes taken across families in turn (the first task of each family, then the
+    second, ...), so every family is seen; and every episode that did not complete, up to ``max_failed`` (also
+    across families in turn when the cap bites). Reasons are ``"sample"`` and/or ``"failed"``.
+    """
+
+    def round_robin(idx: list[int]) -> list[int]:
+        by_family: dict[str, list[int]] = {}
+        for i in idx:
+            by_family.setdefault(tasks[i][0], []).append(i)
+        return [i for row in itertools.zip_longest(*by_family.values()) for i in row if i is not None]
+
+    kept: dict[int, list[str]] = {}
+    for i in round_robin(list(range(len(records))))[:max_sampled]:
+        kept.setdefault(i, []).append("sample")
+    failed = [i for i, r in enumerate(records) if not r.completed]
+    for i in round_robin(failed)[:max_failed]:
+        kept.setdefault(i, []).append("failed")
+    return dict(sorted(kept.items()))
+
+
+def _trace_step(t: int, st: dict[str, Any], debug: dict[str, Any]) -> dict[str, Any]:
+    """One traced step: what the gateway did (the env's step trace) and what the policy saw (``debug``)."""
+    return {
+        "t": t,
+        "skill": st["skill"],
+        "args": st["args"],
+        "result_code": st["result_code"],
+        "latency_ms": st["latency_ms"],
+        "attempts": st.get("attempts"),
+        "fallback_used": st.get("fallback_used"),
+        "message": st.get("message", ""),
+        "warnings": st.get("warnings") or [],
+        "injected": bool(st.get("injected", False)),
+        "masked": bool(st.get("masked", False)),
+        "goals_satisfied": st.get("goals_satisfied") or [],
+        "step_trace_id": st["trace_id"],
+        "mask_reasons": st.get("mask_reasons") or {},
+        **debug,
+    }
+
+
+def _reflection(probs: Sequence[float], obs_after: dict[str, np.ndarray] | None) -> dict[str, Any]:
+    """The reflection head's predicted root cause of a failed step, with the rule-based cause for comparison."""
+    cause = ROOT_CAUSES[int(np.argmax(probs))]
+    hyp, exp = HYPOTHESES.get(cause, (None, None))
+    rule = None
+    if obs_after is not None and "reflection" in obs_after and float(np.sum(obs_after["reflection"])) > 0:
+        rule = ROOT_CAUSES[int(np.argmax(obs_after["reflection"]))]
+    return {
+        "root_cause": cause,
+        "probs": {c: float(p) for c, p in zip(ROOT_CAUSES, probs, strict=True)},
+        "rule_based_cause": rule,
+        "hypothesis": hyp,
+        "minimal_experiment": exp,
+    }
 
 
 def evaluate_policy(
@@ -353,10 +523,18 @@ def evaluate_policy(
     *,
     cu_ablation: bool = False,
     max_traces: int = 0,
+    max_failed_traces: int = 0,
     trace_meta: dict[str, Any] | None = None,
+    reward_layers: Sequence[RewardLayer] = (),
     num_envs: int = 16,
+    on_episode: Callable[[], None] | None = None,
 ) -> EvalResult:
-    """Metrics on the validation split; with ``cu_ablation`` a second pass with the reflection input off."""
+    """Metrics on the validation split; with ``cu_ablation`` a second pass with the reflection input off.
+
+    Traces: see :func:`rollout` (``max_traces`` sampled across families, plus every failed episode up to
+    ``max_failed_traces``, each scored by ``reward_layers``). ``on_episode`` is called per finished episode of
+    both passes.
+    """
     cfg = (
         env_config
         if isinstance(env_config, AgentTaskEnvConfig)
@@ -364,12 +542,20 @@ def evaluate_policy(
     )
     tasks = validation_tasks(cfg, tasks_per_family)
     recs, traces = rollout(
-        policy, cfg, tasks, num_envs=num_envs, max_traces=max_traces, trace_meta=trace_meta
+        policy,
+        cfg,
+        tasks,
+        num_envs=num_envs,
+        max_traces=max_traces,
+        max_failed_traces=max_failed_traces,
+        trace_meta=trace_meta,
+        reward_layers=reward_layers,
+        on_episode=on_episode,
     )
     after = first_action_after_failure(recs, first_only=True)
     cu = None
     if cu_ablation and isinstance(policy, ModulePolicy):
         off = ModulePolicy(policy.module, policy.deterministic, reflection=False)
-        recs_off, _ = rollout(off, cfg, tasks, num_envs=num_envs)
+        recs_off, _ = rollout(off, cfg, tasks, num_envs=num_envs, on_episode=on_episode)
         cu = correction_uplift(after, first_action_after_failure(recs_off, first_only=True))
     return EvalResult(evaluate(recs, cu=cu), recs, traces, attribute_failures(recs), after)

@@ -192,7 +192,12 @@ def root_cause_index(e: EpisodeRecord) -> int:
 
 
 def attribute_failures(episodes: Iterable[EpisodeRecord | dict[str, Any]]) -> dict[str, Any]:
-    """Failure attribution per metric (seed 000): tool logs for TCSR, plan structure for DVR, causes overall."""
+    """Failure attribution per metric (seed 000): tool logs for TCSR, plan structure for DVR, causes overall.
+
+    ``errors`` splits the failed calls by error code into injected faults (``StepRecord.injected``) and the
+    policy's own errors; ``root_causes_injected`` counts the failed episodes whose every failed call was an
+    injected fault (a subset of ``root_causes``).
+    """
     eps = as_records(episodes)
     codes = Counter(s.result_code for e in eps for s in e.steps if not s.ok)
     by_skill = Counter((s.skill, s.result_code) for e in eps for s in e.steps if not s.ok)
@@ -203,6 +208,17 @@ def attribute_failures(episodes: Iterable[EpisodeRecord | dict[str, Any]]) -> di
         viol.update(f"{a}->{b}" for a, b in pv["violations"])
         miss.update(f"{a}->{b}" for a, b in pv["missing"])
     causes = Counter(rc for e in eps if (rc := root_cause(e)) is not None)
+    # Injected faults apart from the policy's own errors: by error code, and the failed episodes whose every
+    # failed step was an injected fault (their root cause is the fault, not a decision).
+    injected = Counter(s.result_code for e in eps for s in e.steps if not s.ok and s.injected)
+    own = Counter(s.result_code for e in eps for s in e.steps if not s.ok and not s.injected)
+    fault_only = Counter(
+        rc
+        for e in eps
+        if (rc := root_cause(e)) is not None
+        and any(not s.ok for s in e.steps)
+        and all(s.injected for s in e.steps if not s.ok)
+    )
     return {
         "tcsr": {
             "timeouts": sum(v for k, v in codes.items() if k in TIMEOUT_CODES),
@@ -216,6 +232,8 @@ def attribute_failures(episodes: Iterable[EpisodeRecord | dict[str, Any]]) -> di
             "missing_prerequisites": dict(miss.most_common(10)),
         },
         "root_causes": dict(causes.most_common()),
+        "root_causes_injected": dict(fault_only.most_common()),
+        "errors": {"injected": dict(injected.most_common()), "policy": dict(own.most_common())},
     }
 
 

@@ -98,7 +98,12 @@ def load_policy_module(checkpoint: str | Path) -> Any:
     """
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    p = Path(checkpoint)
+    from agentic_ray.ray_notices import drop_known_ray_notices
+
+    drop_known_ray_notices()
+    # Absolute: RLlib opens checkpoints through pyarrow's filesystem, which rejects a relative path
+    # ("ArrowInvalid: URI has empty scheme").
+    p = Path(checkpoint).resolve()
     path = p / MODULE_SUBDIR if (p / MODULE_SUBDIR).exists() else p
     verify_checkpoint(path, module_only=True)
     try:

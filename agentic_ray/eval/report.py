@@ -1,21 +1,23 @@
-"""``report.html`` for a run: each metric per stage over time, reward layers, gate values and failure causes.
+"""``report.html``: the dashboard's pages in one self-contained file, rewritten at every evaluation.
 
-Reads the run's ``metrics.jsonl`` (one JSON object per evaluation, written by the pipeline) and writes one
-self-contained HTML file with inline PNG plots (matplotlib, Agg backend), so it opens anywhere offline.
+It holds the same tables and Plotly figures as ``agentic-ray dashboard`` (see
+:mod:`agentic_ray.dashboard.panels`): metrics over env steps with stage boundaries, gates, the seed's target bars
+and the scripted expert's level; the training curves; the reward layers and the reward pool's health; failure
+attribution with injected faults apart; and the failed episodes' trace ids. Plotly's JS is inlined from the
+plotly package, so the file opens anywhere offline.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
-from collections import Counter
+import os
 from pathlib import Path
 from typing import Any
 
-METRICS = ("tcsr", "dvr", "cu", "spt", "completion", "high_risk_share")
-STAGE_COLOURS = {"il": "tab:blue", "rl": "tab:orange", "reflection": "tab:green"}
+METRICS_FILE = "metrics.jsonl"
+EXPERT_FILE = "expert.json"
+REPORT_FILE = "report.html"
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
@@ -25,104 +27,78 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
 
 
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode()
-
-
-def _metric_plots(rows: list[dict[str, Any]]) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5))
-    for ax, m in zip(axes.flat, METRICS, strict=True):
-        for stage, colour in STAGE_COLOURS.items():
-            pts = [(i, r[m]) for i, r in enumerate(rows) if r.get("stage") == stage and r.get(m) is not None]
-            if pts:
-                ax.plot(*zip(*pts, strict=True), "o-", color=colour, label=stage, markersize=3)
-        ax.set_title(m)
-        ax.set_xlabel("evaluation #")
-        ax.grid(alpha=0.3)
-    axes.flat[0].legend()
-    return _png(fig)
-
-
-def _layer_plot(rows: list[dict[str, Any]]) -> str | None:
-    layers = sorted({k for r in rows for k in (r.get("reward_layers") or {})})
-    if not layers:
-        return None
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    for layer in layers:
-        pts = [
-            (i, r["reward_layers"][layer])
-            for i, r in enumerate(rows)
-            if layer in (r.get("reward_layers") or {})
-        ]
-        ax.plot(*zip(*pts, strict=True), label=layer)
-    ax.set_title("reward layers (mean per episode, raw)")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return _png(fig)
-
-
-def _cause_plot(rows: list[dict[str, Any]]) -> str | None:
-    causes: Counter[str] = Counter()
-    for r in rows:
-        causes.update(r.get("root_causes") or {})
-    if not causes:
-        return None
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3))
-    names, counts = zip(*causes.most_common(), strict=True)
-    ax.barh(names, counts, color="tab:red")
-    ax.set_title("failure root causes (all evaluations)")
-    return _png(fig)
+def _script_json(x: Any) -> str:
+    """JSON safe inside a ``<script>`` element."""
+    return json.dumps(x, default=float).replace("</", "<\\/")
 
 
 def write_report(run_dir: str | Path, extra: dict[str, Any] | None = None) -> Path:
-    """Write ``run_dir/report.html`` from ``run_dir/metrics.jsonl``; returns its path."""
+    """Write ``run_dir/report.html`` from the run's files; returns its path.
+
+    Args:
+        run_dir: the run directory.
+        extra: the run's summary (status, gates) when ``state.json`` is not written yet or lags behind.
+    """
+    from agentic_ray.dashboard.app import STATIC, plotly_js_path
+    from agentic_ray.dashboard.panels import PAGES, page_panel, section, table
+    from agentic_ray.dashboard.run_data import RunData
+
     run_dir = Path(run_dir)
-    rows = read_metrics(run_dir / "metrics.jsonl")
-    parts = [f"<h1>agentic-ray run: {html.escape(run_dir.name)}</h1>"]
-    if not rows:
-        parts.append("<p>No evaluations recorded yet.</p>")
+    data = RunData(run_dir)
+    rows, state, expert = data.metrics(), {**(extra or {}), **data.state()}, data.expert()
+    body = [
+        f"<header><h1>agentic-ray report <span class='run'>{html.escape(run_dir.name)}</span></h1></header>"
+    ]
+    figures: dict[str, Any] = {}
+    if not any("tcsr" in r for r in rows):
+        body.append("<main><section><p>No evaluations recorded yet.</p></section></main>")
     else:
-        parts.append(f'<h2>Metrics per stage</h2><img src="data:image/png;base64,{_metric_plots(rows)}"/>')
-        lp = _layer_plot(rows)
-        if lp:
-            parts.append(f'<h2>Reward layers</h2><img src="data:image/png;base64,{lp}"/>')
-        cp = _cause_plot(rows)
-        if cp:
-            parts.append(f'<h2>Failure causes</h2><img src="data:image/png;base64,{cp}"/>')
-        gates = [(r.get("stage"), g, v) for r in rows for g, v in (r.get("gates") or {}).items()]
-        if gates:
-            parts.append(
-                "<h2>Gates</h2><table border=1 cellpadding=4><tr><th>stage</th><th>gate</th><th>value</th></tr>"
+        body.append("<main>")
+        summaries = data.trace_summaries()
+        for page, title in PAGES.items():
+            panel = page_panel(page, rows, state, expert, summaries, link_traces=False)
+            body.append(f"<h2>{html.escape(title)}</h2>{panel['head']}")
+            for fid, fig in panel["figures"].items():
+                body.append(f'<div class="figure" id="fig-{fid}"></div>')
+                figures[f"fig-{fid}"] = fig
+            body.append(panel["html"])
+        settings = data.settings()
+        if settings:
+            flat = _flatten(
+                {k: settings[k] for k in ("name", "seed", "stages", "eval", "algo") if k in settings}
             )
-            parts += [
-                f"<tr><td>{s}</td><td>{html.escape(str(g))}</td><td>{html.escape(json.dumps(v))}</td></tr>"
-                for s, g, v in gates
-            ]
-            parts.append("</table>")
-        last = rows[-1]
-        parts.append("<h2>Final evaluation</h2><pre>" + html.escape(json.dumps(last, indent=2)) + "</pre>")
-    if extra:
-        parts.append(
-            "<h2>Run summary</h2><pre>" + html.escape(json.dumps(extra, indent=2, default=str)) + "</pre>"
-        )
-    out = run_dir / "report.html"
-    out.write_text(
-        "<!doctype html><html><head><meta charset='utf-8'><title>agentic-ray report</title></head><body>"
-        + "\n".join(parts)
+            body.append(
+                section("Settings (excerpt; all in settings.json)", table(["setting", "value"], flat))
+            )
+        body.append("</main>")
+    css = (STATIC / "dashboard.css").read_text()
+    draw = (
+        "<script>const FIGS = " + _script_json(figures) + ";\n"
+        "for (const [id, f] of Object.entries(FIGS)) { const d = document.getElementById(id); "
+        "d.style.height = f.layout.height + 'px'; "
+        "Plotly.newPlot(d, f.data, f.layout, {displaylogo: false, responsive: true}); }</script>"
+    )
+    doc = (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>agentic-ray report · {html.escape(run_dir.name)}</title><style>{css}</style>"
+        f"<script>{plotly_js_path().read_text()}</script></head><body>"
+        + "\n".join(body)
+        + draw
         + "</body></html>"
     )
+    out = run_dir / REPORT_FILE
+    tmp = run_dir / (REPORT_FILE + ".tmp")
+    tmp.write_text(doc)
+    os.replace(tmp, out)  # a browser reloading the report mid-write sees the old or the new one
+    return out
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out += _flatten(v, key + ".")
+        else:
+            out.append([key, json.dumps(v) if isinstance(v, dict | list) else v])
     return out

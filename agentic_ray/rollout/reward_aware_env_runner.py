@@ -44,6 +44,7 @@ from agentic_ray.keys import (
     METRIC_REWARD_DROPPED,
     METRIC_REWARD_DUPLICATES,
     METRIC_REWARD_HELD,
+    METRIC_REWARD_LAYER_NORM_PREFIX,
     METRIC_REWARD_LAYER_PREFIX,
     METRIC_REWARD_MISSING,
     METRIC_REWARD_PENDING,
@@ -260,9 +261,22 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
                 self.metrics.log_value(
                     METRIC_REWARD_LAYER_PREFIX + n, float(np.sum(np.asarray(v, dtype=np.float64))), window=100
                 )
+                self.metrics.log_value(
+                    METRIC_REWARD_LAYER_NORM_PREFIX + n, float(np.sum(norm[n], dtype=np.float64)), window=100
+                )
             old = np.asarray(ep.get_rewards())
-            ep.set_rewards(new_data=reward.astype(old.dtype if old.dtype.kind == "f" else np.float32))
-            ep.custom_data[RISK_REWARDS] = risk
+            dtype = old.dtype if old.dtype.kind == "f" else np.dtype(np.float32)
+            space = ep.rewards.space
+            if ep.is_numpy and space is not None:
+                # One 0-d array of the reward space's dtype per index: a finalized episode checks each written
+                # value with that space's Box.contains, which expects an ndarray; a whole-array write hands it
+                # numpy scalars (a gymnasium "Casting input x to numpy array" warning per episode).
+                ep.set_rewards(
+                    new_data=[np.asarray(x, dtype=space.dtype) for x in reward], at_indices=list(range(t))
+                )
+            else:
+                ep.set_rewards(new_data=reward.astype(dtype))
+            ep.custom_data[RISK_REWARDS] = risk.astype(np.float32)
             ep.custom_data[REWARD_VECTOR] = norm
             ep.custom_data[REWARD_VECTOR_RAW] = raw
             ep.custom_data[REWARD_PROVENANCE] = {

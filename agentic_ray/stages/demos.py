@@ -24,6 +24,7 @@ first failed step; the reflection head itself learns from every step's ``obs["re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,9 +130,16 @@ def _wrong_args_step(
 
 
 def collect_demos(
-    env_config: AgentTaskEnvConfig, n: int, wrong_share: float = 0.18, seed: int = 0
+    env_config: AgentTaskEnvConfig,
+    n: int,
+    wrong_share: float = 0.18,
+    seed: int = 0,
+    on_demo: Callable[[], None] | None = None,
 ) -> list[Demo]:
-    """``n`` expert trajectories; ``wrong_share`` of them are controlled wrong samples (a third of each kind)."""
+    """``n`` expert trajectories; ``wrong_share`` of them are controlled wrong samples (a third of each kind).
+
+    ``on_demo`` is called after each trajectory (progress).
+    """
     rng = np.random.default_rng(seed)
     clean_cfg = env_config.model_copy(
         update={"faults": env_config.faults.model_copy(update={"enabled": False})}
@@ -191,6 +199,8 @@ def collect_demos(
                 d.completed = EpisodeRecord.from_dict(info[EPISODE_RECORD]).completed
                 break
         demos.append(d)
+        if on_demo is not None:
+            on_demo()
     for e in {id(v): v for v in envs.values()}.values():
         e.close()
     return demos

@@ -13,6 +13,7 @@ group and synced to the EnvRunners), so there is one model, not two.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -48,12 +49,15 @@ def behaviour_cloning(
     freeze_encoder: bool = False,
     reflection_coeff: float = 0.0,
     seed: int = 0,
+    on_epoch: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
     """Train ``module`` (an AAAC RLModule) on the demonstrations in place.
 
     With ``reflection_coeff > 0`` the reflection head also learns, by cross-entropy, the root cause the env
     attributed to the previous step on every step that follows a failure (the wrong samples provide those), so
     the policy's predicted-cause input is meaningful from the first RL iteration on.
+
+    ``on_epoch(nll)`` is called after each epoch with its mean weighted NLL (progress).
 
     Returns:
         ``{"nll": [mean weighted NLL per epoch], "samples": imitated steps}``.
@@ -100,6 +104,8 @@ def behaviour_cloning(
                 tot += float(loss.detach()) * float(wb.sum())
                 n += float(wb.sum())
             history.append(tot / max(n, 1.0))
+            if on_epoch is not None:
+                on_epoch(history[-1])
     finally:
         for p in frozen:
             p.requires_grad_(True)

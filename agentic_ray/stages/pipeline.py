@@ -4,12 +4,14 @@ Run directory layout (``<storage_path>/<name>-<timestamp>/``, see :mod:`agentic_
 
     settings.json          the validated settings of the run
     state.json             pipeline progress: completed stages, current stage and iteration, gates, auto-pause
-    metrics.jsonl          one line per evaluation (stage, iteration, env steps, the five metrics, causes, gates)
-    traces.jsonl           step-by-step traces of evaluated episodes (``agentic-ray trace``)
+    metrics.jsonl          one line per evaluation (stage, iteration, env steps, the five metrics, causes, error
+                           codes injected vs policy, learner stats, reward layers, reward-pool health), and gate rows
+    traces.jsonl           step-by-step traces of evaluated episodes (``agentic-ray trace``, the dashboard)
+    expert.json            the scripted expert's metrics on the same validation tasks (evaluated once per run)
     checkpoints/<stage>/   RLlib checkpoint at the end of each stage (servable: .../rl_module/default_policy)
     checkpoints/latest/    rolling checkpoint inside a stage, for --resume after a crash
     diagnosis.json         written when auto-pause or a gate stops the run
-    report.html            plots of every metric per stage, reward layers, gate values, failure causes
+    report.html            the dashboard's plots in one offline file, rewritten at every evaluation
     wandb/                 offline wandb run (unless wandb.mode is online or disabled)
 
 Gates (seed 000): after IL, validation TCSR ≥ ``il.gate_tcsr``, else IL repeats with more demonstrations up to
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import numbers
 import os
 import time
 from collections.abc import Callable
@@ -33,11 +36,19 @@ from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, NUM_ENV
 
 from agentic_ray import keys
 from agentic_ray.algorithms.build import build_algo_config, current_module
-from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy, validation_env_config
+from agentic_ray.eval.evaluator import (
+    EvalResult,
+    ExpertPolicy,
+    ModulePolicy,
+    evaluate_policy,
+    validation_env_config,
+    validation_tasks,
+)
 from agentic_ray.eval.metrics import AutoPause, diagnosis_report
 from agentic_ray.eval.policy_loading import verify_checkpoint
-from agentic_ray.eval.report import write_report
-from agentic_ray.eval.traces import append_traces
+from agentic_ray.eval.report import EXPERT_FILE, write_report
+from agentic_ray.eval.traces import append_traces, trace_reward_layers
+from agentic_ray.progress import RunProgress, as_progress
 from agentic_ray.rollout.iteration_seeding import iteration_seed, reseed_iteration
 from agentic_ray.settings import ExperimentSettings
 from agentic_ray.stages.run_storage import RunStorage, new_run_location
@@ -87,7 +98,7 @@ class Pipeline:
         settings: ExperimentSettings,
         run_dir: Path,
         state: PipelineState | None = None,
-        progress: Callable[[str], None] = print,
+        progress: RunProgress | Callable[[str], None] = print,
         on_evaluation: Callable[[dict[str, Any], EvalResult], None] | None = None,
         storage: RunStorage | None = None,
     ) -> None:
@@ -96,12 +107,14 @@ class Pipeline:
         self.storage = storage or RunStorage(run_dir)
         self.run_dir = self.storage.local_dir
         self.state = state or PipelineState()
-        self.say = progress
+        self.progress = as_progress(progress)
+        self.say = self.progress.say
         self.algo: Any = None
         self.auto_pause = AutoPause(settings.eval.auto_pause_patience)
         if self.state.auto_pause:
             self.auto_pause.set_state(self.state.auto_pause)
         self.eval_env = validation_env_config(settings.env, settings.eval.fault_share)
+        self.trace_layers = trace_reward_layers(settings.rewards)
         self.wandb: Any = None
         self.on_evaluation = on_evaluation
         self.last: dict[str, Any] = {}
@@ -133,16 +146,25 @@ class Pipeline:
             self.wandb.log({k: v for k, v in row.items() if isinstance(v, int | float) and v is not None})
 
     def evaluate(self, stage: str, iteration: int, extra: dict[str, Any] | None = None) -> EvalResult:
+        ev = self.s.eval
         module = current_module(self.algo)
-        policy = ModulePolicy(module, deterministic=True, debug=self.s.eval.traces_per_eval > 0)
-        res = evaluate_policy(
-            policy,
-            self.eval_env,
-            self.s.eval.tasks_per_family,
-            cu_ablation=self.s.eval.cu_ablation and stage == "reflection",
-            max_traces=self.s.eval.traces_per_eval,
-            trace_meta={"stage": stage, "iteration": iteration},
+        policy = ModulePolicy(
+            module, deterministic=True, debug=ev.traces_per_eval > 0 or ev.failed_traces_per_eval > 0
         )
+        cu_ablation = ev.cu_ablation and stage == "reflection"
+        episodes = len(validation_tasks(self.eval_env, ev.tasks_per_family)) * (2 if cu_ablation else 1)
+        with self.progress.task(f"{stage} evaluation", episodes, "episodes") as bar:
+            res = evaluate_policy(
+                policy,
+                self.eval_env,
+                ev.tasks_per_family,
+                cu_ablation=cu_ablation,
+                max_traces=ev.traces_per_eval,
+                max_failed_traces=ev.failed_traces_per_eval,
+                trace_meta={"stage": stage, "iteration": iteration, "env_steps": self.state.env_steps},
+                reward_layers=self.trace_layers,
+                on_episode=bar.advance,
+            )
         append_traces(self.run_dir, res.traces)
         m = res.metrics.to_dict()
         updates = next(
@@ -156,10 +178,13 @@ class Pipeline:
             "time": time.time(),
             **m,
             "root_causes": res.attribution["root_causes"],
+            "root_causes_injected": res.attribution["root_causes_injected"],
+            "errors": res.attribution["errors"],
             **(extra or {}),
         }
         self._log(row)
         self.last, self.last_eval = row, res
+        write_report(self.run_dir, {"status": self.state.status, "gates": self.state.gates})
         cu = "n/a" if m["cu"] is None else f"{m['cu']:+.2f}"
         self.say(
             f"[{stage} {iteration:>3}] tcsr {m['tcsr']:.3f}  dvr {m['dvr']:.3f}  completion "
@@ -178,24 +203,31 @@ class Pipeline:
         n = self.state.il_demos or il.demos
         for attempt in range(il.max_repeats + 1):
             t0 = time.time()
-            demos = collect_demos(self.s.env, n, il.wrong_sample_share, seed=self.s.seed + attempt)
+            with self.progress.task("il demonstrations", n, "demos") as bar:
+                demos = collect_demos(
+                    self.s.env, n, il.wrong_sample_share, seed=self.s.seed + attempt, on_demo=bar.advance
+                )
             module = current_module(self.algo)
-            stats = behaviour_cloning(
-                module,
-                demos,
-                reflection_coeff=il.reflection_coeff,
-                epochs=il.epochs,
-                minibatch_size=il.minibatch_size,
-                lr=il.lr,
-                freeze_encoder=il.freeze_encoder,
-                seed=self.s.seed,
-            )
+            with self.progress.task("il imitation", il.epochs, "epochs") as bar:
+                stats = behaviour_cloning(
+                    module,
+                    demos,
+                    reflection_coeff=il.reflection_coeff,
+                    epochs=il.epochs,
+                    minibatch_size=il.minibatch_size,
+                    lr=il.lr,
+                    freeze_encoder=il.freeze_encoder,
+                    seed=self.s.seed,
+                    on_epoch=lambda nll: bar.advance(nll=nll),
+                )
             sync_env_runners(self.algo)
             self.say(
                 f"[il] {n} demonstrations ({stats['samples']} imitated steps), NLL "
                 f"{stats['nll'][0]:.3f} → {stats['nll'][-1]:.3f} in {time.time() - t0:.0f}s"
             )
-            res = self.evaluate("il", attempt, {"bc_nll": stats["nll"][-1], "demos": n})
+            res = self.evaluate(
+                "il", attempt, {"bc_nll": stats["nll"][-1], "bc_nll_epochs": stats["nll"], "demos": n}
+            )
             passed = res.metrics.tcsr >= il.gate_tcsr
             self.state.gates[f"il_tcsr_attempt{attempt}"] = {
                 "value": res.metrics.tcsr,
@@ -225,32 +257,41 @@ class Pipeline:
     def _train_iterations(self, stage: str, iterations: int, on_iter: Callable[[int, float], None]) -> None:
         start = self.state.iteration if self.state.stage == stage else 0
         self.state.stage = stage
-        for it in range(start, iterations):
-            on_iter(it, (it + 1) / max(1, iterations))
-            if self.s.ray.reseed_each_iteration:
-                reseed_iteration(self.algo, iteration_seed(self.s.seed, stage, it))
-            res = self.algo.train()
-            er = res.get(ENV_RUNNER_RESULTS, {})
-            self.state.env_steps = int(er.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0) or self.state.env_steps)
-            self.state.iteration = it + 1
-            if (it + 1) % self.s.eval.every == 0 or it + 1 == iterations:
-                ev = self.evaluate(
-                    stage,
-                    it + 1,
-                    {
-                        "train_return": er.get("episode_return_mean"),
-                        "reward_layers": _reward_layers(res),
-                        "learner": _learner_stats(res),
-                    },
+        with self.progress.task(f"{stage} iterations", iterations, "iterations", done=start) as bar:
+            for it in range(start, iterations):
+                on_iter(it, (it + 1) / max(1, iterations))
+                if self.s.ray.reseed_each_iteration:
+                    reseed_iteration(self.algo, iteration_seed(self.s.seed, stage, it))
+                res = self.algo.train()
+                er = res.get(ENV_RUNNER_RESULTS, {})
+                self.state.env_steps = int(er.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0) or self.state.env_steps)
+                self.state.iteration = it + 1
+                learner = _learner_stats(res)
+                bar.advance(
+                    env_steps=self.state.env_steps,
+                    train_return=er.get("episode_return_mean"),
+                    policy_loss=learner.get(keys.AAAC_POLICY_LOSS),
                 )
-                if self.auto_pause.update(ev.metrics.dvr):
-                    self._stop(
-                        "paused",
-                        ev,
-                        "latest",
-                        f"[{stage}] auto-pause: DVR declined {self.auto_pause.patience} evaluations in a row",
+                if (it + 1) % self.s.eval.every == 0 or it + 1 == iterations:
+                    ev = self.evaluate(
+                        stage,
+                        it + 1,
+                        {
+                            "train_return": er.get("episode_return_mean"),
+                            "reward_layers": _reward_layers(res),
+                            "reward_layers_norm": _reward_layers(res, keys.METRIC_REWARD_LAYER_NORM_PREFIX),
+                            "reward_pool": _reward_pool_health(res),
+                            "learner": learner,
+                        },
                     )
-            self._checkpoint("latest")
+                    if self.auto_pause.update(ev.metrics.dvr):
+                        self._stop(
+                            "paused",
+                            ev,
+                            "latest",
+                            f"[{stage}] auto-pause: DVR declined {self.auto_pause.patience} evaluations in a row",
+                        )
+                self._checkpoint("latest")
 
     def _stop(self, status: str, ev: EvalResult, checkpoint: str, message: str, **extra: Any) -> None:
         """End the run with a diagnosis report (top causes, example traces) and a checkpoint to resume from."""
@@ -324,6 +365,7 @@ class Pipeline:
         self.say(f"run directory: {where}")
         (self.run_dir / "settings.json").write_text(self.s.model_dump_json(indent=2))
         self._init_wandb()
+        self._expert_baseline()
         self._build()
         runners = {"il": self.run_il, "rl": self.run_rl, "reflection": self.run_reflection}
         try:
@@ -355,6 +397,21 @@ class Pipeline:
             "gates": self.state.gates,
         }
 
+    def _expert_baseline(self) -> None:
+        """The scripted expert on the run's validation tasks, once per run (``expert.json``): the level the
+        dashboard and the report draw next to the policy's metrics."""
+        path = self.run_dir / EXPERT_FILE
+        if path.exists():
+            return
+        ev = self.s.eval
+        with self.progress.task(
+            "expert baseline", len(validation_tasks(self.eval_env, ev.tasks_per_family))
+        ) as bar:
+            res = evaluate_policy(ExpertPolicy(), self.eval_env, ev.tasks_per_family, on_episode=bar.advance)
+        path.write_text(
+            json.dumps({"metrics": res.metrics.to_dict(), "attribution": res.attribution}, indent=2)
+        )
+
     def _init_wandb(self) -> None:
         if self.s.wandb.mode == "disabled":
             return
@@ -370,6 +427,9 @@ class Pipeline:
                 config=json.loads(self.s.model_dump_json()),
                 resume="allow",
                 id=self.run_dir.name.replace("/", "-"),
+                # The run's own output says where the run lives; wandb's banner and history summary would
+                # interleave with the progress bars, and its stdout capture is not needed.
+                settings=wandb.Settings(silent=True, console="off"),
             )
         except Exception as e:  # logging must not kill training
             logger.warning("wandb disabled: %s", e)
@@ -395,9 +455,36 @@ def _learner_stats(res: dict[str, Any]) -> dict[str, float]:
     return {k: float(m[k]) for k in LEARNER_STATS if isinstance(m.get(k), int | float)}
 
 
-def _reward_layers(res: dict[str, Any]) -> dict[str, float]:
-    er, p = res.get(ENV_RUNNER_RESULTS, {}), keys.METRIC_REWARD_LAYER_PREFIX
-    return {k[len(p) :]: float(v) for k, v in er.items() if k.startswith(p) and isinstance(v, int | float)}
+def _reward_layers(res: dict[str, Any], prefix: str = keys.METRIC_REWARD_LAYER_PREFIX) -> dict[str, float]:
+    er = res.get(ENV_RUNNER_RESULTS, {})
+    return {
+        k[len(prefix) :]: float(v)
+        for k, v in er.items()
+        if k.startswith(prefix) and isinstance(v, int | float)
+    }
+
+
+REWARD_POOL_HEALTH = {
+    "pending": keys.METRIC_REWARD_PENDING,
+    "staleness": keys.METRIC_REWARD_STALENESS,
+    "staleness_max": keys.METRIC_REWARD_STALENESS_MAX,
+    "duplicates": keys.METRIC_REWARD_DUPLICATES,
+    "cancelled": keys.METRIC_REWARD_CANCELLED,
+    "missing": keys.METRIC_REWARD_MISSING,
+    "dropped": keys.METRIC_REWARD_DROPPED,
+    "held": keys.METRIC_REWARD_HELD,
+    "settled": keys.METRIC_REWARD_SETTLED,
+    "wait_s": keys.METRIC_REWARD_WAIT_S,
+}
+"""Row field → EnvRunner metric of the reward pool's health (empty without a reward pool)."""
+
+
+def _reward_pool_health(res: dict[str, Any]) -> dict[str, float]:
+    er = res.get(ENV_RUNNER_RESULTS, {})
+    # The counters come back as numpy integers, which are not ``int``: accept any real number.
+    return {
+        name: float(er[k]) for name, k in REWARD_POOL_HEALTH.items() if isinstance(er.get(k), numbers.Real)
+    }
 
 
 def _set_learner_attr(algo: Any, name: str, value: Any) -> None:
@@ -441,11 +528,13 @@ def run_pipeline(
     settings: ExperimentSettings,
     run_dir: str | Path | None = None,
     resume: str | Path | None = None,
-    progress: Callable[[str], None] = print,
+    progress: RunProgress | Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run (or resume) the three-stage pipeline; returns the run dir, status, final metrics and gates.
 
     ``run_dir`` and ``resume`` are paths or URIs; a URI run is pulled into a local working copy first.
+    ``progress`` receives stage messages and the progress bars (:func:`agentic_ray.progress.make_progress`); a
+    plain ``say(message)`` callable gets the bars as plain lines.
     """
     if resume is not None:
         storage = RunStorage(resume)

@@ -6,10 +6,9 @@ import sys
 from pathlib import Path
 
 import yaml
-from typer.testing import CliRunner
 
-from agentic_ray.cli import app
 from agentic_ray.skills.contracts import domain_file
+from tests.helpers.cli import invoke
 
 
 def _ray_started() -> bool:
@@ -31,7 +30,7 @@ def test_unknown_field_exits_2_naming_file_and_field(tmp_path):
         )
     )
     ray_before = _ray_started()
-    r = CliRunner().invoke(app, ["train", "--config", str(p)])
+    r = invoke(["train", "--config", str(p)])
     assert r.exit_code == 2 and f"{p}: field stages.rl.iters: unknown field" in r.output, r.output
     assert not (tmp_path / "runs").exists() and _ray_started() == ray_before
 
@@ -43,7 +42,7 @@ def test_missing_required_resource_exits_2_before_anything_starts(tmp_path):
     cfile = tmp_path / "ecommerce.yaml"
     cfile.write_text(yaml.safe_dump(contracts))
     ray_before = _ray_started()
-    r = CliRunner().invoke(app, ["train", "--config", str(_experiment(tmp_path, contracts_path=str(cfile)))])
+    r = invoke(["train", "--config", str(_experiment(tmp_path, contracts_path=str(cfile)))])
     assert r.exit_code == 2, r.output
     assert (
         "skill refund.trigger: required file" in r.output and str(tmp_path / "payments/ledger.db") in r.output
@@ -54,6 +53,6 @@ def test_missing_required_resource_exits_2_before_anything_starts(tmp_path):
 def test_broken_contract_file_exits_2(tmp_path):
     cfile = tmp_path / "ecommerce.yaml"
     cfile.write_text("domain: ecommerce\nskills: [\n")
-    r = CliRunner().invoke(app, ["train", "--config", str(_experiment(tmp_path, contracts_path=str(cfile)))])
+    r = invoke(["train", "--config", str(_experiment(tmp_path, contracts_path=str(cfile)))])
     assert r.exit_code == 2 and f"{cfile}: cannot read YAML" in r.output, r.output
     assert not (tmp_path / "runs").exists()

@@ -36,3 +36,91 @@ def test_evaluation_is_deterministic():
     assert [(s.skill, s.result_code) for e in a.records for s in e.steps] == [
         (s.skill, s.result_code) for e in b.records for s in e.steps
     ]
+
+
+def test_traces_sample_every_family_and_keep_every_failure_up_to_the_cap():
+    from agentic_ray.eval.evaluator import select_traces, validation_tasks
+
+    cfg = AgentTaskEnvConfig()
+    tasks = validation_tasks(cfg, 2)
+    r = evaluate_policy(
+        RandomPolicy(seed=1),
+        cfg,
+        tasks_per_family=2,
+        max_traces=len(cfg.family_list()),
+        max_failed_traces=100,
+    )
+    failed = [rec for rec in r.records if not rec.completed]
+    assert failed and sum(t["failed"] for t in r.traces) == len(failed)  # every failure kept
+    sampled = [t for t in r.traces if "sample" in t["kept_as"]]
+    assert sorted(t["task_family"] for t in sampled) == sorted(
+        cfg.family_list()
+    )  # one per family, not the first 8
+    # the cap bites across families in turn
+    kept = select_traces(tasks, r.records, 0, 3)
+    assert len(kept) == 3 and len({tasks[i][0] for i in kept}) == 3
+    assert all(why == ["failed"] for why in kept.values())
+
+
+def test_a_failed_episode_trace_has_argument_probabilities_reward_layers_and_reflection():
+    """An untrained AAAC module (built without Ray) on the real env: its failed episodes are traced in full."""
+    from pathlib import Path
+
+    import torch
+
+    from agentic_ray.algorithms.build import module_spec
+    from agentic_ray.eval.evaluator import ModulePolicy, validation_env_config
+    from agentic_ray.eval.traces import trace_reward_layers
+    from agentic_ray.settings import load_settings
+
+    torch.manual_seed(0)  # module weights and sampled actions: the same episodes every run
+    s = load_settings(Path(__file__).resolve().parents[3] / "configs" / "tiny.yaml")
+    module = module_spec(s).build()
+    module.eval()
+    cfg = validation_env_config(s.env.model_copy(update={"action_mode": "structured"}), 1.0)
+    r = evaluate_policy(
+        ModulePolicy(module, deterministic=False, debug=True),
+        cfg,
+        tasks_per_family=1,
+        max_failed_traces=8,
+        reward_layers=trace_reward_layers(None),
+    )
+    failed = [t for t in r.traces if t["failed"]]
+    assert failed
+    steps = [s for t in failed for s in t["steps"]]
+    with_ptr = [s for s in steps if s.get("pointer")]
+    assert with_ptr and all(sum(p for _, p in d) <= 1 + 1e-6 for s in with_ptr for d in s["pointer"].values())
+    assert any(s.get("enum") for s in steps) and any(s.get("numeric") for s in steps)
+    num = next(s["numeric"] for s in steps if s.get("numeric"))
+    assert all(v["sigma"] > 0 for v in num.values())
+    for t in failed:
+        assert set(t["reward_layers"]) == {"execution", "efficiency", "risk", "plan", "user_experience",
+                                           "long_term_value"}  # fmt: skip
+        assert all(len(v) == len(t["steps"]) for v in t["reward_steps"].values())
+    # every injected failure is marked; the reflection head's cause sits on the failed step it explains
+    bad = [(t, i) for t in failed for i, s in enumerate(t["steps"][:-1]) if s["result_code"] != "OK"]
+    assert bad, "with every episode faulty, some call fails"
+    assert all("reflection" in t["steps"][i] for t, i in bad)
+    assert all("reflection" not in s for t in failed for s in t["steps"] if s["result_code"] == "OK")
+
+
+def test_traces_mark_injected_faults_apart_from_policy_errors():
+    """The expert makes no errors of its own: every failed call in its traces is an injected fault, and the
+    attribution counts them apart by error code."""
+    from agentic_ray.eval.evaluator import validation_env_config
+
+    r = evaluate_policy(
+        ExpertPolicy(),
+        validation_env_config(AgentTaskEnvConfig(), 1.0),
+        tasks_per_family=2,
+        max_failed_traces=16,
+    )
+    failed_calls = [s for t in r.traces for s in t["steps"] if s["result_code"] != "OK"]
+    assert failed_calls and all(s["injected"] for s in failed_calls)
+    assert r.attribution["errors"]["policy"] == {}
+    assert sum(r.attribution["errors"]["injected"].values()) == sum(
+        not s.ok for e in r.records for s in e.steps
+    )
+    # failed episodes with a failed call failed by injected faults only; the others ran out of steps
+    with_calls = sum(not e.completed and any(not s.ok for s in e.steps) for e in r.records)
+    assert sum(r.attribution["root_causes_injected"].values()) == with_calls > 0

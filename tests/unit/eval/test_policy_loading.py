@@ -8,9 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from agentic_ray.cli import app
 from agentic_ray.eval.policy_loading import (
     MODULE_SUBDIR,
     CheckpointError,
@@ -18,6 +16,7 @@ from agentic_ray.eval.policy_loading import (
     verify_checkpoint,
 )
 from agentic_ray.settings import load_settings
+from tests.helpers.cli import invoke
 
 TINY = Path(__file__).resolve().parents[3] / "configs" / "tiny.yaml"
 
@@ -82,22 +81,22 @@ def _run_dir(tmp_path: Path, module_ckpt: Path, damage: bool = True) -> tuple[Pa
 
 def test_train_resume_and_eval_refuse_a_corrupted_checkpoint(module_ckpt, tmp_path):
     run, _ = _run_dir(tmp_path, module_ckpt)
-    r = CliRunner().invoke(app, ["train", "--resume", str(run)])
+    r = invoke(["train", "--resume", str(run)])
     assert r.exit_code == 2, r.output
     assert "cannot resume" in r.output and "module_state.pkl cannot be read" in r.output
-    r = CliRunner().invoke(app, ["eval", str(run), "--checkpoint", "latest"])
+    r = invoke(["eval", str(run), "--checkpoint", "latest"])
     assert r.exit_code == 2 and "module_state.pkl cannot be read" in r.output, r.output
 
 
 def test_train_resume_refuses_damaged_run_files(module_ckpt, tmp_path):
     run, _ = _run_dir(tmp_path, module_ckpt)
     (run / "state.json").write_text("{")
-    r = CliRunner().invoke(app, ["train", "--resume", str(run)])
+    r = invoke(["train", "--resume", str(run)])
     assert r.exit_code == 2 and f"{run / 'state.json'}: cannot read the pipeline state" in r.output, r.output
     (run / "settings.json").write_text('{"algo": {"gamma": 7}}')
-    r = CliRunner().invoke(app, ["train", "--resume", str(run)])
+    r = invoke(["train", "--resume", str(run)])
     assert r.exit_code == 2 and "settings.json: field algo.gamma" in r.output, r.output
-    r = CliRunner().invoke(app, ["train", "--resume", str(tmp_path / "nope")])
+    r = invoke(["train", "--resume", str(tmp_path / "nope")])
     assert r.exit_code == 2 and "no such run directory" in r.output
 
 
@@ -119,6 +118,6 @@ def test_eval_takes_a_relative_run_path(module_ckpt, tmp_path, monkeypatch):
     """``agentic-ray eval runs/<name>`` as the README gives it (it used to fail: ArrowInvalid, empty URI scheme)."""
     _run_dir(tmp_path, module_ckpt, damage=False)
     monkeypatch.chdir(tmp_path)
-    r = CliRunner().invoke(app, ["eval", "run", "--checkpoint", "latest", "--tasks-per-family", "1"])
-    assert r.exit_code == 0, r.output
-    assert f"checkpoint: {tmp_path / 'run' / 'checkpoints' / 'latest'}" in r.output
+    r = invoke(["eval", "run", "--checkpoint", "latest", "--tasks-per-family", "1"])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert f"checkpoint: {tmp_path / 'run' / 'checkpoints' / 'latest'}" in r.stdout

@@ -20,6 +20,10 @@ TRACE = {
             "step_trace_id": "abc123",
             "top_skills": [["refund.trigger", 0.61], ["inventory.check", 0.3]],
             "pointer": {"order_id": [["O-1", 0.9]]},
+            "members": {"item_ids": [["P-1", 0.8], ["P-2", 0.1]]},
+            "numeric": {
+                "amount": {"mean": 0.2, "sigma": 0.5, "copy": [["O-1.total", 0.7], ["(free value)", 0.3]]}
+            },
             "mask_reasons": {"order.update_address": ["hard: user not verified"]},
             "attention": {"user__uses__tool": [[0, 3, 0.7], [0, 1, 0.2]]},
             "gates": {"reflection": 0.4},
@@ -43,4 +47,6 @@ def test_find_by_episode_or_step_trace_id_and_format(tmp_path):
     assert "policy: refund.trigger 0.61, inventory.check 0.30" in out
     assert "masked: order.update_address (hard: user not verified)" in out
     assert "attention user__uses__tool: 0->3 0.70" in out
+    assert "members item_ids: P-1 0.80, P-2 0.10" in out
+    assert "numeric amount: mean +0.200 sigma 0.500; copy O-1.total 0.70, (free value) 0.30" in out
     assert "root cause missing_prerequisite" in out and "l3_risk -0.500" in out
