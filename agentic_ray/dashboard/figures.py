@@ -62,7 +62,6 @@ REWARD_POOL_TITLES: dict[str, str] = {
     "pending": "pending episodes",
     "staleness": "staleness (policy versions)",
     "duplicates": "duplicate results",
-    "cancelled": "cancelled calls",
     "missing": "missing layer results",
 }
 """Reward-pool health panels (keys of ``row["reward_pool"]``)."""

@@ -14,7 +14,7 @@ ROWS = [
     {"stage": "rl", "iteration": 1, "env_steps": 512, "tcsr": 0.95, "dvr": 0.9, "cu": None, "spt": 4.8,
      "completion": 0.6, "learner": {"policy_loss": 0.1, "mean_kl": 0.01, "beta": 0.99},
      "reward_layers": {"layer_a": -1.0}, "reward_layers_norm": {"layer_a": 0.2},
-     "reward_pool": {"pending": 3, "staleness": 0.5, "retries": 1, "missing": 0},
+     "reward_pool": {"pending": 3, "staleness": 0.5, "duplicates": 1, "cancelled": 0, "missing": 0},
      "errors": {"injected": {"UPSTREAM_ERROR": 2}, "policy": {}}, "root_causes": {"made_up_cause": 1},
      "root_causes_injected": {"made_up_cause": 1}},
     {"stage": "rl", "iteration": 2, "env_steps": 1024, "tcsr": 0.97, "dvr": 0.92, "cu": None, "spt": 4.6,
@@ -94,7 +94,7 @@ def test_training_and_reward_figures_carry_every_curve():
     fig = F.rewards_figure(ROWS)
     ys = [(t["name"], t["x"], t["y"]) for t in fig["data"]]
     assert ("layer_a", [512], [-1.0]) in ys and ("layer_a", [512], [0.2]) in ys
-    assert ("pending", [512], [3.0]) in ys and ("retries", [512], [1.0]) in ys
+    assert ("pending", [512], [3.0]) in ys and ("duplicates", [512], [1.0]) in ys
 
 
 def test_every_page_panel_has_tables_not_json():
