@@ -168,6 +168,36 @@ def submitted(cmd: str, _run: CliRun) -> None:
     assert "ray start --head" in " ".join(readme_commands())
 
 
+def dashboard(cmd: str, run: CliRun) -> None:
+    """The dashboard on a free port (the README's 8266 replaced), serving the run; stopped by its group."""
+    port = str(free_port())
+    full = {**os.environ}
+    full.pop("RAY_ADDRESS", None)
+    proc = subprocess.Popen(
+        ["bash", "-c", "exec " + _with_run(cmd, run).replace("8266", port)],
+        cwd=REPO,
+        env=full,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
+                if r.status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, "agentic-ray dashboard exited"
+            assert time.monotonic() < deadline, "the dashboard did not come up"
+            time.sleep(1)
+        assert "<html" in r.text.lower()
+    finally:
+        stop_process_group(proc, timeout_s=15)
+
+
 def sweep(cmd: str, _run: CliRun) -> None:
     if cmd not in _ONCE:
         out = _ok(cmd + SWEEP_BUDGET, timeout_s=1200)
@@ -304,6 +334,7 @@ RUNNERS: list[tuple[str, Runner]] = [
     (r"agentic-ray train --resume \S*quickstart-<time>", resume),
     (r"agentic-ray eval \S*quickstart-<time>", eval_run),
     (r"agentic-ray trace \S*quickstart-<time> <trace id>", trace),
+    (r"agentic-ray dashboard \S*quickstart-<time> --port 8266", dashboard),
     (r"agentic-ray train --config configs/\S+\.yaml( --set \S+)+", small_training),
     (r"python -c .*", plain),
     (r"ray start --head --dashboard-port=8265", ray_start_and_submit),
