@@ -1,8 +1,9 @@
 """RLlib callbacks that read the env's episode record: task metrics, the risk stream and root-cause labels.
 
-Without a reward pool, the risk stream comes from the record's steps at episode end (the L3 risk formula,
-``-w_i`` on each high-risk step) so that AAAC's risk critic learns from something real even with the env's
-synchronous reward only; with the pool, the pool's settled risk layers overwrite it.
+Without a reward pool, the risk stream is the L3 risk layer's score of the episode record at episode end
+(:class:`~agentic_ray.rewards.layers.risk_layer.RiskLayer` with its default settings: ``-w_i`` on each high-risk
+step, and the delayed consequences of soft-mode shortcuts on the last step), so AAAC's risk critic learns from
+the same signal as with the pool; with the pool, the pool's settled risk-stream layers overwrite it.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from ray.rllib.callbacks.callbacks import RLlibCallback
 from agentic_ray.eval.metrics import root_cause_index
 from agentic_ray.keys import EPISODE_RECORD, RISK_REWARDS, ROOT_CAUSE
 from agentic_ray.rewards.episode_record import EpisodeRecord
+from agentic_ray.rewards.layers.risk_layer import RiskLayer
+
+_RISK_LAYER = RiskLayer()
 
 
 def risk_stream(rec: EpisodeRecord) -> np.ndarray:
-    """(T,) float32: ``-risk_weight`` on high-risk steps (weight 1 when the contract gives none), else 0."""
-    return np.asarray([-(s.risk_weight or 1.0) if s.high_risk else 0.0 for s in rec.steps], dtype=np.float32)
+    """(T,) float32: the L3 risk layer's score (high-risk steps and delayed consequences; see ``RiskLayer``)."""
+    return _RISK_LAYER.score(rec)
 
 
 class AgenticEpisodeCallbacks(RLlibCallback):
