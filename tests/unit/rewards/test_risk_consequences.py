@@ -15,7 +15,7 @@ from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
 from agentic_ray.eval.evaluator import RandomPolicy, rollout, validation_tasks
 from agentic_ray.rewards.layers.base import CostClass
 from agentic_ray.rewards.layers.risk_layer import RiskLayer
-from agentic_ray.rewards.reward_actor_pool import make_layers
+from agentic_ray.rewards.layer_group_scorer import make_layers
 from agentic_ray.rewards.reward_pool_config import RewardPoolConfig, default_layers
 from agentic_ray.rollout.episode_callbacks import AgenticEpisodeCallbacks
 from tests.unit.algorithms.test_aaac_learner import MID, make_episode, make_learner, set_constant_critics
@@ -71,7 +71,7 @@ def _rllib_episode(rec) -> SingleAgentEpisode:
 
 def test_soft_mode_consequences_reach_the_risk_critics_targets(soft_records) -> None:
     gamma = 0.9
-    learner = make_learner(gamma=gamma, fixed_lambda=1.0)  # λ = 1: targets are the discounted risk returns
+    learner = make_learner(gamma=gamma, lambda_short=1.0, lambda_long=1.0)  # λ = 1: discounted risk returns
     set_constant_critics(learner.module[MID])
     for rec in soft_records[:5]:
         ep = _rllib_episode(rec)
