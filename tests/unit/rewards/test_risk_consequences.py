@@ -13,9 +13,9 @@ from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from agentic_ray import keys
 from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
 from agentic_ray.eval.evaluator import RandomPolicy, rollout, validation_tasks
+from agentic_ray.rewards.layer_group_scorer import make_layers
 from agentic_ray.rewards.layers.base import CostClass
 from agentic_ray.rewards.layers.risk_layer import RiskLayer
-from agentic_ray.rewards.layer_group_scorer import make_layers
 from agentic_ray.rewards.reward_pool_config import RewardPoolConfig, default_layers
 from agentic_ray.rollout.episode_callbacks import AgenticEpisodeCallbacks
 from tests.unit.algorithms.test_aaac_learner import MID, make_episode, make_learner, set_constant_critics
