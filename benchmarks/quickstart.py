@@ -1,9 +1,10 @@
 """Run configs/quickstart.yaml end to end and print one JSON line.
 
-Keys: ``wall_s``; the final model's ``tcsr``, ``dvr``, ``cu``, ``spt``, ``spt_over_optimal``, ``completion`` and
-``high_risk_share``; the same keys per stage under ``stages`` (each stage's last evaluation); ``expert`` (the
-scripted expert's ``tcsr``, ``spt`` and ``completion`` on the same validation tasks); ``status``, ``gates`` and
-``run_dir``. Seed 000's bars for comparison: TCSR ≥ 0.995, DVR ≥ 0.98, CU ≥ 0.40, SPT ≤ 6.2.
+Keys: ``wall_s``; the final model's ``tcsr``, ``tcsr_policy`` (calls the policy controls: injected outages left
+out), ``dvr``, ``cu`` with ``cu_ci`` and ``cu_n`` (first-failure pairs), ``spt`` and ``spt_over_optimal`` (successful
+episodes only), ``completion`` with ``completion_n`` (validation episodes) and ``high_risk_share``; the same keys
+per stage under ``stages`` (each stage's last evaluation); ``expert`` (the scripted expert's ``tcsr``,
+``tcsr_policy``, ``spt`` and ``completion`` on the same validation tasks); ``status``, ``gates`` and ``run_dir``. Seed 000's bars for comparison: TCSR ≥ 0.995, DVR ≥ 0.98, CU ≥ 0.40, SPT ≤ 6.2.
 """
 
 from __future__ import annotations
@@ -17,7 +18,19 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-KEYS = ("tcsr", "dvr", "cu", "spt", "spt_over_optimal", "completion", "high_risk_share")
+KEYS = (
+    "tcsr",
+    "tcsr_policy",
+    "dvr",
+    "cu",
+    "cu_ci",
+    "cu_n",
+    "spt",
+    "spt_over_optimal",
+    "completion",
+    "completion_n",
+    "high_risk_share",
+)
 
 
 def expert_on_the_same_tasks(run_dir: Path) -> dict[str, float]:
@@ -29,7 +42,7 @@ def expert_on_the_same_tasks(run_dir: Path) -> dict[str, float]:
     s = ExperimentSettings.model_validate_json((run_dir / "settings.json").read_text())
     env = validation_env_config(s.env, s.eval.fault_share)
     m = evaluate_policy(ExpertPolicy(), env, s.eval.tasks_per_family).metrics.to_dict()
-    return {k: m[k] for k in ("tcsr", "spt", "completion")}
+    return {k: m[k] for k in ("tcsr", "tcsr_policy", "spt", "completion")}
 
 
 def main() -> None:

@@ -98,6 +98,7 @@ def init_ray(address: str | None, num_cpus: int | None) -> None:
 def metrics_table(m: dict[str, Any]) -> str:
     keys = [
         "tcsr",
+        "tcsr_policy",
         "dvr",
         "entity_recall_at_5",
         "cu",
@@ -106,8 +107,16 @@ def metrics_table(m: dict[str, Any]) -> str:
         "completion",
         "high_risk_share",
     ]
-    rows = [{"metric": k, "value": "n/a" if m.get(k) is None else f"{m[k]:.3f}"} for k in keys if k in m]
-    return table(rows, ["metric", "value"]) if rows else "(no evaluation)"
+    rows = [
+        {
+            "metric": k,
+            "value": "n/a" if m.get(k) is None else f"{m[k]:.3f}",
+            "n": m.get(f"{k}_n", ""),
+        }
+        for k in keys
+        if k in m
+    ]
+    return table(rows, ["metric", "value", "n"]) if rows else "(no evaluation)"
 
 
 def domain_contracts(domain: str | None, contracts: Path | None) -> tuple[Any, Any, Any]:

@@ -529,7 +529,8 @@ def evaluate_policy(
     num_envs: int = 16,
     on_episode: Callable[[], None] | None = None,
 ) -> EvalResult:
-    """Metrics on the validation split; with ``cu_ablation`` a second pass with the reflection input off.
+    """Metrics on the validation split; with ``cu_ablation`` a second pass with the reflection input off (CU over
+    first-failure pairs, task by task).
 
     Traces: see :func:`rollout` (``max_traces`` sampled across families, plus every failed episode up to
     ``max_failed_traces``, each scored by ``reward_layers``). ``on_episode`` is called per finished episode of
@@ -557,5 +558,5 @@ def evaluate_policy(
     if cu_ablation and isinstance(policy, ModulePolicy):
         off = ModulePolicy(policy.module, policy.deterministic, reflection=False)
         recs_off, _ = rollout(off, cfg, tasks, num_envs=num_envs, on_episode=on_episode)
-        cu = correction_uplift(after, first_action_after_failure(recs_off, first_only=True))
+        cu = correction_uplift(recs, recs_off)  # first-failure pairs, task by task
     return EvalResult(evaluate(recs, cu=cu), recs, traces, attribute_failures(recs), after)

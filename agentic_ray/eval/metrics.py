@@ -1,17 +1,24 @@
 """The five-metric evaluation (seed 000) plus completion and risk, as pure functions of finished episodes.
 
 All functions take :class:`~agentic_ray.rewards.episode_record.EpisodeRecord` objects (or their dicts) and hold
-no training code.
+no training code. Every metric comes with its sample count (``<metric>_n`` in :class:`EvalMetrics`), so a reader
+of ``metrics.jsonl`` can tell 0.5 over 4 calls from 0.5 over 4,000.
 
-* **TCSR** (tool-call success rate): successful tool calls ÷ calls, over every step of every episode. A step that
-  the gateway answered with an error code (including an invalid or masked action sent anyway) is a failed call.
+* **TCSR** (tool-call success rate), twice:
+  * ``tcsr``: successful tool calls ÷ all calls. A step that the gateway answered with an error code (including
+    an invalid or masked action sent anyway) is a failed call;
+  * ``tcsr_policy``: the same over the calls the policy controls, i.e. without the failures an injected fault
+    caused (``StepRecord.injected``: an outage, a transient or a garbled reply). The scripted expert scores
+    below 1 on ``tcsr`` whenever faults are injected, and 1 on ``tcsr_policy``.
 * **DVR** (DAG validity rate): episodes whose executed plan has no dependency violation and no missing
   prerequisite ÷ episodes.
 * **Entity Recall@5**: ``None`` ("n/a") until long-term memory lands; then recalled ÷ mentioned entities.
-* **CU** (correction uplift): success rate of the first action after a failed step with the reflection input on,
-  minus the same rate with it off, on the same validation failures (an ablation; see :func:`correction_uplift`).
-* **SPT** (steps per task): mean env steps per episode; ``spt_over_optimal`` divides each episode's steps by the
-  task's optimal step count first.
+* **CU** (correction uplift): over first-failure pairs (the same validation task's first failure, once with the
+  reflection input on and once with it off), the fix rate with it on minus the fix rate with it off, with a 95%
+  bootstrap interval and the pair count (:func:`correction_uplift`). A fix is a successful next call.
+* **SPT** (steps per task): mean env steps per **successful** episode (a failed episode's steps say nothing about
+  how many a task takes); ``spt_over_optimal`` divides each one's steps by the task's optimal step count first.
+  Both are None when no episode succeeded.
 * ``completion``: share of episodes with every goal satisfied; ``high_risk_share``: high-risk steps ÷ steps.
 """
 
@@ -25,6 +32,7 @@ from typing import Any
 
 import networkx as nx
 
+from agentic_ray.eval.bootstrap import paired_difference_ci
 from agentic_ray.graph_spec import ROOT_CAUSES
 from agentic_ray.rewards.episode_record import EpisodeRecord
 
@@ -39,28 +47,66 @@ def as_records(episodes: Iterable[EpisodeRecord | dict[str, Any]]) -> list[Episo
 
 
 @dataclass
+class CorrectionUplift:
+    """CU over first-failure pairs: ``cu`` = fix rate on − fix rate off, ``ci`` its 95% bootstrap interval."""
+
+    cu: float | None
+    ci: tuple[float, float] | None
+    pairs: int
+    fix_rate_on: float | None = None
+    fix_rate_off: float | None = None
+
+
+@dataclass
 class EvalMetrics:
+    """Every metric with its sample count ``<metric>_n`` (calls, episodes, successful episodes, steps or pairs)."""
+
     episodes: int
     tcsr: float
+    tcsr_n: int  # tool calls
+    tcsr_policy: float
+    tcsr_policy_n: int  # tool calls without the failures an injected fault caused
     dvr: float
+    dvr_n: int  # episodes
     entity_recall_at_5: float | None
+    entity_recall_at_5_n: int  # mentioned entities (0 while memory is off)
     cu: float | None
-    spt: float
-    spt_over_optimal: float
+    cu_ci: tuple[float, float] | None
+    cu_n: int  # first-failure pairs
+    spt: float | None
+    spt_n: int  # successful episodes
+    spt_over_optimal: float | None
+    spt_over_optimal_n: int  # successful episodes
     completion: float
+    completion_n: int  # episodes
     high_risk_share: float
+    high_risk_share_n: int  # steps
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+def _share(flags: Sequence[bool]) -> float:
+    return sum(flags) / len(flags) if flags else 0.0
+
+
 def tcsr(episodes: Sequence[EpisodeRecord]) -> float:
-    calls = [s.ok for e in episodes for s in e.steps]
-    return sum(calls) / len(calls) if calls else 0.0
+    """Successful calls ÷ all calls."""
+    return _share([s.ok for e in episodes for s in e.steps])
+
+
+def policy_calls(episodes: Sequence[EpisodeRecord]) -> list[bool]:
+    """Success of every call the policy controls: all calls but the failures an injected fault caused."""
+    return [s.ok for e in episodes for s in e.steps if not s.injected]
+
+
+def tcsr_policy(episodes: Sequence[EpisodeRecord]) -> float:
+    """Successful calls ÷ the calls the policy controls (see :func:`policy_calls`)."""
+    return _share(policy_calls(episodes))
 
 
 def dvr(episodes: Sequence[EpisodeRecord]) -> float:
-    return sum(e.dag_valid for e in episodes) / len(episodes) if episodes else 0.0
+    return _share([e.dag_valid for e in episodes])
 
 
 def entity_recall_at_5(episodes: Sequence[EpisodeRecord]) -> float | None:
@@ -72,30 +118,30 @@ def entity_recall_at_5(episodes: Sequence[EpisodeRecord]) -> float | None:
     return hits / mentioned
 
 
-def spt(episodes: Sequence[EpisodeRecord]) -> float:
-    return sum(e.num_steps for e in episodes) / len(episodes) if episodes else 0.0
+def spt(episodes: Sequence[EpisodeRecord]) -> float | None:
+    """Mean steps of the successful episodes; None when none succeeded."""
+    done = [e.num_steps for e in episodes if e.completed]
+    return sum(done) / len(done) if done else None
 
 
-def spt_over_optimal(episodes: Sequence[EpisodeRecord]) -> float:
-    r = [e.num_steps / max(1, e.optimal_steps) for e in episodes]
-    return sum(r) / len(r) if r else 0.0
+def spt_over_optimal(episodes: Sequence[EpisodeRecord]) -> float | None:
+    """Mean of steps ÷ optimal steps over the successful episodes; None when none succeeded."""
+    r = [e.num_steps / max(1, e.optimal_steps) for e in episodes if e.completed]
+    return sum(r) / len(r) if r else None
 
 
 def completion(episodes: Sequence[EpisodeRecord]) -> float:
-    return sum(e.completed for e in episodes) / len(episodes) if episodes else 0.0
+    return _share([e.completed for e in episodes])
 
 
 def high_risk_share(episodes: Sequence[EpisodeRecord]) -> float:
-    steps = [s.high_risk for e in episodes for s in e.steps]
-    return sum(steps) / len(steps) if steps else 0.0
+    return _share([s.high_risk for e in episodes for s in e.steps])
 
 
 def first_action_after_failure(episodes: Sequence[EpisodeRecord], first_only: bool = False) -> list[bool]:
     """For every failed step that is not the last one, whether the next step succeeded.
 
-    With ``first_only`` only each episode's first failure counts. That is what the CU ablation compares: before
-    the first failure the reflection input is empty, so with the same task seeds a run with reflection on and a
-    run with it off reach the very same first failure, and only the next action can differ.
+    With ``first_only`` only each episode's first failure counts.
     """
     out = []
     for e in episodes:
@@ -107,32 +153,96 @@ def first_action_after_failure(episodes: Sequence[EpisodeRecord], first_only: bo
     return out
 
 
-def correction_uplift(with_reflection: Sequence[bool], without_reflection: Sequence[bool]) -> float | None:
-    """P(first action after a failure succeeds | reflection on) − P(... | off). None when either side is empty."""
-    if not with_reflection or not without_reflection:
-        return None
-    return sum(with_reflection) / len(with_reflection) - sum(without_reflection) / len(without_reflection)
+def first_failure(e: EpisodeRecord) -> tuple[int, bool] | None:
+    """``(index, fixed)`` of the episode's first failed step that has a next step; ``fixed``: the next call succeeded."""
+    for i, (a, b) in enumerate(itertools.pairwise(e.steps)):
+        if not a.ok:
+            return i, b.ok
+    return None
+
+
+def correction_uplift(
+    with_reflection: Sequence[EpisodeRecord], without_reflection: Sequence[EpisodeRecord], *, seed: int = 0
+) -> CorrectionUplift:
+    """CU over first-failure pairs, with a 95% paired bootstrap interval.
+
+    ``with_reflection[i]`` and ``without_reflection[i]`` are the same validation task (same task seed) rolled
+    with the reflection input on and off. Before the first failure that input is empty, so both runs reach the
+    same first failure; a pair is counted when they do (same step, same skill, same result code), and only the
+    next action can differ.
+
+    Args:
+        with_reflection: Episodes with the reflection input on, in task order.
+        without_reflection: The same tasks with it off, in the same order.
+        seed: Seed of the bootstrap resampling.
+
+    Returns:
+        :class:`CorrectionUplift`; ``cu`` and ``ci`` are None without pairs (``ci`` also with one pair).
+
+    Raises:
+        ValueError: If the two runs do not cover the same number of tasks.
+    """
+    if len(with_reflection) != len(without_reflection):
+        raise ValueError(
+            f"CU needs the same tasks twice: {len(with_reflection)} vs {len(without_reflection)} episodes"
+        )
+    on, off = [], []
+    for e_on, e_off in zip(with_reflection, without_reflection, strict=True):
+        f_on, f_off = first_failure(e_on), first_failure(e_off)
+        if f_on is None or f_off is None or f_on[0] != f_off[0]:
+            continue
+        s_on, s_off = e_on.steps[f_on[0]], e_off.steps[f_off[0]]
+        if (s_on.skill, s_on.result_code) != (s_off.skill, s_off.result_code):
+            continue
+        on.append(float(f_on[1]))
+        off.append(float(f_off[1]))
+    if not on:
+        return CorrectionUplift(cu=None, ci=None, pairs=0)
+    rate_on, rate_off = sum(on) / len(on), sum(off) / len(off)
+    return CorrectionUplift(
+        cu=rate_on - rate_off,
+        ci=paired_difference_ci(on, off, seed=seed),
+        pairs=len(on),
+        fix_rate_on=rate_on,
+        fix_rate_off=rate_off,
+    )
 
 
 def evaluate(
-    episodes: Iterable[EpisodeRecord | dict[str, Any]], cu: float | None = None, memory: bool = False
+    episodes: Iterable[EpisodeRecord | dict[str, Any]],
+    cu: CorrectionUplift | None = None,
+    memory: bool = False,
 ) -> EvalMetrics:
-    """All metrics at once. ``cu`` comes from the reflection ablation (it needs two rollouts).
+    """All metrics at once, each with its sample count. ``cu`` comes from the reflection ablation (two rollouts).
 
     Entity Recall@5 is reported only with ``memory=True``: until long-term memory lands, the env's entity
     bookkeeping measures whether a call used the request's entities, which is not recall from memory.
     """
     eps = as_records(episodes)
+    successes = sum(e.completed for e in eps)
+    steps = sum(e.num_steps for e in eps)
+    recall = entity_recall_at_5(eps) if memory else None
     return EvalMetrics(
         episodes=len(eps),
         tcsr=tcsr(eps),
+        tcsr_n=steps,
+        tcsr_policy=tcsr_policy(eps),
+        tcsr_policy_n=len(policy_calls(eps)),
         dvr=dvr(eps),
-        entity_recall_at_5=entity_recall_at_5(eps) if memory else None,
-        cu=cu,
+        dvr_n=len(eps),
+        entity_recall_at_5=recall,
+        entity_recall_at_5_n=sum(len(e.entities_mentioned) for e in eps) if memory else 0,
+        cu=None if cu is None else cu.cu,
+        cu_ci=None if cu is None else cu.ci,
+        cu_n=0 if cu is None else cu.pairs,
         spt=spt(eps),
+        spt_n=successes,
         spt_over_optimal=spt_over_optimal(eps),
+        spt_over_optimal_n=successes,
         completion=completion(eps),
+        completion_n=len(eps),
         high_risk_share=high_risk_share(eps),
+        high_risk_share_n=steps,
     )
 
 

@@ -185,10 +185,12 @@ class Pipeline:
         self._log(row)
         self.last, self.last_eval = row, res
         write_report(self.run_dir, {"status": self.state.status, "gates": self.state.gates})
-        cu = "n/a" if m["cu"] is None else f"{m['cu']:+.2f}"
+        cu = "n/a" if m["cu"] is None else f"{m['cu']:+.2f} over {m['cu_n']} pairs"
+        spt = "n/a" if m["spt"] is None else f"{m['spt']:.2f}"
         self.say(
-            f"[{stage} {iteration:>3}] tcsr {m['tcsr']:.3f}  dvr {m['dvr']:.3f}  completion "
-            f"{m['completion']:.3f}  spt {m['spt']:.2f}  high-risk {m['high_risk_share']:.3f}  cu {cu}"
+            f"[{stage} {iteration:>3}] tcsr {m['tcsr']:.3f} (policy {m['tcsr_policy']:.3f})  dvr {m['dvr']:.3f}  "
+            f"completion {m['completion']:.3f} of {m['completion_n']}  spt {spt}  high-risk "
+            f"{m['high_risk_share']:.3f}  cu {cu}"
         )
         if self.on_evaluation is not None:
             self.on_evaluation(row, res)

@@ -16,9 +16,15 @@ from agentic_ray.eval.metrics import (
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 
 
-def step(skill: str, code: str = "OK", high_risk: bool = False) -> StepRecord:
+def step(skill: str, code: str = "OK", high_risk: bool = False, injected: bool = False) -> StepRecord:
     return StepRecord(
-        skill=skill, args={}, result_code=code, ok=code == "OK", latency_ms=1.0, high_risk=high_risk
+        skill=skill,
+        args={},
+        result_code=code,
+        ok=code == "OK",
+        latency_ms=1.0,
+        high_risk=high_risk,
+        injected=injected,
     )
 
 
@@ -50,21 +56,41 @@ def episode(
 
 def test_five_metrics_on_hand_built_episodes():
     good = episode([step("inventory.check"), step("refund.trigger")])
-    slow = episode([step("inventory.check", "TOOL_TIMEOUT"), step("inventory.check"), step("refund.trigger")])
+    slow = episode(
+        [
+            step("inventory.check", "TOOL_TIMEOUT", injected=True),
+            step("inventory.check"),
+            step("refund.trigger"),
+        ]
+    )
     bad = episode(
-        [step("refund.trigger", high_risk=True), step("inventory.check")],
+        [step("refund.trigger", high_risk=True), step("inventory.check", "INVALID_INPUT")],
         completed=False,
         done_order=("b", "a"),
     )
     m = evaluate([good, slow, bad])
     assert m.episodes == 3
-    assert m.tcsr == pytest.approx(6 / 7)
-    assert m.dvr == pytest.approx(2 / 3)
-    assert m.entity_recall_at_5 is None and m.cu is None
-    assert m.spt == pytest.approx(7 / 3)
-    assert m.spt_over_optimal == pytest.approx((1 + 1.5 + 1) / 3)
-    assert m.completion == pytest.approx(2 / 3)
-    assert m.high_risk_share == pytest.approx(1 / 7)
+    assert (m.tcsr, m.tcsr_n) == (pytest.approx(5 / 7), 7)
+    # The injected outage is not the policy's: 5 of its 6 calls succeeded.
+    assert (m.tcsr_policy, m.tcsr_policy_n) == (pytest.approx(5 / 6), 6)
+    assert (m.dvr, m.dvr_n) == (pytest.approx(2 / 3), 3)
+    assert m.entity_recall_at_5 is None and m.cu is None and m.cu_n == 0
+    # Successful episodes only: 2 and 3 steps (the failed 2-step episode does not count).
+    assert (m.spt, m.spt_n) == (pytest.approx(5 / 2), 2)
+    assert (m.spt_over_optimal, m.spt_over_optimal_n) == (pytest.approx((1 + 1.5) / 2), 2)
+    assert (m.completion, m.completion_n) == (pytest.approx(2 / 3), 3)
+    assert (m.high_risk_share, m.high_risk_share_n) == (pytest.approx(1 / 7), 7)
+
+
+def test_every_metric_carries_its_sample_count():
+    d = evaluate([episode([step("x")])]).to_dict()
+    metrics = {k for k in d if k != "episodes" and not k.endswith(("_n", "_ci"))}
+    assert metrics and all(f"{k}_n" in d for k in metrics), sorted(metrics)
+
+
+def test_spt_is_none_without_a_successful_episode():
+    m = evaluate([episode([step("x", "INVALID_INPUT")], completed=False, done_order=())])
+    assert m.spt is None and m.spt_over_optimal is None and m.spt_n == 0
 
 
 def test_plan_violations_and_missing_prerequisites():
@@ -115,13 +141,43 @@ def test_attribution_separates_timeouts_from_bad_parameters():
     assert a["root_causes"] == {"dependency_violation": 1}
 
 
-def test_correction_uplift_and_first_action_after_failure():
+def test_first_action_after_failure():
     e = episode(
         [step("a", "TOOL_TIMEOUT"), step("a"), step("b", "INVALID_INPUT"), step("b", "INVALID_INPUT")]
     )
     assert first_action_after_failure([e]) == [True, False]
-    assert correction_uplift([True, True, False, True], [True, False, False, False]) == pytest.approx(0.5)
-    assert correction_uplift([], [True]) is None
+    assert first_action_after_failure([e], first_only=True) == [True]
+
+
+def _failed_then(next_ok: bool, first: str = "a") -> EpisodeRecord:
+    """One good call, a failed ``first`` call, then a next call that succeeds or not."""
+    return episode([step("x"), step(first, "INVALID_INPUT"), step("y", "OK" if next_ok else "CONFLICT")])
+
+
+def test_correction_uplift_over_first_failure_pairs_with_interval():
+    # 6 tasks: the fix succeeds on 5 with reflection on, on 2 with it off → CU = 5/6 − 2/6 = 0.5 over 6 pairs.
+    on = [_failed_then(ok) for ok in (True, True, True, True, True, False)]
+    off = [_failed_then(ok) for ok in (True, False, False, True, False, False)]
+    clean = episode([step("x"), step("y")])  # no failure: no pair
+    other = _failed_then(True, first="b")  # a different first failure than its partner: no pair
+    cu = correction_uplift([*on, clean, other], [*off, clean, _failed_then(False)])
+    assert cu.pairs == 6
+    assert cu.cu == pytest.approx(0.5) and (cu.fix_rate_on, cu.fix_rate_off) == (
+        pytest.approx(5 / 6),
+        pytest.approx(2 / 6),
+    )
+    low, high = cu.ci
+    assert low < 0.5 < high and low >= -1.0 and high <= 1.0
+    assert high - low > 0.2  # six pairs leave a wide interval
+    m = evaluate(on, cu=cu)
+    assert (m.cu, m.cu_n, m.cu_ci) == (cu.cu, 6, cu.ci)
+
+
+def test_correction_uplift_without_pairs_and_with_mismatched_runs():
+    none = correction_uplift([episode([step("x")])], [episode([step("x")])])
+    assert (none.cu, none.ci, none.pairs) == (None, None, 0)
+    with pytest.raises(ValueError, match="same tasks"):
+        correction_uplift([episode([step("x")])], [])
 
 
 def test_auto_pause_fires_on_three_declines_in_a_row():
