@@ -27,8 +27,17 @@ REWARD_ADVANTAGES = "reward_advantages"  # (N,) unstandardised TD(λ) advantages
 RISK_ADVANTAGES = "risk_advantages"  # (N,) unstandardised TD(λ) advantages of the risk stream
 TD_LAMBDA = "td_lambda"  # (N,) λ chosen for the episode each row belongs to
 
+# PPO-Lagrangian train-batch columns (cost critic), learner state and metrics.
+COST_ADVANTAGES = "cost_advantages"  # (N,) GAE advantages of the cost stream (−risk), centred
+COST_VALUE_TARGETS = "cost_value_targets"  # (N,) GAE value targets of the cost critic
+PPO_LAG_MULTIPLIERS = "ppo_lagrangian_multipliers"  # learner state: {module_id: Lagrange multiplier}
+PPO_LAG_MULTIPLIER = "lagrange_multiplier"
+PPO_LAG_EPISODE_COST = "episode_cost_mean"  # the batch's mean cost per episode (the dual ascent's J_c)
+PPO_LAG_VF_LOSS_COST = "vf_loss_cost"
+
 # AAAC learner state and metrics.
-AAAC_NUM_UPDATES = "aaac_num_updates"  # learner state: Learner.update() calls so far (β schedule's t)
+AAAC_NUM_UPDATES = "aaac_num_updates"  # learner state: Learner.update() calls so far (critic warm-up's unit)
+AAAC_NUM_POLICY_STEPS = "aaac_num_policy_steps"  # learner state: policy optimisation steps (β schedule's t)
 AAAC_REFERENCE_POLICY = "aaac_reference_policy"  # learner state: frozen π_ref module states of the anchor KL
 AAAC_POLICY_LOSS = "policy_loss"
 AAAC_VF_LOSS_REWARD = "vf_loss_reward"

@@ -51,6 +51,10 @@ def learner_num_updates(algo: AAAC) -> int:
     return on_learner(algo, lambda learner: learner.num_updates)
 
 
+def learner_policy_steps(algo: AAAC) -> int:
+    return on_learner(algo, lambda learner: learner.num_policy_steps)
+
+
 class HoldBackEnvRunner(SingleAgentEnvRunner):
     """Holds every second episode back until the runner has received new weights, then delivers it.
 
@@ -99,12 +103,17 @@ def test_checkpoint_round_trip_keeps_beta_counter_and_policy(ray_session, tmp_pa
             torch.testing.assert_close(
                 env_runner_logits[Columns.ACTION_DIST_INPUTS], learner_logits(algo), rtol=0, atol=0
             )
-            # The next update of both uses β_2 = β_0·0.999².
-            beta_expected = algo.config.beta_0 * 0.999**2
+            # β counts policy optimisation steps (SGD minibatch updates), and the count came back with the weights.
+            steps = learner_policy_steps(algo)
+            assert steps >= 2 * 4  # ≥ 256 rows a batch in 64-row minibatches, 2 epochs, 2 updates
+            assert learner_policy_steps(restored) == steps
             for a in (algo, restored):
                 result = a.train()
+                # the update's last minibatch ran at t = (steps after it) − 1: β_0·0.999^t
+                t_last = learner_policy_steps(a) - 1
+                assert t_last >= steps + 4 - 1
                 assert result[LEARNER_RESULTS][DEFAULT_MODULE_ID][keys.AAAC_BETA] == pytest.approx(
-                    beta_expected
+                    algo.config.beta_0 * 0.999**t_last
                 )
             assert learner_num_updates(restored) == 3
         finally:
@@ -113,8 +122,14 @@ def test_checkpoint_round_trip_keeps_beta_counter_and_policy(ray_session, tmp_pa
         algo.stop()
 
 
+def one_step_per_update(config: AAACConfig) -> AAACConfig:
+    """One SGD step on the whole batch per update: on-policy rows then have a ratio π/μ of exactly 1."""
+    return config.training(num_epochs=1, minibatch_size=None)
+
+
 def test_held_back_episodes_are_learned_off_policy_with_zero_env_runners(ray_session) -> None:
-    algo = small_config(num_env_runners=0).env_runners(env_runner_cls=HoldBackEnvRunner).build_algo()
+    algo = one_step_per_update(small_config(num_env_runners=0)).env_runners(env_runner_cls=HoldBackEnvRunner)
+    algo = algo.build_algo()
     try:
         results = [algo.train() for _ in range(3)]
         assert learner_num_updates(algo) == 3
@@ -124,10 +139,24 @@ def test_held_back_episodes_are_learned_off_policy_with_zero_env_runners(ray_ses
             # Fresh rows lag one update, held-back rows two or more: the mean lag must exceed 1.
             assert stats[DIFF_NUM_GRAD_UPDATES_VS_SAMPLER_POLICY] > 1.0
             assert np.isfinite(stats[keys.AAAC_POLICY_LOSS]) and np.isfinite(stats[keys.AAAC_KL])
-            eps = algo.config.policy_clip  # the logged weight is the clipped ratio
-            assert 1.0 - eps <= stats[keys.AAAC_IS_WEIGHT_MEAN] <= 1.0 + eps
+        # The late rows are weighted with the policy that sampled them (their own ACTION_LOGP), so their ratio
+        # π/μ departs from 1 at the update's only SGD step; the fresh rows' ratio is exactly 1 there (see the
+        # control below, where nothing is held back).
+        late = [r[LEARNER_RESULTS][DEFAULT_MODULE_ID] for r in results[1:]]
+        assert any(
+            abs(s[keys.AAAC_IS_WEIGHT_MEAN] - 1.0) > 1e-4 or s[keys.AAAC_RATIO_MAX] > 1.0 + 1e-4 for s in late
+        ), late
     finally:
         algo.stop()
+
+    control = one_step_per_update(small_config(num_env_runners=0)).build_algo()
+    try:
+        for _ in range(2):
+            stats = control.train()[LEARNER_RESULTS][DEFAULT_MODULE_ID]
+        assert stats[keys.AAAC_RATIO_MAX] == pytest.approx(1.0, abs=1e-5)
+        assert stats[keys.AAAC_IS_WEIGHT_MEAN] == pytest.approx(1.0, abs=1e-5)
+    finally:
+        control.stop()
 
 
 def test_on_policy_lag_is_one_update(ray_session) -> None:

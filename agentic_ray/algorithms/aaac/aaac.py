@@ -5,10 +5,15 @@ AAAC, as described in seed 002 (``docs/seed-digest.md`` §B):
 * TD(λ) advantages with λ chosen per episode from its length (short → 0.95, long → 0.55);
 * two critics, one per stream: the reward critic on the env/reward stream, the risk critic on the risk stream
   (``episode.custom_data[keys.RISK_REWARDS]``; zeros if absent); ``A = w_reward·A_reward + (1−w_reward)·A_risk``;
-* a progressive KL penalty to the behaviour policy, ``β_t = β_0·0.999^t`` (t = learner updates), plus an entropy
+* a progressive KL penalty to the behaviour policy, ``β_t = β_0·0.999^t`` (t = policy optimisation steps, one per
+  SGD minibatch update; see ``AAACLearner``), plus an entropy
   bonus and importance-weighted advantages for episodes that arrive off-policy (clipped surrogate by default,
   truncated weights as an option);
 * one optimizer per parameter group so each gets its own gradient clip (risk critic 1.0, reward critic 2.0).
+
+Ablations (one component each, for ``benchmarks/aaac_vs_ppo.py``): ``fixed_lambda`` (one λ for every episode instead
+of the length rule), ``use_risk_critic=False`` (one critic: the advantage is the reward critic's alone and the risk
+critic is not trained) and ``use_beta_kl=False`` (no β-KL term).
 
 Files follow RLlib's layout: this module (``AAACConfig``, ``AAAC``), ``aaac_learner.py`` (connectors, β counter),
 ``torch/aaac_torch_learner.py`` (the loss), ``two_critic_advantages.py`` (the advantage connector),
@@ -69,7 +74,8 @@ class AAACConfig(AlgorithmConfig):
     ``w_reward``, ``lambda_short``, ``lambda_long``, ``lambda_length_threshold``, ``lambda_smooth_width``,
     ``beta_0``, ``beta_decay``, ``entropy_coeff``, ``is_ratio_cap``, ``policy_clip``, ``vf_loss_coeff``, ``critic_lr``,
     ``policy_grad_clip``, ``reward_critic_grad_clip``, ``risk_critic_grad_clip``, ``anchor_kl_coeff``,
-    ``reflection_trains_encoder``. ``w_risk`` is not stored: it is
+    ``reflection_trains_encoder``; the ablation switches ``fixed_lambda``, ``use_risk_critic`` and ``use_beta_kl``.
+    ``w_risk`` is not stored: it is
     always ``1 − w_reward`` (see :attr:`w_risk`).
     """
 
@@ -93,6 +99,10 @@ class AAACConfig(AlgorithmConfig):
         self.lambda_long = 0.55
         self.lambda_length_threshold = 8.0
         self.lambda_smooth_width: float | None = None
+        # Ablation switches (defaults: the full algorithm).
+        self.fixed_lambda: float | None = None
+        self.use_risk_critic = True
+        self.use_beta_kl = True
 
         # Policy objective.
         self.beta_0 = 0.1
@@ -133,6 +143,9 @@ class AAACConfig(AlgorithmConfig):
         lambda_long: float | _NotProvided = NotProvided,
         lambda_length_threshold: float | _NotProvided = NotProvided,
         lambda_smooth_width: float | _NotProvided | None = NotProvided,
+        fixed_lambda: float | _NotProvided | None = NotProvided,
+        use_risk_critic: bool | _NotProvided = NotProvided,
+        use_beta_kl: bool | _NotProvided = NotProvided,
         beta_0: float | _NotProvided = NotProvided,
         beta_decay: float | _NotProvided = NotProvided,
         entropy_coeff: float | _NotProvided = NotProvided,
@@ -158,8 +171,15 @@ class AAACConfig(AlgorithmConfig):
             lambda_length_threshold: Episodes with at most this many steps are short.
             lambda_smooth_width: ``None`` for a hard switch at the threshold, else the width (steps, > 0) of a
                 sigmoid interpolation between the two λs.
+            fixed_lambda: Ablation of the adaptive λ: ``None`` (default) chooses λ per episode from its length; a
+                value in ``[0, 1]`` is used for every episode (the λ settings above are then ignored).
+            use_risk_critic: Ablation of the second critic: with ``False`` the advantage is the reward critic's
+                alone (``w_reward`` and the risk stream are ignored) and the risk critic gets no loss.
+            use_beta_kl: Ablation of the progressive KL penalty: with ``False`` the ``β_t·KL(μ‖π)`` term is left out
+                (β is logged as 0).
             beta_0: Initial KL-penalty coefficient, ``>= 0``.
-            beta_decay: β multiplies by this after each learner update, in ``(0, 1]`` (0.999 per the seed).
+            beta_decay: β multiplies by this after each policy optimisation step (SGD minibatch update), in
+                ``(0, 1]`` (0.999 per the seed).
             entropy_coeff: Entropy bonus coefficient, ``>= 0``.
             is_ratio_cap: Truncation ``ρ̄`` of the importance weights ``min(π/μ, ρ̄)``, ``> 0``.
             policy_clip: ``ε`` in ``(0, 1)`` (default 0.2) for the clipped importance-weighted surrogate
@@ -198,6 +218,12 @@ class AAACConfig(AlgorithmConfig):
             self.lambda_length_threshold = lambda_length_threshold
         if not isinstance(lambda_smooth_width, _NotProvided):
             self.lambda_smooth_width = lambda_smooth_width
+        if not isinstance(fixed_lambda, _NotProvided):
+            self.fixed_lambda = fixed_lambda
+        if not isinstance(use_risk_critic, _NotProvided):
+            self.use_risk_critic = use_risk_critic
+        if not isinstance(use_beta_kl, _NotProvided):
+            self.use_beta_kl = use_beta_kl
         if not isinstance(beta_0, _NotProvided):
             self.beta_0 = beta_0
         if not isinstance(beta_decay, _NotProvided):
@@ -257,6 +283,11 @@ class AAACConfig(AlgorithmConfig):
             self._value_error(f"`lambda_length_threshold` ({self.lambda_length_threshold}) must be >= 0.")
         if self.lambda_smooth_width is not None and self.lambda_smooth_width <= 0:
             self._value_error(f"`lambda_smooth_width` ({self.lambda_smooth_width}) must be None or > 0.")
+        if self.fixed_lambda is not None and not 0.0 <= self.fixed_lambda <= 1.0:
+            self._value_error(f"`fixed_lambda` ({self.fixed_lambda}) must be None or in [0, 1].")
+        for name in ("use_risk_critic", "use_beta_kl"):
+            if not isinstance(getattr(self, name), bool):
+                self._value_error(f"`{name}` ({getattr(self, name)!r}) must be a bool.")
         if self.beta_0 < 0:
             self._value_error(f"`beta_0` ({self.beta_0}) must be >= 0.")
         if not 0.0 < self.beta_decay <= 1.0:

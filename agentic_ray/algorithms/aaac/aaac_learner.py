@@ -1,4 +1,4 @@
-"""Framework-agnostic part of the AAAC learner: connector wiring, module checks and the β counter."""
+"""Framework-agnostic part of the AAAC learner: connector wiring, module checks and the β and warm-up counters."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, cast
 from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import OverrideToImplementCustomLogic_CallToSuperRecommended, override
-from ray.rllib.utils.typing import StateDict
+from ray.rllib.utils.typing import ParamDict, StateDict
 
 from agentic_ray import keys
 from agentic_ray.algorithms.aaac.functional import beta_schedule
@@ -25,10 +25,19 @@ CRITIC_RISK_OPTIMIZER = "critic_risk"
 
 
 class AAACLearner(Learner):
-    """Adds the two-critic advantage connector and keeps ``num_updates``, the t of ``β_t = β_0·decay^t``.
+    """Adds the two-critic advantage connector and keeps the counters of the β schedule and the critic warm-up.
 
-    ``num_updates`` counts completed ``Learner.update()`` calls (one per ``AAAC.training_step``; all epochs and
-    minibatches of one call share the same β). It is part of ``get_state()``, so it survives checkpoints.
+    * ``num_policy_steps``, the t of ``β_t = β_0·decay^t``: optimisation steps (one per SGD minibatch update,
+      ``apply_gradients``) taken with the policy terms on, i.e. after the critic warm-up. Seed 002 decays β "with
+      the number of training steps" and lets the policy "explore boldly for the first ~10k steps": per
+      optimisation step, AAAC's defaults (2000-step batches, 4 epochs of 128-row minibatches, 64 steps per
+      iteration) halve β every ~11 iterations (~22k env steps), so it is still 0.73·β_0 at 10k env steps and
+      0.05·β_0 at ~100k. Counted per env step, 0.999^t would be 0.05·β_0 after 3k env steps; counted per
+      ``Learner.update()`` (as before), still 0.96·β_0 after 40 iterations.
+    * ``num_updates``: completed ``Learner.update()`` calls (one per ``AAAC.training_step``), the unit of
+      ``critic_warmup_updates``.
+
+    Both are part of ``get_state()``, so they survive checkpoints.
 
     :meth:`set_reference_policy` snapshots each module as the frozen reference ``π_ref`` of the anchor term
     ``anchor_kl_coeff·KL(π_ref‖π)``; the snapshot is part of ``get_state()`` too, so a resumed run keeps its
@@ -38,6 +47,7 @@ class AAACLearner(Learner):
     @override(Learner)
     def build(self) -> None:
         self.num_updates = 0
+        self.num_policy_steps = 0
         self.reference_modules: dict[str, Any] = {}
         # Stage override of config.reflection_coeff (the pipeline turns the reflection loss on in stage 3).
         self.reflection_coeff: float | None = None
@@ -54,16 +64,22 @@ class AAACLearner(Learner):
             self._learner_connector.prepend(AddOneTsToEpisodesAndTruncate())
             self._learner_connector.append(TwoCriticAdvantages(config=self.config))
 
+    def policy_terms_on(self, config: Any) -> bool:
+        """Whether the critic warm-up is over (the policy, KL and entropy terms are in the loss)."""
+        return self.num_updates >= config.critic_warmup_updates
+
     def current_beta(self, config: Any) -> float:
-        """``β_t = β_0 · beta_decay^t`` with ``t = self.num_updates``.
+        """``β_t = β_0 · beta_decay^t`` with ``t = self.num_policy_steps``; 0 when ``use_beta_kl`` is off.
 
         Args:
             config: The module's ``AAACConfig``.
 
         Returns:
-            The KL coefficient used by every minibatch of the current update.
+            The KL coefficient of the next minibatch update.
         """
-        return beta_schedule(config.beta_0, self.num_updates, config.beta_decay)
+        if not config.use_beta_kl:
+            return 0.0
+        return beta_schedule(config.beta_0, self.num_policy_steps, config.beta_decay)
 
     def set_reference_policy(self) -> None:
         """Freezes a copy of every module's current weights as ``π_ref`` for the anchor KL term."""
@@ -79,6 +95,12 @@ class AAACLearner(Learner):
         for p in ref.parameters():
             p.requires_grad_(False)
         return ref
+
+    @override(Learner)
+    def apply_gradients(self, gradients_dict: ParamDict) -> None:
+        super().apply_gradients(gradients_dict)  # type: ignore[safe-super]
+        if self.policy_terms_on(self.config):
+            self.num_policy_steps += 1
 
     @OverrideToImplementCustomLogic_CallToSuperRecommended
     @override(Learner)
@@ -96,6 +118,7 @@ class AAACLearner(Learner):
     ) -> StateDict:
         state = super().get_state(components, not_components=not_components, **kwargs)
         state[keys.AAAC_NUM_UPDATES] = self.num_updates
+        state[keys.AAAC_NUM_POLICY_STEPS] = self.num_policy_steps
         if self.reference_modules:
             state[keys.AAAC_REFERENCE_POLICY] = {
                 mid: ref.get_state(inference_only=True) for mid, ref in self.reference_modules.items()
@@ -112,6 +135,8 @@ class AAACLearner(Learner):
             self._set_optimizer_lr(optimizer, lr=float(schedule.get_current_value()))
         if keys.AAAC_NUM_UPDATES in state:
             self.num_updates = int(state[keys.AAAC_NUM_UPDATES])
+        if keys.AAAC_NUM_POLICY_STEPS in state:
+            self.num_policy_steps = int(state[keys.AAAC_NUM_POLICY_STEPS])
         if keys.AAAC_REFERENCE_POLICY in state:
             self.reference_modules = {
                 mid: self._frozen_copy(mid, s) for mid, s in state[keys.AAAC_REFERENCE_POLICY].items()

@@ -7,7 +7,11 @@ artificial timestep that ``AddOneTsToEpisodesAndTruncate`` appends (its value is
 Streams:
     * reward stream: ``batch[Columns.REWARDS]`` (the env reward, or whatever a reward layer wrote into the episode);
     * risk stream: ``episode.custom_data[keys.RISK_REWARDS]``, an ``np.ndarray`` of one value per step, written by
-      an EnvRunner or reward actor. Missing → zeros (plain envs), so the risk critic learns to predict zero.
+      an EnvRunner or reward actor (see ``agentic_ray/algorithms/episode_streams.py``). Missing → zeros (plain
+      envs), so the risk critic learns to predict zero.
+
+Ablations (``AAACConfig``): ``fixed_lambda`` replaces the length rule by one λ; ``use_risk_critic=False`` leaves the
+risk stream out of the advantage (risk columns are zeros).
 
 Episode fragments (``batch_mode="truncate_episodes"``): λ is chosen from ``t_started + steps_in_chunk``, which is
 the true length only for the chunk that ends the episode and a lower bound for every earlier chunk. A long
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import numpy as np
 import torch
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
@@ -31,47 +34,16 @@ from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 from ray.rllib.utils.typing import EpisodeType
 
 from agentic_ray import keys
-from agentic_ray.algorithms.aaac.functional import (
-    masked_standardize,
-    pad_episodes,
-    select_lambda,
-    td_lambda_advantages,
-    unpad_episodes,
-)
+from agentic_ray.algorithms.aaac.functional import masked_standardize, select_lambda
 from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI
+from agentic_ray.algorithms.episode_streams import (
+    bootstrap_rows,
+    episode_td_lambda,
+    risk_column,
+    risk_stream_of,
+)
 
 __all__ = ["TwoCriticAdvantages", "risk_stream_of"]
-
-
-def risk_stream_of(episode: SingleAgentEpisode, num_steps: int) -> np.ndarray:
-    """The risk rewards of an episode chunk's ``num_steps`` real steps, ``(num_steps,)`` float32.
-
-    Accepts either an array aligned with the chunk (length ``num_steps``) or one indexed by the episode's global
-    timestep (length ``>= t_started + num_steps``, e.g. written for the whole episode before RLlib cut it).
-
-    Args:
-        episode: The (single-agent) episode chunk.
-        num_steps: Real steps in the chunk (without the artificial bootstrap step).
-
-    Returns:
-        The risk stream; zeros when ``custom_data`` has no ``keys.RISK_REWARDS``.
-
-    Raises:
-        ValueError: If the stored array is too short to cover the chunk.
-    """
-    risk = episode.custom_data.get(keys.RISK_REWARDS)
-    if risk is None:
-        return np.zeros(num_steps, dtype=np.float32)
-    risk = np.asarray(risk, dtype=np.float32).reshape(-1)
-    if len(risk) == num_steps:
-        return risk
-    start = episode.t_started
-    if len(risk) >= start + num_steps:
-        return risk[start : start + num_steps]
-    raise ValueError(
-        f"custom_data[{keys.RISK_REWARDS!r}] has {len(risk)} entries; episode chunk {episode.id_} has "
-        f"{num_steps} steps starting at t={start}."
-    )
 
 
 class TwoCriticAdvantages(ConnectorV2):
@@ -143,66 +115,36 @@ class TwoCriticAdvantages(ConnectorV2):
                 torch.as_tensor(v) for v in module.compute_both_values(module_batch)
             )
         device, dtype = values_reward.device, values_reward.dtype
-
         rows_per_episode = [len(e) for e in episodes]  # real steps + 1 artificial bootstrap step
-        steps = torch.tensor([n - 1 for n in rows_per_episode], device=device)
-        if int(sum(rows_per_episode)) != values_reward.shape[0]:
-            raise ValueError(
-                f"AAAC: batch has {values_reward.shape[0]} rows but the episodes add up to {sum(rows_per_episode)}."
-            )
-        terminated = torch.tensor([bool(e.is_terminated) for e in episodes], device=device)
-        # For fragments this is a lower bound on the episode's length (see module docstring).
-        episode_lengths = torch.tensor(
-            [e.t_started + n - 1 for e, n in zip(episodes, rows_per_episode, strict=True)]
-        )
-        lambda_ = select_lambda(
-            episode_lengths,
-            threshold=cfg.lambda_length_threshold,
-            lambda_short=cfg.lambda_short,
-            lambda_long=cfg.lambda_long,
-            smooth_width=cfg.lambda_smooth_width,
-        ).to(device=device, dtype=dtype)
+        if cfg.fixed_lambda is not None:  # ablation: one λ for every episode
+            lambda_ = torch.full((len(episodes),), float(cfg.fixed_lambda), device=device, dtype=dtype)
+        else:
+            # For fragments this is a lower bound on the episode's length (see module docstring).
+            episode_lengths = torch.tensor([e.t_started + len(e) - 1 for e in episodes])
+            lambda_ = select_lambda(
+                episode_lengths,
+                threshold=cfg.lambda_length_threshold,
+                lambda_short=cfg.lambda_short,
+                lambda_long=cfg.lambda_long,
+                smooth_width=cfg.lambda_smooth_width,
+            ).to(device=device, dtype=dtype)
 
         rewards = torch.as_tensor(module_batch[Columns.REWARDS], device=device, dtype=dtype)
-        risk_rewards = torch.as_tensor(
-            np.concatenate(
-                [
-                    np.append(risk_stream_of(e, n - 1), 0.0)
-                    for e, n in zip(episodes, rows_per_episode, strict=True)
-                ]
-            ),
-            device=device,
-            dtype=dtype,
+        adv_reward, targets_reward = episode_td_lambda(
+            values_reward, rewards, episodes, gamma=cfg.gamma, lambda_=lambda_
         )
-
-        def stream_advantages(
-            values: torch.Tensor, stream: torch.Tensor
-        ) -> tuple[torch.Tensor, torch.Tensor]:
-            """TD(λ) advantages and targets of one stream, flat ``(N,)``; bootstrap rows get (0, V)."""
-            values_p = pad_episodes(values, rows_per_episode)  # (B, T+1)
-            bootstrap = values_p[torch.arange(len(episodes), device=device), steps]
-            adv_p, ret_p = td_lambda_advantages(
-                pad_episodes(stream, rows_per_episode)[:, :-1],
-                values_p[:, :-1],
-                bootstrap,
-                terminated,
-                steps,
-                gamma=cfg.gamma,
-                lambda_=lambda_,
+        real_rows = ~bootstrap_rows(rows_per_episode, device)
+        if cfg.use_risk_critic:
+            risk_rewards = torch.as_tensor(risk_column(episodes), device=device, dtype=dtype)
+            adv_risk, targets_risk = episode_td_lambda(
+                values_risk, risk_rewards, episodes, gamma=cfg.gamma, lambda_=lambda_
             )
-            zero_col = torch.zeros(len(episodes), 1, device=device, dtype=dtype)
-            adv = unpad_episodes(torch.cat([adv_p, zero_col], dim=1), rows_per_episode)
-            ret = unpad_episodes(torch.cat([ret_p, zero_col], dim=1), rows_per_episode)
-            is_bootstrap_row = self._bootstrap_rows(rows_per_episode, device)
-            return adv, torch.where(is_bootstrap_row, values, ret)
-
-        adv_reward, targets_reward = stream_advantages(values_reward, rewards)
-        adv_risk, targets_risk = stream_advantages(values_risk, risk_rewards)
-
-        w_reward = float(cfg.w_reward)
-        w_risk = 1.0 - w_reward
-        real_rows = ~self._bootstrap_rows(rows_per_episode, device)
-        advantages = masked_standardize(w_reward * adv_reward + w_risk * adv_risk, real_rows)
+            w_reward = float(cfg.w_reward)
+            mixed = w_reward * adv_reward + (1.0 - w_reward) * adv_risk
+        else:  # ablation: one critic; the risk stream does not reach the advantage
+            adv_risk, targets_risk = torch.zeros_like(adv_reward), torch.zeros_like(adv_reward)
+            mixed = adv_reward
+        advantages = masked_standardize(mixed, real_rows)
 
         module_batch[Columns.ADVANTAGES] = advantages
         module_batch[Columns.VALUE_TARGETS] = targets_reward
@@ -212,11 +154,3 @@ class TwoCriticAdvantages(ConnectorV2):
         module_batch[keys.TD_LAMBDA] = torch.repeat_interleave(
             lambda_, torch.tensor(rows_per_episode, device=device)
         )
-
-    @staticmethod
-    def _bootstrap_rows(rows_per_episode: list[int], device: torch.device) -> torch.Tensor:
-        """``(N,)`` bool, True at each episode's artificial last row."""
-        ends = torch.cumsum(torch.tensor(rows_per_episode, device=device), dim=0) - 1
-        mask = torch.zeros(int(sum(rows_per_episode)), dtype=torch.bool, device=device)
-        mask[ends] = True
-        return mask

@@ -120,7 +120,7 @@ def test_loss_on_fixed_batch_matches_hand_computation() -> None:
     )
     module = learner.module[MID]
     set_constant_critics(module)
-    learner.num_updates = 10
+    learner.num_policy_steps = 10
     batch, fwd_out = fixed_batch()
     loss = learner.compute_loss_for_module(module_id=MID, config=learner.config, batch=batch, fwd_out=fwd_out)
 
@@ -231,25 +231,36 @@ def test_connector_on_a_fragment_uses_length_lower_bound_and_global_risk_index()
     torch.testing.assert_close(batch[keys.RISK_VALUE_TARGETS], torch.tensor([*g_k, V_RISK]))
 
 
-def test_beta_counter_counts_updates_and_survives_state_round_trip() -> None:
+def test_beta_decays_per_policy_optimisation_step_and_survives_state_round_trip() -> None:
     learner = make_learner(beta_0=0.2, minibatch_size=4, num_epochs=2)
+    # 2 episodes x (5 steps + 1 bootstrap row) = 12 rows; 2 epochs of 4-row minibatches = 6 SGD steps per update.
     episodes = [make_episode([1.0, 0.0, 1.0, 0.5, 0.0], terminated=True, seed=s) for s in range(2)]
     betas = []
     for _ in range(3):
         results = learner.update(
             episodes=copy.deepcopy(episodes), timesteps={}, num_epochs=2, minibatch_size=4
         )
-        betas.append(results[MID][keys.AAAC_BETA].peek())
+        betas.append(results[MID][keys.AAAC_BETA].peek())  # the update's last minibatch: t = 5, 11, 17
     assert learner.num_updates == 3
-    assert betas == pytest.approx([0.2, 0.2 * 0.999, 0.2 * 0.999**2])
+    assert learner.num_policy_steps == 18
+    assert betas == pytest.approx([0.2 * 0.999**5, 0.2 * 0.999**11, 0.2 * 0.999**17])
 
     state = learner.get_state()
-    assert state[keys.AAAC_NUM_UPDATES] == 3
+    assert state[keys.AAAC_NUM_POLICY_STEPS] == 18 and state[keys.AAAC_NUM_UPDATES] == 3
     fresh = make_learner(beta_0=0.2)
-    assert fresh.num_updates == 0
+    assert fresh.num_policy_steps == 0
     fresh.set_state(state)
-    assert fresh.num_updates == 3
-    assert fresh.current_beta(fresh.config) == pytest.approx(0.2 * 0.999**3)
+    assert (fresh.num_updates, fresh.num_policy_steps) == (3, 18)
+    # By hand: 0.999^18 = exp(18·ln 0.999) = exp(-0.018009) = 0.982152, so β_18 = 0.2·0.982152.
+    assert fresh.current_beta(fresh.config) == pytest.approx(0.1964305, abs=1e-6)
+
+
+def test_beta_does_not_decay_during_the_critic_warmup() -> None:
+    learner = make_learner(beta_0=0.2, minibatch_size=4, num_epochs=2, critic_warmup_updates=1)
+    episodes = [make_episode([1.0, 0.0, 1.0, 0.5, 0.0], terminated=True, seed=s) for s in range(2)]
+    for _ in range(2):
+        learner.update(episodes=copy.deepcopy(episodes), timesteps={}, num_epochs=2, minibatch_size=4)
+    assert (learner.num_updates, learner.num_policy_steps) == (2, 6)
 
 
 def test_restored_state_trains_at_the_configured_learning_rate() -> None:

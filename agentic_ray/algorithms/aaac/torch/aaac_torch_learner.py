@@ -40,7 +40,8 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
       and completion fell back (notes in ``benchmarks/results/aaac_vs_ppo.md``), so this is an option, not the
       default.
 
-    Both are followed by the progressive KL penalty to the behaviour policy, ``β_t·KL(μ‖π)``, strongest early,
+    Both are followed by the progressive KL penalty to the behaviour policy, ``β_t·KL(μ‖π)``, strongest early
+    (``t`` counts policy optimisation steps, see :class:`AAACLearner`),
     and, with ``anchor_kl_coeff > 0`` and a reference set (:meth:`AAACLearner.set_reference_policy`), by
     ``anchor_kl_coeff·KL(π_ref‖π)`` to the frozen reference.
 
@@ -134,11 +135,18 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
         embeddings = fwd_out.get(Columns.EMBEDDINGS)
         values_reward, values_risk = module.compute_both_values(batch, embeddings=embeddings)
         vf_loss_reward = masked_mean((values_reward - batch[Columns.VALUE_TARGETS]) ** 2)
-        vf_loss_risk = masked_mean((values_risk - batch[keys.RISK_VALUE_TARGETS]) ** 2)
+        # One-critic ablation: the risk critic gets no loss (and so no gradient).
+        vf_loss_risk = (
+            masked_mean((values_risk - batch[keys.RISK_VALUE_TARGETS]) ** 2)
+            if config.use_risk_critic
+            else torch.zeros((), device=logp.device)
+        )
 
-        # Progressive KL penalty to the behaviour policy, β_t = β_0·decay^t, plus an entropy bonus.
+        # Progressive KL penalty to the behaviour policy, β_t = β_0·decay^t (t = policy optimisation steps; 0 with
+        # the no-β-KL ablation), plus an entropy bonus.
         beta_t = self.current_beta(config)
         kl = masked_mean(mu.kl(pi))
+        kl_penalty = beta_t * kl if beta_t > 0 else torch.zeros((), device=logp.device)  # 0·inf would be nan
         entropy = masked_mean(pi.entropy())
         anchor_kl = torch.zeros((), device=logp.device)
         ref = self.reference_modules.get(module_id)
@@ -166,16 +174,11 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
             reflection_accuracy = stats.get("reflection_accuracy")
 
         # Critic warm-up: the first updates after imitation fit the critics only.
-        policy_on = float(self.num_updates >= config.critic_warmup_updates)
+        policy_on = float(self.policy_terms_on(config))
 
         total_loss = (
             policy_on
-            * (
-                policy_loss
-                + beta_t * kl
-                + config.anchor_kl_coeff * anchor_kl
-                - config.entropy_coeff * entropy
-            )
+            * (policy_loss + kl_penalty + config.anchor_kl_coeff * anchor_kl - config.entropy_coeff * entropy)
             + config.vf_loss_coeff * (vf_loss_reward + vf_loss_risk)
             + reflection_coeff * loss_reflection
         )
