@@ -84,7 +84,7 @@ def test_rows_carry_what_the_pages_plot(run):
     rl = [r for r in rows if r["stage"] != "il"]
     assert all({"execution", "plan"} <= set(r["reward_layers"]) for r in rl)
     assert all(set(r["reward_layers_norm"]) == set(r["reward_layers"]) for r in rl)
-    assert all({"pending", "staleness", "retries", "missing"} <= set(r["reward_pool"]) for r in rl)
+    assert all({"pending", "staleness", "duplicates", "missing"} <= set(r["reward_pool"]) for r in rl)
     assert all({"injected", "policy"} == set(r["errors"]) for r in rows)
     expert = json.loads((run / "expert.json").read_text())
     assert expert["metrics"]["episodes"] == rows[0]["episodes"]  # the same validation tasks
