@@ -49,7 +49,7 @@ BUDGET = {
     "python benchmarks/encoder.py": " --repeats 1",
     "python benchmarks/gnn_layer.py": " --size small --batches 1 8 --repeats 5 --repeats-b1 5",
     "python benchmarks/gpu_learner.py": " --device-only cpu --batch 64 --cpu-iters 1",
-    "python benchmarks/reward_pool.py": " --steps 300 --latencies 50 --blocking-max-s 3",
+    "python benchmarks/reward_pool.py": " --steps 200 --latencies 50 --rounds 1 --blocking-max-s 3",
     "python benchmarks/aaac_vs_ppo.py": (
         " --env-steps 300 --seeds 0 --tasks-per-family 1 --batch 64 --minibatch 32 --epochs 1 --eval-every 1"
         " --out /tmp/agray_readme_aaac_vs_ppo.md"
@@ -61,9 +61,22 @@ SWEEP_BUDGET = (
     + SMALL_TRAINING.replace("--set ", "--set overrides.")
     + (" --set overrides.eval.cu_ablation=false")
 )
+SWEEP_BENCHMARK = next(
+    (c for c in readme_commands() if c.startswith("python benchmarks/sweep.py")), "python benchmarks/sweep.py"
+)
+BUDGET[SWEEP_BENCHMARK] = SWEEP_BUDGET
 _ONCE: dict[str, str] = {}
 
 Runner = Callable[[str, CliRun], None]
+
+
+def _with_budget(cmd: str, budget: str) -> str:
+    """``cmd`` with the budget's ``--set key=value`` options: a key the command already sets gets the budget's
+    value in place (the CLI refuses one key given twice), the others are appended."""
+    for key, value in re.findall(r"--set (\S+?)=(\S+)", budget):
+        pat = re.compile(rf"--set {re.escape(key)}=\S+")
+        cmd = pat.sub(f"--set {key}={value}", cmd) if pat.search(cmd) else f"{cmd} --set {key}={value}"
+    return cmd
 
 
 def _ok(cmd: str, timeout_s: float = 600, env: dict[str, str] | None = None) -> str:
@@ -137,7 +150,7 @@ def trace(cmd: str, run: CliRun) -> None:
 
 
 def small_training(cmd: str, _run: CliRun) -> None:
-    out = _ok(cmd + SMALL_TRAINING, timeout_s=900)
+    out = _ok(_with_budget(cmd, SMALL_TRAINING), timeout_s=900)
     remove_run(run_dir_of(out))
 
 
@@ -154,7 +167,7 @@ def ray_start_and_submit(cmd: str, _run: CliRun) -> None:
         env = {k: v for k, v in head["env"].items() if k != "RAY_ADDRESS"}
         for submit in submits:
             budget = SWEEP_BUDGET if " agentic-ray sweep " in submit else SMALL_TRAINING
-            job = submit.replace("http://127.0.0.1:8265", head["dashboard"]) + budget
+            job = _with_budget(submit.replace("http://127.0.0.1:8265", head["dashboard"]), budget)
             out = _ok(job, timeout_s=900, env=env)
             assert "succeeded" in out.lower(), out[-3000:]
             for d in re.findall(r"(?:run|sweep) directory: (\S+)", out):
@@ -200,7 +213,7 @@ def dashboard(cmd: str, run: CliRun) -> None:
 
 def sweep(cmd: str, _run: CliRun) -> None:
     if cmd not in _ONCE:
-        out = _ok(cmd + SWEEP_BUDGET, timeout_s=1200)
+        out = _ok(_with_budget(cmd, SWEEP_BUDGET), timeout_s=1200)
         m = re.search(r"sweep directory: (\S+)", out)
         assert m, out[-3000:]
         _ONCE[cmd] = m.group(1)
@@ -323,7 +336,8 @@ def checked_over_http(cmd: str, _run: CliRun) -> None:
 
 
 def benchmark(cmd: str, _run: CliRun) -> None:
-    out = _ok(cmd + BUDGET.get(cmd, ""), timeout_s=900)
+    budget = BUDGET.get(cmd, "")
+    out = _ok(_with_budget(cmd, budget) if "--set" in budget else cmd + budget, timeout_s=900)
     assert _json_lines(out), f"`{cmd}` printed no JSON line:\n{out[-3000:]}"
 
 
@@ -374,6 +388,13 @@ def test_readme_command_works(cmd: str, quickstart_run: CliRun) -> None:
     runner = _runner(cmd)
     assert runner is not None, f"no runner for {cmd!r}"
     runner(cmd, quickstart_run)
+
+
+def test_budget_replaces_a_set_the_command_already_has() -> None:
+    assert (
+        _with_budget("t --set a.b=20 --set c=x", " --set a.b=1 --set d=2")
+        == "t --set a.b=1 --set c=x --set d=2"
+    )
 
 
 def test_parser_sees_continuations_and_tables(tmp_path: Path) -> None:
