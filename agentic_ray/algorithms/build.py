@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -61,6 +62,15 @@ def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
         batch_mode="complete_episodes",
     )
     cfg.rl_module(rl_module_spec=module_spec(s, env))
+    # `algo.training` holds algorithm-specific settings; an experiment written for AAAC (w_reward, beta_0, ...)
+    # run with `--set algo.name=ppo` keeps the ones PPO has and says which it leaves out (PPOConfig.training
+    # raised a TypeError on the first AAAC key: the README's `--set algo.name=ppo` command failed).
+    # AAAC itself still refuses an unknown key (a typo stays an error).
+    known = {k: v for k, v in s.algo.training.items() if s.algo.name == "aaac" or hasattr(cfg, k)}
+    if unknown := sorted(set(s.algo.training) - set(known)):
+        logging.getLogger(__name__).warning(
+            "algo.training settings %s do not apply to %s and are left out", ", ".join(unknown), s.algo.name
+        )
     cfg.training(
         lr=s.algo.lr,
         gamma=s.algo.gamma,
@@ -68,7 +78,7 @@ def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
         minibatch_size=s.algo.minibatch_size,
         num_epochs=s.algo.num_epochs,
         entropy_coeff=s.algo.entropy_coeff,
-        **s.algo.training,
+        **known,
     )
     cfg.learners(num_gpus_per_learner=s.ray.num_gpus_per_learner)
     cfg.callbacks(AgenticEpisodeCallbacks)
