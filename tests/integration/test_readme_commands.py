@@ -49,7 +49,7 @@ BUDGET = {
     "python benchmarks/encoder.py": " --repeats 1",
     "python benchmarks/gnn_layer.py": " --size small --batches 1 8 --repeats 5 --repeats-b1 5",
     "python benchmarks/gpu_learner.py": " --device-only cpu --batch 64 --cpu-iters 1",
-    "python benchmarks/reward_pool.py": " --steps 200 --latencies 50 --rounds 1 --blocking-max-s 3",
+    "python benchmarks/reward_pool.py": " --steps 100 --latencies 50 --rounds 5 --blocking-max-s 2",
     "python benchmarks/aaac_vs_ppo.py": (
         " --env-steps 300 --seeds 0 --tasks-per-family 1 --batch 64 --minibatch 32 --epochs 1 --eval-every 1"
         " --out /tmp/agray_readme_aaac_vs_ppo.md"
