@@ -188,9 +188,15 @@ def baseline(a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _f2(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
 def summarize(algo: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    def mean(k: str) -> float:
-        return round(statistics.fmean(r[k] for r in runs), 4)
+    def mean(k: str) -> float | None:
+        # SPT is measured on successful episodes only: a run that completed nothing has none (None).
+        xs = [r[k] for r in runs if r[k] is not None]
+        return round(statistics.fmean(xs), 4) if xs else None
 
     stt = [r["steps_to_target"] for r in runs]
     # steps_to_target: mean over seeds that reached the target; null when any seed never did (reported per seed).
@@ -253,7 +259,7 @@ def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Nam
         "| metric | PPO | AAAC | goal |",
         "|---|---|---|---|",
         f"| first-pass task completion | {fmt(p['completion'], True)} | {fmt(q['completion'], True)} | AAAC ≥ PPO + 10pp |",
-        f"| mean decision steps | {p['mean_steps']:.2f} | {q['mean_steps']:.2f} | lower |",
+        f"| mean decision steps (successful episodes) | {_f2(p['mean_steps'])} | {_f2(q['mean_steps'])} | lower |",
         f"| high-risk action share | {fmt(p['high_risk_share'], True)} | {fmt(q['high_risk_share'], True)} | AAAC ≤ 0.5 × PPO |",
         f"| env steps to {a.target:.0%} completion | {fmt(p['steps_to_target'])} | {fmt(q['steps_to_target'])} | AAAC ≤ 0.5 × PPO |",
         f"| env steps / s (CPU, training) | {p['env_steps_per_s']:.1f} | {q['env_steps_per_s']:.1f} | AAAC ≥ 0.9 × PPO |",
@@ -261,7 +267,7 @@ def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Nam
         "",
         f"Baselines on the same validation tasks: random masked policy {fmt(base['random']['completion'], True)} "
         f"completion, scripted expert {fmt(base['expert']['completion'], True)} "
-        f"(mean steps {base['expert']['mean_steps']:.2f}).",
+        f"(mean steps {_f2(base['expert']['mean_steps'])}).",
         "",
         "Per seed (completion; steps to target):",
         "",
