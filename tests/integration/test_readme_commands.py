@@ -367,6 +367,10 @@ RUNNERS: list[tuple[str, Runner]] = [
 ]
 
 
+NEEDS_QUICKSTART_RUN = {setup_main, quickstart, resume, eval_run, trace, dashboard, serving_session}
+NO_RUN = CliRun("", 0, "", REPO / "runs" / "none")
+
+
 def _runner(cmd: str) -> Runner | None:
     hits = [f for pat, f in RUNNERS if re.fullmatch(pat, cmd, re.S)]
     assert len(hits) <= 1, f"{cmd!r} matches several runners"
@@ -384,10 +388,12 @@ def test_every_readme_command_has_a_runner() -> None:
 
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("cmd", COMMANDS, ids=[re.sub(r"\W+", "_", c)[:60] for c in COMMANDS])
-def test_readme_command_works(cmd: str, quickstart_run: CliRun) -> None:
+def test_readme_command_works(cmd: str, request: pytest.FixtureRequest) -> None:
     runner = _runner(cmd)
     assert runner is not None, f"no runner for {cmd!r}"
-    runner(cmd, quickstart_run)
+    # Only the runners that read the quickstart run start it (once per session).
+    needs_run = runner in NEEDS_QUICKSTART_RUN
+    runner(cmd, request.getfixturevalue("quickstart_run") if needs_run else NO_RUN)
 
 
 def test_budget_replaces_a_set_the_command_already_has() -> None:
