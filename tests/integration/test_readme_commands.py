@@ -70,6 +70,28 @@ _ONCE: dict[str, str] = {}
 Runner = Callable[[str, CliRun], None]
 
 
+def _wait_http(
+    url: str,
+    proc: subprocess.Popen,
+    timeout_s: float,
+    what: str,
+    ready: Callable[[int], bool],
+    log: Path | None = None,
+) -> httpx.Response:
+    """Poll ``url`` until ``ready(status code)``; fail if ``proc`` exits (with its log's tail) or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            r = httpx.get(url, timeout=2)
+            if ready(r.status_code):
+                return r
+        except httpx.HTTPError:
+            pass
+        assert proc.poll() is None, f"{what} exited" + (f":\n{log.read_text()[-3000:]}" if log else "")
+        assert time.monotonic() < deadline, f"{what} did not come up"
+        time.sleep(0.5)
+
+
 def _with_budget(cmd: str, budget: str) -> str:
     """``cmd`` with the budget's ``--set key=value`` options: a key the command already sets gets the budget's
     value in place (the CLI refuses one key given twice), the others are appended."""
@@ -195,17 +217,7 @@ def dashboard(cmd: str, run: CliRun) -> None:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                r = httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
-                if r.status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, "agentic-ray dashboard exited"
-            assert time.monotonic() < deadline, "the dashboard did not come up"
-            time.sleep(1)
+        r = _wait_http(f"http://127.0.0.1:{port}/", proc, 120, "agentic-ray dashboard", lambda c: c == 200)
         assert "<html" in r.text.lower()
     finally:
         stop_process_group(proc, timeout_s=15)
@@ -271,16 +283,8 @@ def serving_session(cmd: str, run: CliRun) -> None:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 420
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, (Path(ray_tmp) / "serve.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "serve run did not become ready"
-            time.sleep(2)
+        log_path = Path(ray_tmp) / "serve.log"
+        _wait_http(f"http://127.0.0.1:{port}/readyz", proc, 420, "serve run", lambda c: c == 200, log_path)
         act = _ok(
             curls[0].replace("127.0.0.1:8000", f"127.0.0.1:{port}"), env={"AGENTIC_RAY_SERVE_TOKEN": token}
         )
@@ -314,16 +318,7 @@ def skills_server_and_check(cmd: str, _run: CliRun) -> None:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code < 500:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, "skill server exited"
-            assert time.monotonic() < deadline, "skill server did not come up"
-            time.sleep(0.5)
+        _wait_http(f"http://127.0.0.1:{port}/health", proc, 60, "skill server", lambda c: c < 500)
         out = _ok(check.replace("8321", port), timeout_s=300)
         assert "OK" in out or "ok" in out, out[-2000:]
     finally:
