@@ -12,12 +12,15 @@ all through ``build_algo_config``. Arms:
 * ``aaac_fixed_lambda`` (λ = ``--fixed-lambda`` for every episode), ``aaac_one_critic`` (no risk critic: the
   advantage is the reward critic's) and ``aaac_no_kl`` (no β-KL term): one AAAC component removed each.
 
-The risk stream is the one ``AgenticEpisodeCallbacks`` writes (``−w`` on every high-risk step of the episode
-record), so every arm that uses it sees the same signal.
+The env runs in ``--risk-mode soft`` (default): the domain's high-risk shortcuts stay allowed (fewer steps), and with
+the contract's probability a shortcut causes a delayed consequence (a complaint, a chargeback) that the env's reward
+never sees. The risk stream is the L3 risk layer's score of the episode record, written by
+``AgenticEpisodeCallbacks`` (``−w`` on every high-risk step, ``−consequence_scale·w`` per consequence on the last
+step), so every arm that uses it sees the same signal, and PPO on the env reward sees none of it.
 
 Every ``--eval-every`` iterations the current module is evaluated greedily on ``--curve-tasks`` validation tasks;
 ``steps_to_target`` is the env-step count at the first evaluation whose completion reaches ``--target``. At the
-end each run is evaluated on ``--tasks`` validation tasks (default 200: all 25 of each of the 8 families).
+end each run is evaluated on ``--tasks`` validation tasks (default 200: 20 of each of the 10 e-commerce families).
 ``env_steps_per_s`` is env steps over training wall time (sampling + learning, without evaluation). Each
 (arm, seed) runs in its own subprocess (private Ray, ``num_env_runners=0``).
 
@@ -26,14 +29,14 @@ Prints one JSON line per arm: ``algo``, ``completion`` and ``completion_ci``, ``
 seeds; null when a seed never reached it), ``env_steps_per_s``, ``seeds``, and a few more (``spt``, ``tcsr_policy``,
 ``tasks``, ``per_seed``). With every arm run, it also writes a markdown table.
 
-``--risk-mode soft|hard`` is passed to the env config as ``risk_mode``. PENDING: the env gains that option with
-the issue "Domains as plug-ins" / "RL that measurably learns" (soft mode: high-risk shortcuts allowed, with delayed
-consequences); until then the flag stops with a message, and runs use the env's only mode (hard masks).
+``--risk-mode hard`` runs the production masks instead (every high-risk shortcut forbidden: no risk signal).
 
 Run from the repository root (full run: 7 arms × 5 seeds; quick smoke: fewer seeds and tasks)::
 
     python benchmarks/aaac_vs_ppo.py
     python benchmarks/aaac_vs_ppo.py --seeds 0 --tasks 40 --env-steps 4000 --arms aaac ppo
+
+``--tasks`` and ``--curve-tasks`` must be multiples of the domain's family count (10 for e-commerce).
 """
 
 from __future__ import annotations
@@ -68,7 +71,6 @@ ARMS: dict[str, tuple[str, Any]] = {
     "aaac_one_critic": ("aaac", lambda a: {"use_risk_critic": False}),
     "aaac_no_kl": ("aaac", lambda a: {"use_beta_kl": False}),
 }
-FAMILIES = 8  # task families of the e-commerce env; --tasks is spread evenly over them
 
 
 def settings_for(arm: str, seed: int, a: argparse.Namespace) -> Any:
@@ -127,18 +129,8 @@ def rewards_of(a: argparse.Namespace) -> dict[str, float]:
 
 
 def env_fields(a: argparse.Namespace) -> dict[str, Any]:
-    """The env settings every arm shares (action mode, rewards and, once the env has it, the risk mode)."""
-    from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
-
-    fields: dict[str, Any] = {"action_mode": a.action_mode, "rewards": rewards_of(a)}
-    if a.risk_mode is not None:
-        if "risk_mode" not in AgentTaskEnvConfig.model_fields:
-            raise SystemExit(
-                "--risk-mode: this env has no risk_mode option yet (pending: the issue 'Domains as plug-ins' adds "
-                "risk_mode: soft|hard); run without the flag for the env's hard masks."
-            )
-        fields["risk_mode"] = a.risk_mode
-    return fields
+    """The env settings every arm shares (action mode, rewards, risk mode)."""
+    return {"action_mode": a.action_mode, "rewards": rewards_of(a), "risk_mode": a.risk_mode}
 
 
 def eval_env_config(a: argparse.Namespace) -> Any:
@@ -150,12 +142,16 @@ def eval_env_config(a: argparse.Namespace) -> Any:
     )
 
 
-def tasks_per_family(tasks: int) -> int:
-    if tasks % FAMILIES or tasks <= 0:
+def tasks_per_family(tasks: int, a: argparse.Namespace) -> int:
+    """``--tasks`` spread evenly over the domain's task families."""
+    from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
+
+    families = len(AgentTaskEnvConfig(**env_fields(a)).family_list())
+    if tasks % families or tasks <= 0:
         raise SystemExit(
-            f"--tasks/--curve-tasks ({tasks}) must be a positive multiple of {FAMILIES} (families)."
+            f"--tasks/--curve-tasks ({tasks}) must be a positive multiple of {families} (families)."
         )
-    return tasks // FAMILIES
+    return tasks // families
 
 
 def run_one(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
@@ -179,7 +175,7 @@ def run_one(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     algo = build_algo_config(s).build_algo()
 
     def evaluate(tasks: int) -> Any:
-        return evaluate_policy(ModulePolicy(current_module(algo)), ecfg, tasks_per_family(tasks)).metrics
+        return evaluate_policy(ModulePolicy(current_module(algo)), ecfg, tasks_per_family(tasks, a))
 
     curve: list[tuple[int, float]] = []
     steps, it, train_s = 0, 0, 0.0
@@ -193,11 +189,12 @@ def run_one(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
             steps = int(res[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME])
             it += 1
             if it % a.eval_every == 0 and steps < a.env_steps:
-                c = evaluate(a.curve_tasks).completion
+                c = evaluate(a.curve_tasks).metrics.completion
                 curve.append((steps, c))
                 if steps_to_target is None and c >= a.target:
                     steps_to_target = steps
-        m = evaluate(a.tasks)
+        final = evaluate(a.tasks)
+        m = final.metrics
         curve.append((steps, m.completion))
         if steps_to_target is None and m.completion >= a.target:
             steps_to_target = steps
@@ -211,6 +208,7 @@ def run_one(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
         "tasks": m.completion_n,
         "spt": m.spt,
         "high_risk_share": m.high_risk_share,
+        "consequences_per_episode": consequences_per_episode(final.records),
         "tcsr": m.tcsr,
         "tcsr_policy": m.tcsr_policy,
         "dvr": m.dvr,
@@ -223,14 +221,25 @@ def run_one(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def consequences_per_episode(records: list[Any]) -> float:
+    """Delayed consequences (complaints, chargebacks) per validation episode: what the risk stream prices."""
+    return sum(len(r.consequences) for r in records) / max(1, len(records))
+
+
 def baseline(a: argparse.Namespace) -> dict[str, Any]:
     from agentic_ray.eval.evaluator import ExpertPolicy, RandomPolicy, evaluate_policy
 
     ecfg = eval_env_config(a)
     out = {}
     for name, pol in (("random", RandomPolicy(0)), ("expert", ExpertPolicy())):
-        m = evaluate_policy(pol, ecfg, tasks_per_family(a.tasks)).metrics
-        out[name] = {"completion": m.completion, "spt": m.spt, "high_risk_share": m.high_risk_share}
+        res = evaluate_policy(pol, ecfg, tasks_per_family(a.tasks, a))
+        m = res.metrics
+        out[name] = {
+            "completion": m.completion,
+            "spt": m.spt,
+            "high_risk_share": m.high_risk_share,
+            "consequences_per_episode": consequences_per_episode(res.records),
+        }
     return out
 
 
@@ -257,6 +266,8 @@ def summarize(arm: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "completion_ci": ci("completion"),
         "high_risk_share": mean("high_risk_share"),
         "high_risk_ci": ci("high_risk_share"),
+        "consequences_per_episode": mean("consequences_per_episode"),
+        "consequences_ci": ci("consequences_per_episode"),
         # mean over seeds that reached the target; null when any seed never did (per_seed has each)
         "steps_to_target": None if any(x is None for x in stt) else round(statistics.fmean(stt)),
         "env_steps_per_s": round(statistics.fmean(r["env_steps_per_s"] for r in runs), 1),
@@ -300,7 +311,7 @@ def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Nam
         "",
         f"Command: `python benchmarks/aaac_vs_ppo.py {' '.join(sys.argv[1:])}`",
         "",
-        f"Env: action_mode={a.action_mode}, risk_mode={a.risk_mode or 'hard (env default)'}, faults "
+        f"Env: action_mode={a.action_mode}, risk_mode={a.risk_mode}, faults "
         f"{a.fault_start:.0%}→{a.fault_end:.0%} of training episodes (validation: {a.eval_fault_share:.0%}); "
         f"encoder={a.encoder}, hidden={a.hidden}; batch {a.batch}, minibatch {a.minibatch}, epochs {a.epochs}, "
         f"lr {a.lr}, entropy {a.entropy}; budget {a.env_steps} env steps; seeds {a.seeds}; final validation "
@@ -342,15 +353,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-every", type=int, default=4, help="Evaluate every k training iterations.")
     p.add_argument("--target", type=float, default=0.2, help="Validation completion for steps_to_target.")
     p.add_argument(
-        "--tasks", type=int, default=200, help="Final validation tasks (a multiple of 8; 200 = all)."
+        "--tasks", type=int, default=200, help="Final validation tasks (a multiple of the family count)."
     )
     p.add_argument("--curve-tasks", type=int, default=40, help="Validation tasks of each curve evaluation.")
     p.add_argument("--action-mode", choices=["prototype", "structured"], default="prototype")
     p.add_argument(
         "--risk-mode",
         choices=["soft", "hard"],
-        default=None,
-        help="Env risk_mode (PENDING: the env has no such option yet; then the flag stops with a message).",
+        default="soft",
+        help="Env risk_mode: soft (shortcuts allowed, delayed consequences; the comparison) or hard (masks).",
     )
     p.add_argument(
         "--ppo-lambda", type=float, default=0.95, help="GAE λ of the PPO arms (RLlib's default: 1.0)."
@@ -414,8 +425,35 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--jobs", type=int, default=1, help="Runs at a time (one per free core; 1 on a shared machine)."
     )
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/aaac_vs_ppo.md"))
+    p.add_argument(
+        "--runs",
+        default=None,
+        help="JSON-lines file of finished (arm, seed) runs: each new run is appended, runs already there with the "
+        "same settings are reused, so a full 7 arms x 5 seeds comparison can be run in short pieces.",
+    )
     p.add_argument("--worker", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
+
+
+# Flags that choose which runs to do or where output goes, not how a run trains or is evaluated.
+_SELECTION = {"seeds", "arms", "jobs", "out", "runs", "worker"}
+
+
+def settings_key(a: argparse.Namespace) -> str:
+    """Every flag that shapes a run, as a string: runs are reused from ``--runs`` only when it matches."""
+    return json.dumps({k: v for k, v in sorted(vars(a).items()) if k not in _SELECTION}, sort_keys=True)
+
+
+def load_runs(path: str | None, key: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """Finished runs in ``path`` with these settings, by ``(arm, seed)``."""
+    if not path or not Path(path).exists():
+        return {}
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        if r.pop("settings_key", None) == key:
+            out[(r["algo"], r["seed"])] = r
+    return out
 
 
 def main() -> None:
@@ -426,15 +464,21 @@ def main() -> None:
         report(r)
         return
     for x in (a.tasks, a.curve_tasks):
-        tasks_per_family(x)
-    env_fields(a)  # fails early on a pending --risk-mode
+        tasks_per_family(x, a)
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in a.arms}
     passthrough = [x for x in sys.argv[1:]]
+    key = settings_key(a)
+    done = load_runs(a.runs, key)
 
     def run(job: tuple[int, str]) -> dict[str, Any]:
         seed, arm = job
+        if (arm, seed) in done:
+            return done[(arm, seed)]
         t0 = time.time()
         r = run_worker(__file__, [*passthrough, "--worker", arm, str(seed)], f"{arm} seed {seed}")
+        if a.runs:
+            with open(a.runs, "a") as f:
+                f.write(json.dumps({**r, "settings_key": key}) + "\n")
         print(
             f"# {arm} seed {seed}: completion {r['completion']:.3f} in {time.time() - t0:.0f}s "
             f"({r['env_steps_per_s']:.1f} steps/s) curve {r['curve']}",
