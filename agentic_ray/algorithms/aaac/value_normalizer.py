@@ -7,8 +7,8 @@ its meaning) and the loss regresses ``v`` on ``(G − μ)/σ``. ``μ`` and ``σ`
 normalisation", Yu et al. 2022, without PopArt's output correction, which would need the module's last layer).
 
 Measured reason (diagnosis runs of ``benchmarks/aaac_cartpole.py``, not yet written up in a results note; the
-unit test ``test_critic_follows_large_returns_only_with_normalisation`` shows the effect in small): on CartPole the discounted return reaches ~80 while a
-tanh critic at Adam's 3e-4 steps grows its output slowly; seed 6 sat at a return of ~130 for 120k env steps
+unit test ``test_critic_follows_large_returns_only_with_normalisation`` shows the effect in small): on CartPole
+the discounted return reaches ~80 while a tanh critic at Adam's 3e-4 steps grows its output slowly; seed 6 sat at a return of ~130 for 120k env steps
 with a value loss of 50-140, and reached 450 at 73k env steps once the targets were scaled down. RLlib's
 ``RunningStat`` averages over all history, which lags returns that grow tenfold while the policy improves, hence
 the moving average here.
