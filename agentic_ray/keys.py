@@ -38,6 +38,9 @@ PPO_LAG_VF_LOSS_COST = "vf_loss_cost"
 # AAAC learner state and metrics.
 AAAC_NUM_UPDATES = "aaac_num_updates"  # learner state: Learner.update() calls so far (critic warm-up's unit)
 AAAC_NUM_POLICY_STEPS = "aaac_num_policy_steps"  # learner state: policy optimisation steps (β schedule's t)
+AAAC_VALUE_NORMALIZERS = (
+    "aaac_value_normalizers"  # learner state: {module_id: [reward, risk] normaliser states}
+)
 AAAC_REFERENCE_POLICY = "aaac_reference_policy"  # learner state: frozen π_ref module states of the anchor KL
 AAAC_POLICY_LOSS = "policy_loss"
 AAAC_VF_LOSS_REWARD = "vf_loss_reward"

@@ -51,7 +51,11 @@ class RaySettings(_Strict):
 
 
 class AlgoSettings(_Strict):
-    name: Literal["aaac", "ppo"] = Field(default="aaac", description="AAAC, or RLlib's PPO for comparison.")
+    name: Literal["aaac", "ppo", "ppo_risk_folded", "ppo_lagrangian"] = Field(
+        default="aaac",
+        description="AAAC, or a baseline for comparison: RLlib's PPO (env reward), PPO with the risk stream folded "
+        "into its reward, or PPO-Lagrangian (cost critic on the risk stream, learned multiplier).",
+    )
     lr: float = Field(default=3e-4, gt=0, description="Learning rate.")
     gamma: float = Field(default=0.99, ge=0, le=1, description="Discount.")
     train_batch_size: int = Field(default=512, ge=1, description="Env steps per training iteration.")
@@ -62,7 +66,8 @@ class AlgoSettings(_Strict):
         default_factory=dict,
         description="Further algorithm-specific .training() arguments (AAAC: w_reward, beta_0, lambda_short, "
         "lambda_long, lambda_length_threshold, policy_grad_clip, reward_critic_grad_clip, "
-        "risk_critic_grad_clip, ...; PPO: clip_param, lambda_, ...).",
+        "risk_critic_grad_clip, fixed_lambda, use_risk_critic, use_beta_kl, ...; PPO: clip_param, lambda_, ...; "
+        "ppo_risk_folded: risk_fold_weight; ppo_lagrangian: cost_limit, lagrangian_lr, lagrangian_init).",
     )
 
 

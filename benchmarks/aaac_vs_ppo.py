@@ -1,28 +1,42 @@
-"""AAAC vs RLlib's PPO, side by side on the e-commerce env (seed 002's comparison table, on our env).
+"""AAAC against PPO baselines and AAAC's own ablations on the e-commerce env (seed 002's table, on our env).
 
-Both algorithms get exactly the same env (action mode, moderate fault injection driven by training progress),
-the same RLModule (``AAACRLModule`` with the same encoder and sizes), the same batch size, minibatch, epochs, lr,
-entropy bonus, env-step budget and seeds, all through ``build_algo_config``. Reward streams:
+Every arm gets exactly the same env (action mode, fault injection driven by training progress), the same RLModule
+(``AAACRLModule``, same encoder and sizes), batch, minibatch, epochs, lr, entropy bonus, env-step budget and seeds,
+all through ``build_algo_config``. Arms:
 
-* PPO learns from the env reward only (execution outcomes + completion; it has no risk term, so a high-risk call
-  that succeeds earns the same +1 as a safe one);
-* AAAC learns from the same env reward (reward critic) **plus** the risk stream that ``AgenticEpisodeCallbacks``
-  writes (``-risk_weight`` on every high-risk step; risk critic), mixed ``A = 0.7·A_reward + 0.3·A_risk``. That is
-  the algorithm's point: PPO does not see the risk stream (it ignores ``custom_data``), AAAC does.
+* ``aaac``: env reward (reward critic) + the risk stream (risk critic), ``A = 0.7·A_reward + 0.3·A_risk``;
+* ``ppo``: RLlib's PPO on the env reward only (it ignores ``custom_data``, so it never sees the risk stream);
+* ``ppo_risk_folded``: PPO on ``reward + risk`` with one critic: does a *separate* risk critic matter?
+* ``ppo_lagrangian``: PPO with a cost critic on ``−risk`` and a learned Lagrange multiplier (budget
+  ``--cost-limit`` per episode): does AAAC's fixed 0.7/0.3 mix hold up against a learned trade-off?
+* ``aaac_fixed_lambda`` (λ = ``--fixed-lambda`` for every episode), ``aaac_one_critic`` (no risk critic: the
+  advantage is the reward critic's) and ``aaac_no_kl`` (no β-KL term): one AAAC component removed each.
 
-Every ``--eval-every`` iterations the current module is evaluated greedily on the fixed validation tasks
-(``evaluate_policy``, same fault share as the final evaluation); ``steps_to_target`` is the env-step count at
-the first evaluation whose completion reaches ``--target`` (null if never). ``env_steps_per_s`` is env steps
-over training wall time (sampling + learning, without evaluation). Each (algo, seed) runs in its own subprocess
-(private Ray, ``num_env_runners=0``: sampling and learning in that process), so ``peak_rss_mb`` is that process's
-peak RSS; per algorithm the maximum over seeds is reported. Each seed's AAAC and PPO runs go side by side
-(``--jobs 2``, one core each on a 2-CPU box) so that load changes hit both alike.
+The env runs in ``--risk-mode soft`` (default): the domain's high-risk shortcuts stay allowed (fewer steps), and with
+the contract's probability a shortcut causes a delayed consequence (a complaint, a chargeback) that the env's reward
+never sees. The risk stream is the L3 risk layer's score of the episode record, written by
+``AgenticEpisodeCallbacks`` (``−w`` on every high-risk step, ``−consequence_scale·w`` per consequence on the last
+step), so every arm that uses it sees the same signal, and PPO on the env reward sees none of it.
 
-Prints one JSON line per algorithm (means over seeds; ``per_seed`` has the rest) and writes a markdown table.
+Every ``--eval-every`` iterations the current module is evaluated greedily on ``--curve-tasks`` validation tasks;
+``steps_to_target`` is the env-step count at the first evaluation whose completion reaches ``--target``. At the
+end each run is evaluated on ``--tasks`` validation tasks (default 200: 20 of each of the 10 e-commerce families).
+``env_steps_per_s`` is env steps over training wall time (sampling + learning, without evaluation). Each
+(arm, seed) runs in its own subprocess (private Ray, ``num_env_runners=0``).
 
-Run from the repository root::
+Prints one JSON line per arm: ``algo``, ``completion`` and ``completion_ci``, ``high_risk_share`` and
+``high_risk_ci`` (means over seeds, 95% percentile-bootstrap intervals over seeds), ``steps_to_target`` (mean over
+seeds; null when a seed never reached it), ``env_steps_per_s``, ``seeds``, and a few more (``spt``, ``tcsr_policy``,
+``tasks``, ``per_seed``). With every arm run, it also writes a markdown table.
 
-    python benchmarks/aaac_vs_ppo.py --seeds 0 1 2
+``--risk-mode hard`` runs the production masks instead (every high-risk shortcut forbidden: no risk signal).
+
+Run from the repository root (full run: 7 arms × 5 seeds; quick smoke: fewer seeds and tasks)::
+
+    python benchmarks/aaac_vs_ppo.py
+    python benchmarks/aaac_vs_ppo.py --seeds 0 --tasks 40 --env-steps 4000 --arms aaac ppo
+
+``--tasks`` and ``--curve-tasks`` must be multiples of the domain's family count (10 for e-commerce).
 """
 
 from __future__ import annotations
@@ -32,7 +46,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,11 +56,27 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-ALGOS = ("aaac", "ppo")
+from worker_runs import report, run_worker  # noqa: E402 (benchmarks/ is the script's directory)
+
+# arm -> (settings.algo.name, extra .training() arguments); callables get the parsed flags.
+ARMS: dict[str, tuple[str, Any]] = {
+    "aaac": ("aaac", lambda a: {}),
+    "ppo": ("ppo", lambda a: {"lambda_": a.ppo_lambda}),
+    "ppo_risk_folded": ("ppo_risk_folded", lambda a: {"lambda_": a.ppo_lambda}),
+    "ppo_lagrangian": (
+        "ppo_lagrangian",
+        lambda a: {"lambda_": a.ppo_lambda, "cost_limit": a.cost_limit, "lagrangian_lr": a.lagrangian_lr},
+    ),
+    "aaac_fixed_lambda": ("aaac", lambda a: {"fixed_lambda": a.fixed_lambda}),
+    "aaac_one_critic": ("aaac", lambda a: {"use_risk_critic": False}),
+    "aaac_no_kl": ("aaac", lambda a: {"use_beta_kl": False}),
+}
 
 
-def settings_for(algo: str, seed: int, a: argparse.Namespace) -> Any:
+def settings_for(arm: str, seed: int, a: argparse.Namespace) -> Any:
     from agentic_ray.settings import ExperimentSettings
+
+    algo, training_of = ARMS[arm]
 
     model: dict[str, Any] = {
         "encoder": a.encoder,
@@ -60,15 +89,11 @@ def settings_for(algo: str, seed: int, a: argparse.Namespace) -> Any:
         model |= {"flat_hidden_dim": a.flat_hidden, "flat_layers": a.flat_layers}
     else:
         model |= {"num_layers": a.gnn_layers}
-    training: dict[str, Any] = {}
-    if algo == "ppo":
-        training = {"lambda_": 0.95}  # RLlib's default is 1.0; 0.95 is the usual GAE setting
     raw: dict[str, Any] = {
         "seed": seed,
         "ray": {"num_env_runners": 0, "num_envs_per_env_runner": a.num_envs},
         "env": {
-            "action_mode": a.action_mode,
-            "rewards": rewards_of(a),
+            **env_fields(a),
             "faults": {"enabled": True, "start_share": a.fault_start, "end_share": a.fault_end},
         },
         "model": model,
@@ -79,7 +104,7 @@ def settings_for(algo: str, seed: int, a: argparse.Namespace) -> Any:
             "minibatch_size": a.minibatch,
             "num_epochs": a.epochs,
             "entropy_coeff": a.entropy,
-            "training": training,
+            "training": training_of(a),
         },
     }
     for item in a.set + (a.aaac_set if algo == "aaac" else []):
@@ -103,19 +128,34 @@ def rewards_of(a: argparse.Namespace) -> dict[str, float]:
     return {"success": a.reward_success, "completion": a.reward_completion, "failure": a.reward_failure}
 
 
+def env_fields(a: argparse.Namespace) -> dict[str, Any]:
+    """The env settings every arm shares (action mode, rewards, risk mode)."""
+    return {"action_mode": a.action_mode, "rewards": rewards_of(a), "risk_mode": a.risk_mode}
+
+
 def eval_env_config(a: argparse.Namespace) -> Any:
     from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
 
     share = a.eval_fault_share
     return AgentTaskEnvConfig(
-        action_mode=a.action_mode,
-        rewards=rewards_of(a),
-        faults={"enabled": share > 0, "start_share": share, "end_share": share},
+        **env_fields(a), faults={"enabled": share > 0, "start_share": share, "end_share": share}
     )
 
 
-def run_one(algo_name: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
-    """Train one (algo, seed) to the env-step budget; returns its curve, final metrics and costs."""
+def tasks_per_family(tasks: int, a: argparse.Namespace) -> int:
+    """``--tasks`` spread evenly over the domain's task families."""
+    from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
+
+    families = len(AgentTaskEnvConfig(**env_fields(a)).family_list())
+    if tasks % families or tasks <= 0:
+        raise SystemExit(
+            f"--tasks/--curve-tasks ({tasks}) must be a positive multiple of {families} (families)."
+        )
+    return tasks // families
+
+
+def run_one(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
+    """Train one (arm, seed) to the env-step budget; returns its curve, final metrics and costs."""
     import numpy as np
     import ray
     import torch
@@ -130,12 +170,12 @@ def run_one(algo_name: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     np.random.seed(seed)
     tmp = tempfile.mkdtemp(prefix="agray_bench_", dir="/tmp")
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=tmp, configure_logging=False, log_to_driver=False)
-    s = settings_for(algo_name, seed, a)
+    s = settings_for(arm, seed, a)
     ecfg = eval_env_config(a)
     algo = build_algo_config(s).build_algo()
 
-    def evaluate() -> Any:
-        return evaluate_policy(ModulePolicy(current_module(algo)), ecfg, a.tasks_per_family).metrics
+    def evaluate(tasks: int) -> Any:
+        return evaluate_policy(ModulePolicy(current_module(algo)), ecfg, tasks_per_family(tasks, a))
 
     curve: list[tuple[int, float]] = []
     steps, it, train_s = 0, 0, 0.0
@@ -149,11 +189,12 @@ def run_one(algo_name: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
             steps = int(res[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME])
             it += 1
             if it % a.eval_every == 0 and steps < a.env_steps:
-                c = evaluate().completion
+                c = evaluate(a.curve_tasks).metrics.completion
                 curve.append((steps, c))
                 if steps_to_target is None and c >= a.target:
                     steps_to_target = steps
-        m = evaluate()
+        final = evaluate(a.tasks)
+        m = final.metrics
         curve.append((steps, m.completion))
         if steps_to_target is None and m.completion >= a.target:
             steps_to_target = steps
@@ -161,12 +202,15 @@ def run_one(algo_name: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
         algo.stop()
         ray.shutdown()
     return {
-        "algo": algo_name,
+        "algo": arm,
         "seed": seed,
         "completion": m.completion,
-        "mean_steps": m.spt,
+        "tasks": m.completion_n,
+        "spt": m.spt,
         "high_risk_share": m.high_risk_share,
+        "consequences_per_episode": consequences_per_episode(final.records),
         "tcsr": m.tcsr,
+        "tcsr_policy": m.tcsr_policy,
         "dvr": m.dvr,
         "steps_to_target": steps_to_target,
         "env_steps": steps,
@@ -177,50 +221,72 @@ def run_one(algo_name: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def consequences_per_episode(records: list[Any]) -> float:
+    """Delayed consequences (complaints, chargebacks) per validation episode: what the risk stream prices."""
+    return sum(len(r.consequences) for r in records) / max(1, len(records))
+
+
 def baseline(a: argparse.Namespace) -> dict[str, Any]:
     from agentic_ray.eval.evaluator import ExpertPolicy, RandomPolicy, evaluate_policy
 
     ecfg = eval_env_config(a)
     out = {}
     for name, pol in (("random", RandomPolicy(0)), ("expert", ExpertPolicy())):
-        m = evaluate_policy(pol, ecfg, a.tasks_per_family).metrics
-        out[name] = {"completion": m.completion, "mean_steps": m.spt, "high_risk_share": m.high_risk_share}
+        res = evaluate_policy(pol, ecfg, tasks_per_family(a.tasks, a))
+        m = res.metrics
+        out[name] = {
+            "completion": m.completion,
+            "spt": m.spt,
+            "high_risk_share": m.high_risk_share,
+            "consequences_per_episode": consequences_per_episode(res.records),
+        }
     return out
 
 
-def _f2(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
+def _round(v: float | None, k: int = 4) -> float | None:
+    return None if v is None else round(v, k)
 
 
-def summarize(algo: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(arm: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One arm's JSON line: means over seeds with 95% bootstrap intervals over seeds (None at one seed)."""
+    from agentic_ray.eval.bootstrap import bootstrap_mean_ci
+
     def mean(k: str) -> float | None:
-        # SPT is measured on successful episodes only: a run that completed nothing has none (None).
-        xs = [r[k] for r in runs if r[k] is not None]
-        return round(statistics.fmean(xs), 4) if xs else None
+        vals = [r[k] for r in runs if r[k] is not None]
+        return round(statistics.fmean(vals), 4) if vals else None
+
+    def ci(k: str) -> list[float] | None:
+        interval = bootstrap_mean_ci([r[k] for r in runs])
+        return None if interval is None else [round(x, 4) for x in interval]
 
     stt = [r["steps_to_target"] for r in runs]
-    # steps_to_target: mean over seeds that reached the target; null when any seed never did (reported per seed).
     return {
-        "algo": algo,
+        "algo": arm,
         "completion": mean("completion"),
-        "completion_std": round(statistics.pstdev(r["completion"] for r in runs), 4),
-        "mean_steps": mean("mean_steps"),
+        "completion_ci": ci("completion"),
         "high_risk_share": mean("high_risk_share"),
+        "high_risk_ci": ci("high_risk_share"),
+        "consequences_per_episode": mean("consequences_per_episode"),
+        "consequences_ci": ci("consequences_per_episode"),
+        # mean over seeds that reached the target; null when any seed never did (per_seed has each)
         "steps_to_target": None if any(x is None for x in stt) else round(statistics.fmean(stt)),
         "env_steps_per_s": round(statistics.fmean(r["env_steps_per_s"] for r in runs), 1),
-        "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs), 1),
         "seeds": [r["seed"] for r in runs],
+        "tasks": runs[0]["tasks"],
+        "env_steps": round(statistics.fmean(r["env_steps"] for r in runs)),
+        "spt": mean("spt"),
+        "tcsr_policy": mean("tcsr_policy"),
+        "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs), 1),
         "per_seed": [
             {
                 k: r[k]
                 for k in (
                     "seed",
                     "completion",
-                    "mean_steps",
+                    "spt",
                     "high_risk_share",
                     "steps_to_target",
                     "env_steps",
-                    "env_steps_per_s",
                     "curve",
                 )
             }
@@ -235,49 +301,46 @@ def fmt(v: Any, pct: bool = False) -> str:
     return f"{100 * v:.1f}%" if pct else (f"{v:,.0f}" if isinstance(v, int) or v >= 100 else f"{v:.2f}")
 
 
+def fmt_ci(v: list[float] | None) -> str:
+    return "" if v is None else f" [{100 * v[0]:.1f}, {100 * v[1]:.1f}]"
+
+
 def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Namespace) -> str:
-    p, q = rows["ppo"], rows["aaac"]
     lines = [
-        "# AAAC vs PPO on the e-commerce env",
+        "# AAAC vs PPO baselines and AAAC ablations on the e-commerce env",
         "",
         f"Command: `python benchmarks/aaac_vs_ppo.py {' '.join(sys.argv[1:])}`",
         "",
-        f"Env: action_mode={a.action_mode}, faults {a.fault_start:.0%}→{a.fault_end:.0%} of training episodes "
-        f"(validation: {a.eval_fault_share:.0%}); encoder={a.encoder}, hidden={a.hidden}"
-        + (
-            f", flat trunk {a.flat_layers}×{a.flat_hidden}"
-            if a.encoder == "flat"
-            else f", {a.gnn_layers} GNN layers × {a.heads} heads"
-        )
-        + f", separate critic encoders {a.separate_critic_encoders}, action scoring from tool nodes"
-        + f"; batch {a.batch}, minibatch {a.minibatch}, epochs {a.epochs}, lr {a.lr}, entropy {a.entropy}; "
-        f"budget {a.env_steps} env steps; seeds {a.seeds}; validation {a.tasks_per_family} tasks × 8 families, greedy.",
-        f"Env reward (both): success {a.reward_success:+g}, completion {a.reward_completion:+g}, failure "
-        f"{a.reward_failure:+g}, redundant call −1, error penalties as shipped. "
-        "PPO: env reward only. AAAC: env reward + risk stream (−w per high-risk step), A = 0.7·A_r + 0.3·A_risk.",
+        f"Env: action_mode={a.action_mode}, risk_mode={a.risk_mode}, faults "
+        f"{a.fault_start:.0%}→{a.fault_end:.0%} of training episodes (validation: {a.eval_fault_share:.0%}); "
+        f"encoder={a.encoder}, hidden={a.hidden}; batch {a.batch}, minibatch {a.minibatch}, epochs {a.epochs}, "
+        f"lr {a.lr}, entropy {a.entropy}; budget {a.env_steps} env steps; seeds {a.seeds}; final validation "
+        f"{a.tasks} tasks, curve {a.curve_tasks} tasks, greedy. Intervals: 95% bootstrap over seeds.",
         "",
-        "| metric | PPO | AAAC | goal |",
-        "|---|---|---|---|",
-        f"| first-pass task completion | {fmt(p['completion'], True)} | {fmt(q['completion'], True)} | AAAC ≥ PPO + 10pp |",
-        f"| mean decision steps (successful episodes) | {_f2(p['mean_steps'])} | {_f2(q['mean_steps'])} | lower |",
-        f"| high-risk action share | {fmt(p['high_risk_share'], True)} | {fmt(q['high_risk_share'], True)} | AAAC ≤ 0.5 × PPO |",
-        f"| env steps to {a.target:.0%} completion | {fmt(p['steps_to_target'])} | {fmt(q['steps_to_target'])} | AAAC ≤ 0.5 × PPO |",
-        f"| env steps / s (CPU, training) | {p['env_steps_per_s']:.1f} | {q['env_steps_per_s']:.1f} | AAAC ≥ 0.9 × PPO |",
-        f"| peak RSS (MB) | {p['peak_rss_mb']:.0f} | {q['peak_rss_mb']:.0f} | (seed 002 reports GPU memory) |",
+        "| arm | completion [95% CI] | high-risk share [95% CI] | steps to "
+        f"{a.target:.0%} | SPT (successes) | env steps/s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for arm, r in rows.items():
+        lines.append(
+            f"| {arm} | {fmt(r['completion'], True)}{fmt_ci(r['completion_ci'])} | "
+            f"{fmt(r['high_risk_share'], True)}{fmt_ci(r['high_risk_ci'])} | {fmt(r['steps_to_target'])} | "
+            f"{fmt(r['spt'])} | {r['env_steps_per_s']:.1f} |"
+        )
+    lines += [
         "",
         f"Baselines on the same validation tasks: random masked policy {fmt(base['random']['completion'], True)} "
-        f"completion, scripted expert {fmt(base['expert']['completion'], True)} "
-        f"(mean steps {_f2(base['expert']['mean_steps'])}).",
+        f"completion, scripted expert {fmt(base['expert']['completion'], True)} (SPT {fmt(base['expert']['spt'])}).",
         "",
-        "Per seed (completion; steps to target):",
+        "Per seed:",
         "",
     ]
-    for algo in ("ppo", "aaac"):
-        for r in rows[algo]["per_seed"]:
+    for arm, r in rows.items():
+        for x in r["per_seed"]:
             lines.append(
-                f"- {algo} seed {r['seed']}: completion {fmt(r['completion'], True)}, high-risk "
-                f"{fmt(r['high_risk_share'], True)}, steps to target {fmt(r['steps_to_target'])}, "
-                f"curve {[(s, round(c, 3)) for s, c in r['curve']]}"
+                f"- {arm} seed {x['seed']}: completion {fmt(x['completion'], True)}, high-risk "
+                f"{fmt(x['high_risk_share'], True)}, steps to target {fmt(x['steps_to_target'])}, "
+                f"curve {[(st, round(c, 3)) for st, c in x['curve']]}"
             )
     return "\n".join(lines) + "\n"
 
@@ -285,11 +348,29 @@ def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Nam
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--env-steps", type=int, default=20000, help="Env-step budget per run.")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    p.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
     p.add_argument("--eval-every", type=int, default=4, help="Evaluate every k training iterations.")
     p.add_argument("--target", type=float, default=0.2, help="Validation completion for steps_to_target.")
-    p.add_argument("--tasks-per-family", type=int, default=5)
+    p.add_argument(
+        "--tasks", type=int, default=200, help="Final validation tasks (a multiple of the family count)."
+    )
+    p.add_argument("--curve-tasks", type=int, default=40, help="Validation tasks of each curve evaluation.")
     p.add_argument("--action-mode", choices=["prototype", "structured"], default="prototype")
+    p.add_argument(
+        "--risk-mode",
+        choices=["soft", "hard"],
+        default="soft",
+        help="Env risk_mode: soft (shortcuts allowed, delayed consequences; the comparison) or hard (masks).",
+    )
+    p.add_argument(
+        "--ppo-lambda", type=float, default=0.95, help="GAE λ of the PPO arms (RLlib's default: 1.0)."
+    )
+    p.add_argument(
+        "--fixed-lambda", type=float, default=0.95, help="λ of aaac_fixed_lambda (= the PPO arms')."
+    )
+    p.add_argument("--cost-limit", type=float, default=0.1, help="ppo_lagrangian: cost budget per episode.")
+    p.add_argument("--lagrangian-lr", type=float, default=0.05, help="ppo_lagrangian: multiplier step size.")
     p.add_argument("--encoder", choices=["flat", "gnn"], default="gnn")
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--heads", type=int, default=2, help="Attention heads (GNN).")
@@ -340,13 +421,39 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="Settings override for AAAC only.",
     )
     p.add_argument("--threads", type=int, default=1, help="torch threads per run.")
-    p.add_argument("--algos", nargs="+", choices=ALGOS, default=list(ALGOS))
     p.add_argument(
-        "--jobs", type=int, default=2, help="Runs at a time (2: each seed's AAAC and PPO together)."
+        "--jobs", type=int, default=1, help="Runs at a time (one per free core; 1 on a shared machine)."
     )
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/aaac_vs_ppo.md"))
-    p.add_argument("--worker", nargs=2, metavar=("ALGO", "SEED"), help=argparse.SUPPRESS)
+    p.add_argument(
+        "--runs",
+        default=None,
+        help="JSON-lines file of finished (arm, seed) runs: each new run is appended, runs already there with the "
+        "same settings are reused, so a full 7 arms x 5 seeds comparison can be run in short pieces.",
+    )
+    p.add_argument("--worker", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
+
+
+# Flags that choose which runs to do or where output goes, not how a run trains or is evaluated.
+_SELECTION = {"seeds", "arms", "jobs", "out", "runs", "worker"}
+
+
+def settings_key(a: argparse.Namespace) -> str:
+    """Every flag that shapes a run, as a string: runs are reused from ``--runs`` only when it matches."""
+    return json.dumps({k: v for k, v in sorted(vars(a).items()) if k not in _SELECTION}, sort_keys=True)
+
+
+def load_runs(path: str | None, key: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """Finished runs in ``path`` with these settings, by ``(arm, seed)``."""
+    if not path or not Path(path).exists():
+        return {}
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        if r.pop("settings_key", None) == key:
+            out[(r["algo"], r["seed"])] = r
+    return out
 
 
 def main() -> None:
@@ -354,43 +461,42 @@ def main() -> None:
     if a.worker:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         r = run_one(a.worker[0], int(a.worker[1]), a)
-        print("RESULT " + json.dumps(r), flush=True)
+        report(r)
         return
-    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in a.algos}
+    for x in (a.tasks, a.curve_tasks):
+        tasks_per_family(x, a)
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in a.arms}
     passthrough = [x for x in sys.argv[1:]]
+    key = settings_key(a)
+    done = load_runs(a.runs, key)
 
     def run(job: tuple[int, str]) -> dict[str, Any]:
-        seed, algo = job
+        seed, arm = job
+        if (arm, seed) in done:
+            return done[(arm, seed)]
         t0 = time.time()
-        proc = subprocess.run(
-            [sys.executable, __file__, *passthrough, "--worker", algo, str(seed)],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
-        if line is None:
-            sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
-            raise SystemExit(f"{algo} seed {seed} failed (rc {proc.returncode})")
-        r = json.loads(line[len("RESULT ") :])
+        r = run_worker(__file__, [*passthrough, "--worker", arm, str(seed)], f"{arm} seed {seed}")
+        if a.runs:
+            with open(a.runs, "a") as f:
+                f.write(json.dumps({**r, "settings_key": key}) + "\n")
         print(
-            f"# {algo} seed {seed}: completion {r['completion']:.3f} in {time.time() - t0:.0f}s "
+            f"# {arm} seed {seed}: completion {r['completion']:.3f} in {time.time() - t0:.0f}s "
             f"({r['env_steps_per_s']:.1f} steps/s) curve {r['curve']}",
             file=sys.stderr,
             flush=True,
         )
         return r
 
-    # Jobs in (seed, algo) order; with --jobs 2 each seed's AAAC and PPO run side by side, so both see the same
-    # machine load and env_steps_per_s stays comparable.
-    jobs = [(seed, algo) for seed in a.seeds for algo in a.algos]
+    # Jobs in (seed, arm) order, so with --jobs > 1 the arms of one seed run at the same time and see the same
+    # machine load (env_steps_per_s stays comparable).
+    jobs = [(seed, arm) for seed in a.seeds for arm in a.arms]
     with ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        for (_, algo), r in zip(jobs, pool.map(run, jobs), strict=True):
-            runs[algo].append(r)
+        for (_, arm), r in zip(jobs, pool.map(run, jobs), strict=True):
+            runs[arm].append(r)
     rows = {k: summarize(k, v) for k, v in runs.items()}
-    for k in a.algos:
+    for k in a.arms:
         print(json.dumps({x: y for x, y in rows[k].items() if x != "per_seed"}))
-    if set(ALGOS) <= set(rows):
+    if set(ARMS) <= set(rows):  # the results note holds the full comparison only
         out = Path(a.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(table(rows, baseline(a), a))

@@ -30,7 +30,9 @@ def module_spec(settings: ExperimentSettings, env: AgentTaskEnv | None = None) -
 
 
 def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
-    """AAAC (or PPO, for side-by-side runs) on the agent env with the AAAC module, callbacks and reward pool."""
+    """AAAC (or a PPO baseline, for side-by-side runs) on the agent env with the AAAC module, callbacks and reward
+    pool. The PPO baselines keep their own algorithm class (``algo_class`` of their config); with a reward pool they
+    run as ``RewardPoolPPO``, whose learner is still the config's (risk-folded or Lagrangian)."""
     from agentic_ray.ray_notices import drop_known_ray_notices
     from agentic_ray.rollout.episode_callbacks import AgenticEpisodeCallbacks
 
@@ -47,9 +49,7 @@ def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
 
             cfg.algo_class = RewardPoolAAAC
     else:
-        from ray.rllib.algorithms.ppo import PPOConfig
-
-        cfg = PPOConfig()
+        cfg = _ppo_config(s.algo.name)
         if s.rewards is not None:
             from agentic_ray.rollout.reward_pool_wiring import RewardPoolPPO
 
@@ -91,6 +91,21 @@ def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
         wire_reward_pool(cfg, s.rewards)
     env.close()
     return cfg
+
+
+def _ppo_config(name: str) -> AlgorithmConfig:
+    """The config of a PPO baseline: plain PPO, PPO on the risk-folded reward, or PPO-Lagrangian."""
+    if name == "ppo_risk_folded":
+        from agentic_ray.algorithms.ppo_risk_folded import RiskFoldedPPOConfig
+
+        return RiskFoldedPPOConfig()
+    if name == "ppo_lagrangian":
+        from agentic_ray.algorithms.ppo_lagrangian import PPOLagrangianConfig
+
+        return PPOLagrangianConfig()
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    return PPOConfig()
 
 
 def current_module(algo: Any, module_id: str = "default_policy") -> Any:

@@ -74,6 +74,7 @@ class AAACConfig(AlgorithmConfig):
     ``w_reward``, ``lambda_short``, ``lambda_long``, ``lambda_length_threshold``, ``lambda_smooth_width``,
     ``beta_0``, ``beta_decay``, ``entropy_coeff``, ``is_ratio_cap``, ``policy_clip``, ``vf_loss_coeff``, ``critic_lr``,
     ``policy_grad_clip``, ``reward_critic_grad_clip``, ``risk_critic_grad_clip``, ``anchor_kl_coeff``,
+    ``normalize_values``, ``value_norm_decay``,
     ``reflection_trains_encoder``; the ablation switches ``fixed_lambda``, ``use_risk_critic`` and ``use_beta_kl``.
     ``w_risk`` is not stored: it is
     always ``1 − w_reward`` (see :attr:`w_risk`).
@@ -113,6 +114,10 @@ class AAACConfig(AlgorithmConfig):
         # e-commerce env; see the notes in benchmarks/results/aaac_vs_ppo.md.
         self.policy_clip: float | None = 0.2
         self.vf_loss_coeff = 1.0
+        # Critics learn normalised λ-returns (moving mean/std): an unnormalised tanh critic could not follow
+        # CartPole's returns (see value_normalizer.py).
+        self.normalize_values = True
+        self.value_norm_decay = 0.9
         self.reflection_coeff = 0.0  # root-cause cross-entropy (stage 3 turns it on)
         # Its gradient stays out of the policy encoder: through it, a few critic-only updates after imitation
         # (policy terms off) moved the policy (benchmarks/results/quickstart.md).
@@ -152,6 +157,8 @@ class AAACConfig(AlgorithmConfig):
         is_ratio_cap: float | _NotProvided = NotProvided,
         policy_clip: float | _NotProvided | None = NotProvided,
         vf_loss_coeff: float | _NotProvided = NotProvided,
+        normalize_values: bool | _NotProvided = NotProvided,
+        value_norm_decay: float | _NotProvided = NotProvided,
         reflection_coeff: float | _NotProvided = NotProvided,
         reflection_trains_encoder: bool | _NotProvided = NotProvided,
         critic_warmup_updates: int | _NotProvided = NotProvided,
@@ -187,6 +194,10 @@ class AAACConfig(AlgorithmConfig):
                 alone (no trust region besides the KL penalty; see the torch learner's docstring).
             vf_loss_coeff: Weight of both critics' losses in the summed loss, ``>= 0``. With separate critics and
                 Adam it mostly matters for gradients into a shared encoder.
+            normalize_values: The critics learn their λ-returns normalised by a moving mean and standard
+                deviation (default True); advantages and logged targets stay in the streams' own units.
+            value_norm_decay: Weight of the past in the normalisers' moving averages (one step per learner
+                update), in ``[0, 1)``.
             reflection_coeff: Weight of the reflection head's root-cause cross-entropy (0: off), ``>= 0``.
             reflection_trains_encoder: Let the cross-entropy's gradient reach the policy encoder the reflection
                 head reads (default False: the head learns on the policy's detached features, so the root-cause
@@ -236,6 +247,10 @@ class AAACConfig(AlgorithmConfig):
             self.policy_clip = policy_clip
         if not isinstance(vf_loss_coeff, _NotProvided):
             self.vf_loss_coeff = vf_loss_coeff
+        if not isinstance(normalize_values, _NotProvided):
+            self.normalize_values = normalize_values
+        if not isinstance(value_norm_decay, _NotProvided):
+            self.value_norm_decay = value_norm_decay
         if not isinstance(reflection_coeff, _NotProvided):
             self.reflection_coeff = reflection_coeff
         if not isinstance(reflection_trains_encoder, _NotProvided):
@@ -285,7 +300,9 @@ class AAACConfig(AlgorithmConfig):
             self._value_error(f"`lambda_smooth_width` ({self.lambda_smooth_width}) must be None or > 0.")
         if self.fixed_lambda is not None and not 0.0 <= self.fixed_lambda <= 1.0:
             self._value_error(f"`fixed_lambda` ({self.fixed_lambda}) must be None or in [0, 1].")
-        for name in ("use_risk_critic", "use_beta_kl"):
+        if not 0.0 <= self.value_norm_decay < 1.0:
+            self._value_error(f"`value_norm_decay` ({self.value_norm_decay}) must be in [0, 1).")
+        for name in ("use_risk_critic", "use_beta_kl", "normalize_values"):
             if not isinstance(getattr(self, name), bool):
                 self._value_error(f"`{name}` ({getattr(self, name)!r}) must be a bool.")
         if self.beta_0 < 0:

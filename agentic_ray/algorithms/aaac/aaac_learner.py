@@ -15,6 +15,7 @@ from agentic_ray import keys
 from agentic_ray.algorithms.aaac.functional import beta_schedule
 from agentic_ray.algorithms.aaac.two_critic_advantages import TwoCriticAdvantages
 from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI, check_parameter_groups
+from agentic_ray.algorithms.aaac.value_normalizer import ValueNormalizer
 
 __all__ = ["CRITIC_REWARD_OPTIMIZER", "CRITIC_RISK_OPTIMIZER", "POLICY_OPTIMIZER", "AAACLearner"]
 
@@ -37,7 +38,10 @@ class AAACLearner(Learner):
     * ``num_updates``: completed ``Learner.update()`` calls (one per ``AAAC.training_step``), the unit of
       ``critic_warmup_updates``.
 
-    Both are part of ``get_state()``, so they survive checkpoints.
+    * ``value_normalizers``: per module, the ``(reward, risk)`` critics' target normalisers
+      (``normalize_values``; see ``value_normalizer.py``), shared with the advantage connector.
+
+    All three are part of ``get_state()``, so they survive checkpoints.
 
     :meth:`set_reference_policy` snapshots each module as the frozen reference ``π_ref`` of the anchor term
     ``anchor_kl_coeff·KL(π_ref‖π)``; the snapshot is part of ``get_state()`` too, so a resumed run keeps its
@@ -48,6 +52,7 @@ class AAACLearner(Learner):
     def build(self) -> None:
         self.num_updates = 0
         self.num_policy_steps = 0
+        self.value_normalizers: dict[str, tuple[ValueNormalizer, ValueNormalizer]] = {}
         self.reference_modules: dict[str, Any] = {}
         # Stage override of config.reflection_coeff (the pipeline turns the reflection loss on in stage 3).
         self.reflection_coeff: float | None = None
@@ -62,7 +67,19 @@ class AAACLearner(Learner):
         if self._learner_connector is not None and self.config.add_default_connectors_to_learner_pipeline:
             # Each episode chunk gets one artificial step whose value is the bootstrap value (as in PPO).
             self._learner_connector.prepend(AddOneTsToEpisodesAndTruncate())
-            self._learner_connector.append(TwoCriticAdvantages(config=self.config))
+            self._learner_connector.append(
+                TwoCriticAdvantages(config=self.config, value_normalizers=self.value_normalizers_of)
+            )
+
+    def value_normalizers_of(self, module_id: str) -> tuple[ValueNormalizer, ValueNormalizer]:
+        """The ``(reward, risk)`` critics' target normalisers of a module (created on first use)."""
+        if module_id not in self.value_normalizers:
+            cfg: Any = self.config.get_config_for_module(module_id)
+            self.value_normalizers[module_id] = (
+                ValueNormalizer(cfg.value_norm_decay),
+                ValueNormalizer(cfg.value_norm_decay),
+            )
+        return self.value_normalizers[module_id]
 
     def policy_terms_on(self, config: Any) -> bool:
         """Whether the critic warm-up is over (the policy, KL and entropy terms are in the loss)."""
@@ -119,6 +136,9 @@ class AAACLearner(Learner):
         state = super().get_state(components, not_components=not_components, **kwargs)
         state[keys.AAAC_NUM_UPDATES] = self.num_updates
         state[keys.AAAC_NUM_POLICY_STEPS] = self.num_policy_steps
+        state[keys.AAAC_VALUE_NORMALIZERS] = {
+            mid: [n.get_state() for n in pair] for mid, pair in self.value_normalizers.items()
+        }
         if self.reference_modules:
             state[keys.AAAC_REFERENCE_POLICY] = {
                 mid: ref.get_state(inference_only=True) for mid, ref in self.reference_modules.items()
@@ -137,6 +157,9 @@ class AAACLearner(Learner):
             self.num_updates = int(state[keys.AAAC_NUM_UPDATES])
         if keys.AAAC_NUM_POLICY_STEPS in state:
             self.num_policy_steps = int(state[keys.AAAC_NUM_POLICY_STEPS])
+        for mid, pair_state in state.get(keys.AAAC_VALUE_NORMALIZERS, {}).items():
+            for normalizer, s in zip(self.value_normalizers_of(mid), pair_state, strict=True):
+                normalizer.set_state(s)
         if keys.AAAC_REFERENCE_POLICY in state:
             self.reference_modules = {
                 mid: self._frozen_copy(mid, s) for mid, s in state[keys.AAAC_REFERENCE_POLICY].items()

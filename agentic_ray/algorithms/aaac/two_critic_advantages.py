@@ -10,6 +10,10 @@ Streams:
       an EnvRunner or reward actor (see ``agentic_ray/algorithms/episode_streams.py``). Missing → zeros (plain
       envs), so the risk critic learns to predict zero.
 
+Value normalisation (``normalize_values``, default on): the critics output normalised values; this connector
+denormalises them before TD(λ), so advantages and targets stay in each stream's units, and updates the
+normalisers with the batch's λ-returns (see ``value_normalizer.py``).
+
 Ablations (``AAACConfig``): ``fixed_lambda`` replaces the length rule by one λ; ``use_risk_critic=False`` leaves the
 risk stream out of the advantage (risk columns are zeros).
 
@@ -21,6 +25,7 @@ avoids this.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 import torch
@@ -36,6 +41,7 @@ from ray.rllib.utils.typing import EpisodeType
 from agentic_ray import keys
 from agentic_ray.algorithms.aaac.functional import masked_standardize, select_lambda
 from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI
+from agentic_ray.algorithms.aaac.value_normalizer import ValueNormalizer
 from agentic_ray.algorithms.episode_streams import (
     bootstrap_rows,
     episode_td_lambda,
@@ -65,15 +71,20 @@ class TwoCriticAdvantages(ConnectorV2):
         input_action_space: Any = None,
         *,
         config: Any,
+        value_normalizers: Callable[[str], tuple[ValueNormalizer, ValueNormalizer]] | None = None,
     ) -> None:
         """Args:
         input_observation_space: Unused (ConnectorV2 signature).
         input_action_space: Unused (ConnectorV2 signature).
         config: The ``AAACConfig`` (gamma, w_reward, lambda_short, lambda_long, lambda_length_threshold,
-            lambda_smooth_width).
+            lambda_smooth_width, fixed_lambda, use_risk_critic, normalize_values).
+        value_normalizers: ``module_id → (reward, risk)`` normalisers, shared with the learner's loss. With
+            ``normalize_values`` the critics' outputs are denormalised before TD(λ) and the normalisers are
+            updated with the batch's λ-returns; ``None`` reads the outputs as values.
         """
         super().__init__(input_observation_space, input_action_space)
         self._algo_config = config
+        self._value_normalizers = value_normalizers
 
     @override(ConnectorV2)
     def __call__(
@@ -99,7 +110,12 @@ class TwoCriticAdvantages(ConnectorV2):
                 )
             cfg = self._algo_config.get_config_for_module(module_id)
             module_episodes = [e for e in sa_episodes if e.module_id in (None, module_id)]
-            self._add_advantages(module, module_batch, module_episodes, cfg)
+            normalizers = (
+                self._value_normalizers(module_id)
+                if cfg.normalize_values and self._value_normalizers is not None
+                else None
+            )
+            self._add_advantages(module, module_batch, module_episodes, cfg, normalizers)
         return batch
 
     def _add_advantages(
@@ -108,12 +124,16 @@ class TwoCriticAdvantages(ConnectorV2):
         module_batch: dict[str, Any],
         episodes: list[SingleAgentEpisode],
         cfg: Any,
+        normalizers: tuple[ValueNormalizer, ValueNormalizer] | None,
     ) -> None:
         """Fills the AAAC columns of one module's batch (rows are episode-contiguous in ``episodes`` order)."""
         with torch.no_grad():
             values_reward, values_risk = (
                 torch.as_tensor(v) for v in module.compute_both_values(module_batch)
             )
+        if normalizers is not None:  # the critics output normalised values
+            values_reward = normalizers[0].denormalize(values_reward)
+            values_risk = normalizers[1].denormalize(values_risk)
         device, dtype = values_reward.device, values_reward.dtype
         rows_per_episode = [len(e) for e in episodes]  # real steps + 1 artificial bootstrap step
         if cfg.fixed_lambda is not None:  # ablation: one λ for every episode
@@ -145,6 +165,10 @@ class TwoCriticAdvantages(ConnectorV2):
             adv_risk, targets_risk = torch.zeros_like(adv_reward), torch.zeros_like(adv_reward)
             mixed = adv_reward
         advantages = masked_standardize(mixed, real_rows)
+        if normalizers is not None:
+            normalizers[0].update(targets_reward[real_rows])
+            if cfg.use_risk_critic:
+                normalizers[1].update(targets_risk[real_rows])
 
         module_batch[Columns.ADVANTAGES] = advantages
         module_batch[Columns.VALUE_TARGETS] = targets_reward

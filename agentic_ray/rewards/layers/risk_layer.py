@@ -31,7 +31,9 @@ class RiskLayer(RewardLayer):
     Args:
         default_weight_per_action: wᵢ for a high-risk step (or a consequence) that carries no weight of its own.
         consequence_scale: Cost of one delayed consequence, in units of its contract weight (``>= 0``; 0 leaves
-            consequences out).
+            consequences out). The default 2 prices a complaint or chargeback at twice the shortcut's immediate
+            weight, so with the contracts' probabilities (0.2-0.4) a shortcut's expected delayed cost is 0.4-0.8
+            of its immediate one; set it per run with the reward pool's ``layers.risk.params``.
     """
 
     name = "risk"

@@ -57,8 +57,10 @@ def test_fixed_lambda_uses_one_lambda_whatever_the_length() -> None:
 
 
 def test_one_critic_advantage_ignores_the_risk_stream() -> None:
-    learner = make_learner(use_risk_critic=False, gamma=0.9, lambda_length_threshold=4, w_reward=0.7)
-    batch = connector_batch(learner)
+    def one_critic():  # a fresh learner per batch: each connector call moves the value normalisers
+        return make_learner(use_risk_critic=False, gamma=0.9, lambda_length_threshold=4, w_reward=0.7)
+
+    batch = connector_batch(one_critic())
     a_short, _ = loop_td_lambda(REWARDS_SHORT, V_REWARD, V_REWARD, True, 0.9, 0.95)
     a_long, _ = loop_td_lambda(REWARDS_LONG, V_REWARD, V_REWARD, False, 0.9, 0.55)
     # Reward critic only, not 0.7·A_reward: w_reward plays no part either.
@@ -66,11 +68,15 @@ def test_one_critic_advantage_ignores_the_risk_stream() -> None:
     assert not batch[keys.RISK_ADVANTAGES].any() and not batch[keys.RISK_VALUE_TARGETS].any()
     # A different risk stream leaves it unchanged; with both critics it moves the advantage.
     torch.testing.assert_close(
-        connector_batch(learner, risk=None)[Columns.ADVANTAGES], batch[Columns.ADVANTAGES]
+        connector_batch(one_critic(), risk=None)[Columns.ADVANTAGES], batch[Columns.ADVANTAGES]
     )
-    two = make_learner(gamma=0.9, lambda_length_threshold=4)
+
+    def two_critics():
+        return make_learner(gamma=0.9, lambda_length_threshold=4)
+
     assert not torch.allclose(
-        connector_batch(two)[Columns.ADVANTAGES], connector_batch(two, risk=None)[Columns.ADVANTAGES]
+        connector_batch(two_critics())[Columns.ADVANTAGES],
+        connector_batch(two_critics(), risk=None)[Columns.ADVANTAGES],
     )
 
 

@@ -47,7 +47,9 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
 
     Critics: the reward critic (``compute_values``) regresses on ``Columns.VALUE_TARGETS``, the risk critic
     (``compute_risk_values``) on ``keys.RISK_VALUE_TARGETS``; both targets are TD(λ) λ-returns from
-    :class:`TwoCriticAdvantages`.
+    :class:`TwoCriticAdvantages`. With ``normalize_values`` (default) the critics' outputs are normalised values
+    and the targets are normalised with the learner's running statistics first, so the logged value losses are
+    in normalised units.
     """
 
     @override(TorchLearner)
@@ -134,10 +136,17 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
         # Two critics, each regressed on its own stream's λ-returns.
         embeddings = fwd_out.get(Columns.EMBEDDINGS)
         values_reward, values_risk = module.compute_both_values(batch, embeddings=embeddings)
-        vf_loss_reward = masked_mean((values_reward - batch[Columns.VALUE_TARGETS]) ** 2)
+        targets_reward, targets_risk = batch[Columns.VALUE_TARGETS], batch[keys.RISK_VALUE_TARGETS]
+        if config.normalize_values:  # the critics learn normalised targets (the connector updated the stats)
+            norm_reward, norm_risk = self.value_normalizers_of(module_id)
+            targets_reward, targets_risk = (
+                norm_reward.normalize(targets_reward),
+                norm_risk.normalize(targets_risk),
+            )
+        vf_loss_reward = masked_mean((values_reward - targets_reward) ** 2)
         # One-critic ablation: the risk critic gets no loss (and so no gradient).
         vf_loss_risk = (
-            masked_mean((values_risk - batch[keys.RISK_VALUE_TARGETS]) ** 2)
+            masked_mean((values_risk - targets_risk) ** 2)
             if config.use_risk_critic
             else torch.zeros((), device=logp.device)
         )
