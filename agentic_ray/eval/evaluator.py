@@ -42,7 +42,7 @@ HYPOTHESES = {
     ),
     "bad_parameters": (
         "an argument is out of contract or points at the wrong entity",
-        "re-read the order and call again with the referenced entity's own values",
+        "re-read the referenced entity and call again with its own values",
     ),
     "dependency_violation": ("a step ran before its prerequisite", "run the prerequisite goal's skill first"),
     "missing_prerequisite": (
@@ -59,7 +59,7 @@ HYPOTHESES = {
     ),
     "risk_violation": (
         "a high-risk action ran without its safety check",
-        "run the check (e.g. inventory.check) before the risky call",
+        "run the safety check the skill's risk contract names before the risky call",
     ),
 }
 """Reflection triples: root cause → (verifiable hypothesis, minimal experiment)."""
