@@ -12,16 +12,49 @@ have none (zeros).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 import numpy as np
 import torch
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
+from ray.rllib.core.rl_module.rl_module import RLModule
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils.typing import EpisodeType
 
 from agentic_ray import keys
 from agentic_ray.algorithms.aaac.functional import pad_episodes, td_lambda_advantages, unpad_episodes
+from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI
 
-__all__ = ["bootstrap_rows", "episode_td_lambda", "risk_column", "risk_stream_of"]
+__all__ = [
+    "bootstrap_rows",
+    "episode_td_lambda",
+    "risk_column",
+    "risk_stream_of",
+    "two_critic_module_batches",
+]
+
+
+def two_critic_module_batches(
+    connector: ConnectorV2, rl_module: RLModule, batch: dict[str, Any], episodes: list[EpisodeType], who: str
+) -> Iterator[tuple[str, TwoCriticAPI, dict[str, Any], list[SingleAgentEpisode]]]:
+    """Each module in a learner connector's ``batch`` that has a second critic (``TwoCriticAPI``), with its batch
+    and its single-agent episodes in batch order; other modules are skipped.
+
+    Raises:
+        NotImplementedError: for a stateful module (``who`` names the connector): the streams assume
+            episode-contiguous rows without recurrent state.
+    """
+    multi_module = cast(MultiRLModule, rl_module)
+    sa_episodes = list(connector.single_agent_episode_iterator(episodes, agents_that_stepped_only=False))
+    for module_id, module_batch in batch.items():
+        module = multi_module[module_id].unwrapped()
+        if not isinstance(module, TwoCriticAPI):
+            continue
+        if module.is_stateful():
+            raise NotImplementedError(f"{who} do not support stateful (RNN) modules.")
+        yield module_id, module, module_batch, [e for e in sa_episodes if e.module_id in (None, module_id)]
 
 
 def risk_stream_of(episode: SingleAgentEpisode, num_steps: int) -> np.ndarray:

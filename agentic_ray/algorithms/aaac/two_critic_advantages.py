@@ -26,12 +26,11 @@ avoids this.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import torch
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
 from ray.rllib.core.rl_module.rl_module import RLModule
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.annotations import override
@@ -47,6 +46,7 @@ from agentic_ray.algorithms.episode_streams import (
     episode_td_lambda,
     risk_column,
     risk_stream_of,
+    two_critic_module_batches,
 )
 
 __all__ = ["TwoCriticAdvantages", "risk_stream_of"]
@@ -98,18 +98,10 @@ class TwoCriticAdvantages(ConnectorV2):
         metrics: MetricsLogger | None = None,
         **kwargs: Any,
     ) -> Any:
-        multi_module = cast(MultiRLModule, rl_module)
-        sa_episodes = list(self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False))
-        for module_id, module_batch in batch.items():
-            module = multi_module[module_id].unwrapped()
-            if not isinstance(module, TwoCriticAPI):
-                continue
-            if module.is_stateful():
-                raise NotImplementedError(
-                    "AAAC's two-critic advantages do not support stateful (RNN) modules."
-                )
+        for module_id, module, module_batch, module_episodes in two_critic_module_batches(
+            self, rl_module, batch, episodes, "AAAC's two-critic advantages"
+        ):
             cfg = self._algo_config.get_config_for_module(module_id)
-            module_episodes = [e for e in sa_episodes if e.module_id in (None, module_id)]
             normalizers = (
                 self._value_normalizers(module_id)
                 if cfg.normalize_values and self._value_normalizers is not None

@@ -10,13 +10,12 @@ one estimator.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
 from ray.rllib.core.rl_module.rl_module import RLModule
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
@@ -25,8 +24,7 @@ from ray.rllib.utils.postprocessing.value_predictions import compute_value_targe
 from ray.rllib.utils.typing import EpisodeType
 
 from agentic_ray import keys
-from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI
-from agentic_ray.algorithms.episode_streams import bootstrap_rows, risk_column
+from agentic_ray.algorithms.episode_streams import bootstrap_rows, risk_column, two_critic_module_batches
 
 __all__ = ["CostAdvantages"]
 
@@ -69,15 +67,9 @@ class CostAdvantages(ConnectorV2):
         metrics: MetricsLogger | None = None,
         **kwargs: Any,
     ) -> Any:
-        multi_module = cast(MultiRLModule, rl_module)
-        sa_episodes = list(self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False))
-        for module_id, module_batch in batch.items():
-            module = multi_module[module_id].unwrapped()
-            if not isinstance(module, TwoCriticAPI):
-                continue
-            if module.is_stateful():
-                raise NotImplementedError("PPO-Lagrangian's cost advantages do not support stateful modules.")
-            module_episodes = [e for e in sa_episodes if e.module_id in (None, module_id)]
+        for module_id, module, module_batch, module_episodes in two_critic_module_batches(
+            self, rl_module, batch, episodes, "PPO-Lagrangian's cost advantages"
+        ):
             with torch.no_grad():
                 values = torch.as_tensor(module.compute_risk_values(module_batch))
             cost = -risk_column(module_episodes)
