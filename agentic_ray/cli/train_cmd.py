@@ -62,7 +62,7 @@ def eval_cmd(
 ) -> None:
     """Re-evaluate a run's checkpoint on the fixed validation tasks and print the metrics."""
     from agentic_ray.cli.preflight import PreflightError, load_run_settings
-    from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy, validation_env_config
+    from agentic_ray.eval.evaluator import ModulePolicy, cu_env_config, evaluate_policy, validation_env_config
     from agentic_ray.eval.policy_loading import CheckpointError, load_policy_module, pick_checkpoint
 
     try:
@@ -79,10 +79,12 @@ def eval_cmd(
         env_cfg,
         tasks_per_family or settings.eval.tasks_per_family,
         cu_ablation=settings.eval.cu_ablation,
+        cu_env=cu_env_config(env_cfg, settings.eval.cu_caller_error_share),
+        cu_min_pairs=settings.eval.cu_min_pairs,
     )
     typer.echo(f"checkpoint: {ckpt}")
     typer.echo(metrics_table(res.metrics.to_dict()))
-    typer.echo(json.dumps({"attribution": res.attribution}, indent=2))
+    typer.echo(json.dumps({"attribution": res.attribution, "correction": res.correction}, indent=2))
 
 
 @app.command("trace")

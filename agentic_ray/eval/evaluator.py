@@ -21,10 +21,10 @@ import torch
 from agentic_ray.domains import get_domain
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
+from agentic_ray.eval.correction import CorrectionUplift, correction_pairs, correction_uplift_paired
 from agentic_ray.eval.metrics import (
     EvalMetrics,
     attribute_failures,
-    correction_uplift,
     evaluate,
     first_action_after_failure,
 )
@@ -223,6 +223,7 @@ class EvalResult:
     traces: list[dict[str, Any]] = field(default_factory=list)
     attribution: dict[str, Any] = field(default_factory=dict)
     after_failure: list[bool] = field(default_factory=list)
+    correction: dict[str, Any] = field(default_factory=dict)  # CorrectionUplift.to_dict() of the CU ablation
 
 
 def validation_env_config(env_config: AgentTaskEnvConfig, fault_share: float) -> AgentTaskEnvConfig:
@@ -232,6 +233,13 @@ def validation_env_config(env_config: AgentTaskEnvConfig, fault_share: float) ->
         update={"enabled": fault_share > 0, "start_share": fault_share, "end_share": fault_share}
     )
     return env_config.model_copy(update={"faults": faults, "split": "validation"})
+
+
+def cu_env_config(validation: AgentTaskEnvConfig, caller_error_share: float) -> AgentTaskEnvConfig:
+    """The validation env of the CU ablation: the run's validation env with ``caller_error_share`` of its
+    episodes carrying an injected caller error."""
+    faults = validation.faults.model_copy(update={"caller_error_share": caller_error_share})
+    return validation.model_copy(update={"faults": faults})
 
 
 def validation_tasks(env_config: AgentTaskEnvConfig, tasks_per_family: int) -> list[tuple[str, int]]:
@@ -320,17 +328,49 @@ def rollout(
     return [r for r in records if r is not None], [traces[k] for k in sorted(traces)]
 
 
+def correction_ablation(
+    policy: ModulePolicy,
+    env_config: AgentTaskEnvConfig,
+    tasks_per_family: int,
+    *,
+    min_pairs: int = 0,
+    max_tasks_per_family: int = 200,
+    num_envs: int = 16,
+) -> CorrectionUplift:
+    """CU over paired first failures (:mod:`agentic_ray.eval.correction`): every validation task rolled with the
+    reflection input on and off; more validation tasks are added (up to ``max_tasks_per_family`` per family) until
+    ``min_pairs`` pairs are collected."""
+    off = ModulePolicy(policy.module, policy.deterministic, reflection=False)
+    on_recs: list[EpisodeRecord] = []
+    off_recs: list[EpisodeRecord] = []
+    done: set[tuple[str, int]] = set()
+    n = tasks_per_family
+    while True:
+        tasks = [t for t in validation_tasks(env_config, n) if t not in done]
+        on_recs += rollout(policy, env_config, tasks, num_envs=num_envs)[0]
+        off_recs += rollout(off, env_config, tasks, num_envs=num_envs)[0]
+        done |= set(tasks)
+        pairs, dropped = correction_pairs(on_recs, off_recs)
+        if len(pairs) >= min_pairs or n >= max_tasks_per_family:
+            return correction_uplift_paired(pairs, dropped)
+        per_task = max(len(pairs), 1) / n
+        n = min(max_tasks_per_family, max(n + 1, int(np.ceil(1.2 * min_pairs / per_task))))
+
+
 def evaluate_policy(
     policy: Policy,
     env_config: AgentTaskEnvConfig | dict[str, Any],
     tasks_per_family: int = 5,
     *,
     cu_ablation: bool = False,
+    cu_env: AgentTaskEnvConfig | None = None,
+    cu_min_pairs: int = 0,
     max_traces: int = 0,
     trace_meta: dict[str, Any] | None = None,
     num_envs: int = 16,
 ) -> EvalResult:
-    """Metrics on the validation split; with ``cu_ablation`` a second pass with the reflection input off."""
+    """Metrics on the validation split; with ``cu_ablation`` the CU ablation (:func:`correction_ablation`) on
+    ``cu_env`` (default: the same env), collecting at least ``cu_min_pairs`` first-failure pairs."""
     cfg = (
         env_config
         if isinstance(env_config, AgentTaskEnvConfig)
@@ -341,9 +381,10 @@ def evaluate_policy(
         policy, cfg, tasks, num_envs=num_envs, max_traces=max_traces, trace_meta=trace_meta
     )
     after = first_action_after_failure(recs, first_only=True)
-    cu = None
+    cu, correction = None, {}
     if cu_ablation and isinstance(policy, ModulePolicy):
-        off = ModulePolicy(policy.module, policy.deterministic, reflection=False)
-        recs_off, _ = rollout(off, cfg, tasks, num_envs=num_envs)
-        cu = correction_uplift(after, first_action_after_failure(recs_off, first_only=True))
-    return EvalResult(evaluate(recs, cu=cu), recs, traces, attribute_failures(recs), after)
+        res = correction_ablation(
+            policy, cu_env or cfg, tasks_per_family, min_pairs=cu_min_pairs, num_envs=num_envs
+        )
+        cu, correction = res.cu, res.to_dict()
+    return EvalResult(evaluate(recs, cu=cu), recs, traces, attribute_failures(recs), after, correction)

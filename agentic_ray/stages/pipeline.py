@@ -33,7 +33,13 @@ from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, NUM_ENV
 
 from agentic_ray import keys
 from agentic_ray.algorithms.build import build_algo_config, current_module
-from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy, validation_env_config
+from agentic_ray.eval.evaluator import (
+    EvalResult,
+    ModulePolicy,
+    cu_env_config,
+    evaluate_policy,
+    validation_env_config,
+)
 from agentic_ray.eval.metrics import AutoPause, diagnosis_report
 from agentic_ray.eval.report import write_report
 from agentic_ray.eval.traces import append_traces
@@ -95,6 +101,7 @@ class Pipeline:
         if self.state.auto_pause:
             self.auto_pause.set_state(self.state.auto_pause)
         self.eval_env = validation_env_config(settings.env, settings.eval.fault_share)
+        self.cu_env = cu_env_config(self.eval_env, settings.eval.cu_caller_error_share)
         self.wandb: Any = None
         self.last: dict[str, Any] = {}
         self.last_eval: EvalResult | None = None
@@ -131,6 +138,8 @@ class Pipeline:
             self.eval_env,
             self.s.eval.tasks_per_family,
             cu_ablation=self.s.eval.cu_ablation and stage == "reflection",
+            cu_env=self.cu_env,
+            cu_min_pairs=self.s.eval.cu_min_pairs,
             max_traces=self.s.eval.traces_per_eval,
             trace_meta={"stage": stage, "iteration": iteration},
         )
@@ -147,6 +156,7 @@ class Pipeline:
             "time": time.time(),
             **m,
             "root_causes": res.attribution["root_causes"],
+            **{k: v for k, v in res.correction.items() if k != "cu"},
             **(extra or {}),
         }
         self._log(row)
@@ -284,11 +294,13 @@ class Pipeline:
             )
 
     def run_reflection(self) -> None:
-        from agentic_ray.rollout.episode_callbacks import set_training_progress
+        from agentic_ray.rollout.episode_callbacks import set_caller_error_share, set_training_progress
 
         rf = self.s.stages.reflection
         _set_learner_attr(self.algo, "reflection_coeff", rf.reflection_coeff)
         set_reflection_input(self.algo, True)
+        # Labelled failures for the root-cause head: the imitated policy rarely fails on its own.
+        set_caller_error_share(self.algo, rf.caller_error_share)
 
         def on_iter(it: int, p: float) -> None:
             set_training_progress(self.algo, 1.0)
