@@ -92,6 +92,17 @@ class RLSettings(_Strict):
     curriculum: bool = Field(
         default=True, description="Error-injection share decays 100% → 5% over the stage."
     )
+    bc_lr: float = Field(
+        default=0.0,
+        ge=0,
+        description="DAPG-style decaying behaviour cloning: after each RL iteration, BC steps on the imitation "
+        "demonstrations at this learning rate times bc_decay**iteration (0: off). Keeps the imitated policy from "
+        "collapsing while RL moves it.",
+    )
+    bc_decay: float = Field(
+        default=0.9, gt=0, le=1, description="Per-iteration decay of the BC learning rate."
+    )
+    bc_minibatches: int = Field(default=4, ge=1, description="BC minibatches after each RL iteration.")
 
 
 class ReflectionSettings(_Strict):

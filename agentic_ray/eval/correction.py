@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -83,6 +83,7 @@ class CorrectionUplift:
     fix_on: float | None
     fix_off: float | None
     by_cause: dict[str, dict[str, float]]  # cause → {"pairs", "fix_on", "fix_off"}
+    pair_list: list[tuple[bool, bool, str]] = field(default_factory=list)  # to pool runs (not in to_dict)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -129,4 +130,4 @@ def correction_uplift_paired(
         }
         for c, k in sorted(n.items())
     }
-    return CorrectionUplift(cu, ci, len(pairs), dropped, float(on.mean()), float(off.mean()), by)
+    return CorrectionUplift(cu, ci, len(pairs), dropped, float(on.mean()), float(off.mean()), by, list(pairs))

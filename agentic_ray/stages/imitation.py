@@ -48,12 +48,15 @@ def behaviour_cloning(
     freeze_encoder: bool = False,
     reflection_coeff: float = 0.0,
     seed: int = 0,
+    max_minibatches: int | None = None,
 ) -> dict[str, Any]:
     """Train ``module`` (an AAAC RLModule) on the demonstrations in place.
 
     With ``reflection_coeff > 0`` the reflection head also learns, by cross-entropy, the root cause the env
     attributed to the previous step on every step that follows a failure (the wrong samples provide those), so
     the policy's predicted-cause input is meaningful from the first RL iteration on.
+
+    ``max_minibatches`` caps the minibatches of each epoch (the RL stage's decaying BC term takes a few).
 
     Returns:
         ``{"nll": [mean weighted NLL per epoch], "samples": imitated steps}``.
@@ -77,7 +80,8 @@ def behaviour_cloning(
         for _ in range(epochs):
             order = rng.permutation(len(obs))
             tot, n = 0.0, 0.0
-            for s in range(0, len(order), minibatch_size):
+            starts = range(0, len(order), minibatch_size)
+            for s in starts[:max_minibatches] if max_minibatches is not None else starts:
                 idx = order[s : s + minibatch_size]
                 wb = torch.as_tensor(w[idx], device=device)
                 if float(wb.sum()) == 0.0:

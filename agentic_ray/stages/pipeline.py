@@ -105,6 +105,7 @@ class Pipeline:
         self.wandb: Any = None
         self.last: dict[str, Any] = {}
         self.last_eval: EvalResult | None = None
+        self.demos: list[Any] | None = None  # imitation's demonstrations (the RL stage's decaying BC term)
 
     # ------------------------------------------------------------------ plumbing
     def _build(self) -> None:
@@ -178,6 +179,7 @@ class Pipeline:
         for attempt in range(il.max_repeats + 1):
             t0 = time.time()
             demos = collect_demos(self.s.env, n, il.wrong_sample_share, seed=self.s.seed + attempt)
+            self.demos = demos
             module = current_module(self.algo)
             stats = behaviour_cloning(
                 module,
@@ -221,12 +223,20 @@ class Pipeline:
             f"[il] gate still failed after {il.max_repeats} repeats; continuing to RL with the gate recorded"
         )
 
-    def _train_iterations(self, stage: str, iterations: int, on_iter: Callable[[int, float], None]) -> None:
+    def _train_iterations(
+        self,
+        stage: str,
+        iterations: int,
+        on_iter: Callable[[int, float], None],
+        after_iter: Callable[[int], None] | None = None,
+    ) -> None:
         start = self.state.iteration if self.state.stage == stage else 0
         self.state.stage = stage
         for it in range(start, iterations):
             on_iter(it, (it + 1) / max(1, iterations))
             res = self.algo.train()
+            if after_iter is not None:
+                after_iter(it)
             er = res.get(ENV_RUNNER_RESULTS, {})
             self.state.env_steps = int(er.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0) or self.state.env_steps)
             self.state.iteration = it + 1
@@ -276,7 +286,7 @@ class Pipeline:
             if rl.curriculum:
                 set_training_progress(self.algo, p)
 
-        self._train_iterations("rl", rl.iterations, on_iter)
+        self._train_iterations("rl", rl.iterations, on_iter, self._bc_step if rl.bc_lr > 0 else None)
         dvr = self.last.get("dvr", 0.0)
         passed = dvr >= rl.gate_dvr
         self.state.gates["rl_dvr"] = {"value": dvr, "threshold": rl.gate_dvr, "passed": passed}
@@ -292,6 +302,30 @@ class Pipeline:
                 "before training on",
                 gate=self.state.gates["rl_dvr"],
             )
+
+    def _bc_step(self, it: int) -> None:
+        """DAPG-style decaying BC term (``stages.rl.bc_lr``): a few BC minibatches on the demonstrations at
+        ``bc_lr · bc_decay**it`` after RL iteration ``it``, then the new weights go to the EnvRunners. Alternated
+        with the RL update rather than summed into the learner's loss, so any algorithm gets it unchanged."""
+        from agentic_ray.stages.demos import collect_demos
+        from agentic_ray.stages.imitation import behaviour_cloning
+
+        rl, il = self.s.stages.rl, self.s.stages.il
+        if self.demos is None:  # resumed past imitation: the same demonstrations again (seeded)
+            self.demos = collect_demos(
+                self.s.env, self.state.il_demos or il.demos, il.wrong_sample_share, self.s.seed
+            )
+        behaviour_cloning(
+            current_module(self.algo),
+            self.demos,
+            reflection_coeff=il.reflection_coeff,
+            epochs=1,
+            minibatch_size=il.minibatch_size,
+            lr=rl.bc_lr * rl.bc_decay**it,
+            seed=self.s.seed + it,
+            max_minibatches=rl.bc_minibatches,
+        )
+        sync_env_runners(self.algo)
 
     def run_reflection(self) -> None:
         from agentic_ray.rollout.episode_callbacks import set_caller_error_share, set_training_progress
