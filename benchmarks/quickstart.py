@@ -1,9 +1,11 @@
 """Run configs/quickstart.yaml end to end and print one JSON line.
 
-Keys: ``wall_s``; the final model's ``tcsr``, ``dvr``, ``cu``, ``spt``, ``spt_over_optimal``, ``completion`` and
-``high_risk_share``; the same keys per stage under ``stages`` (each stage's last evaluation); ``expert`` (the
-scripted expert's ``tcsr``, ``spt`` and ``completion`` on the same validation tasks); ``status``, ``gates`` and
-``run_dir``. Seed 000's bars for comparison: TCSR ≥ 0.995, DVR ≥ 0.98, CU ≥ 0.40, SPT ≤ 6.2.
+Keys: ``wall_s``; ``rl_gain`` (RL's last completion minus imitation's); the final model's ``tcsr``, ``dvr``,
+``cu`` (with ``cu_ci`` and ``cu_pairs``, the paired first failures it is measured on), ``spt``,
+``spt_over_optimal``, ``completion`` and ``high_risk_share``; the same keys per stage under ``stages`` (each
+stage's last evaluation); ``expert`` (the scripted expert's ``tcsr``, ``spt`` and ``completion`` on the same
+validation tasks); ``status``, ``gates`` and ``run_dir``. Seed 000's bars for comparison: TCSR ≥ 0.995,
+DVR ≥ 0.98, CU ≥ 0.40, SPT ≤ 6.2.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-KEYS = ("tcsr", "dvr", "cu", "spt", "spt_over_optimal", "completion", "high_risk_share")
+KEYS = ("tcsr", "dvr", "cu", "cu_ci", "cu_pairs", "spt", "spt_over_optimal", "completion", "high_risk_share")
 
 
 def expert_on_the_same_tasks(run_dir: Path) -> dict[str, float]:
@@ -66,8 +68,10 @@ def main() -> None:
         stages[r["stage"]] = {k: r.get(k) for k in KEYS}
     state = json.loads((run_dir / "state.json").read_text())
     final = {k: evals[-1].get(k) for k in KEYS} if evals else {}
+    il_c, rl_c = stages.get("il", {}).get("completion"), stages.get("rl", {}).get("completion")
     out = {
         "wall_s": round(wall, 1),
+        "rl_gain": None if il_c is None or rl_c is None else round(rl_c - il_c, 4),
         **final,
         "stages": stages,
         "expert": expert_on_the_same_tasks(run_dir),

@@ -42,10 +42,11 @@ def test_tiny_pipeline_writes_everything(ray_session, tmp_path):
     evals = [r for r in rows if "tcsr" in r]
     assert [r["stage"] for r in evals] == ["il", "rl", "rl", "reflection"]
     assert [r["iteration"] for r in evals if r["stage"] == "rl"] == [1, 2]
-    assert evals[-1]["cu"] is None or -1.0 <= evals[-1]["cu"] <= 1.0
-    # stage 3 trains the reflection head alongside the policy loss; the rows carry the learner's numbers
-    # the reflection head learns (cross-entropy) alongside the policy in RL and reflection; rows carry the numbers
-    assert all("reflection_loss" in r["learner"] for r in evals[1:])
+    # CU on paired first failures of the caller-error validation env, grown to eval.cu_min_pairs (10 in tiny)
+    last = evals[-1]
+    assert last["cu_pairs"] >= 10 and last["cu"] == pytest.approx(last["cu_fix_on"] - last["cu_fix_off"])
+    assert last["cu_ci"][0] <= last["cu"] <= last["cu_ci"][1]
+    # (that the reflection batches hold labelled failures: tests/learning/test_reflection_batches.py)
     assert evals[-1]["learner"]["beta"] < 0.1  # beta_t = 0.1 * 0.999^t decays with learner updates
     assert any("gates" in r for r in rows)
     state = PipelineState.load(run)
