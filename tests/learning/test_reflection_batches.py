@@ -31,15 +31,26 @@ pytestmark = pytest.mark.learning
 
 def test_reflection_batches_contain_labelled_failures(ray_session, tmp_path, monkeypatch):
     import agentic_ray.models.reflection as reflection
+    from agentic_ray.stages.pipeline import Pipeline
 
     labels: Counter[int] = Counter()
     losses: list[float] = []
     rows = 0
-    orig = reflection.reflection_loss
+    stage = {"reflection": False}  # imitation's BC calls the same loss on the demonstrations: not counted
+    orig, orig_stage = reflection.reflection_loss, Pipeline.run_reflection
+
+    def run_reflection(self):
+        stage["reflection"] = True
+        try:
+            return orig_stage(self)
+        finally:
+            stage["reflection"] = False
 
     def spy(module, obs_batch, *args, **kwargs):
         nonlocal rows
         loss, stats = orig(module, obs_batch, *args, **kwargs)
+        if not stage["reflection"]:
+            return loss, stats
         r = obs_batch["reflection"]
         labelled = r.sum(-1) > 0
         labels.update(r[labelled].argmax(-1).tolist())
@@ -48,6 +59,7 @@ def test_reflection_batches_contain_labelled_failures(ray_session, tmp_path, mon
         return loss, stats
 
     monkeypatch.setattr(reflection, "reflection_loss", spy)
+    monkeypatch.setattr(Pipeline, "run_reflection", run_reflection)
     s = load_settings(
         TINY,
         {
