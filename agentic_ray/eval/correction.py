@@ -8,9 +8,9 @@ skill or cause) are dropped and counted.
 
 A failure is *fixed* when the failed call's skill succeeds again within the cause's fix length
 (:data:`FIX_STEPS`) with no failure in between: one step for causes whose fix is the corrected call itself (retry
-a tool error, call on the right entity), two for causes whose fix reads first (re-read stale information or the
-entity a bad parameter came from, run the missing prerequisite). A re-read after a wrong entity wastes its step
-and is not a fix; an immediate retry after stale information fails again.
+a tool error, call on the right entity, call with the task's values after a bad parameter), two for causes
+whose fix reads first (re-read stale information, run the missing prerequisite). A re-read after a wrong entity
+or a bad parameter wastes its step and is not a fix; an immediate retry after stale information fails again.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = ["FIX_STEPS", "CorrectionUplift", "correction_pairs", "correction_upli
 FIX_STEPS: dict[str, int] = {
     "tool_error": 1,
     "wrong_entity": 1,
-    "bad_parameters": 2,
+    "bad_parameters": 1,
     "stale_information": 2,
     "missing_prerequisite": 2,
     "dependency_violation": 2,

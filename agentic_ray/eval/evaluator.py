@@ -38,8 +38,8 @@ HYPOTHESES = {
         "retry once; if it fails again, use its fallback or hand off",
     ),
     "bad_parameters": (
-        "an argument is out of contract or points at the wrong entity",
-        "re-read the order and call again with the referenced entity's own values",
+        "an argument is out of contract or above its limit",
+        "call again at once with the task's own values",
     ),
     "dependency_violation": ("a step ran before its prerequisite", "run the prerequisite goal's skill first"),
     "missing_prerequisite": (

@@ -9,12 +9,12 @@ Four kinds of trajectory, all on *training* task seeds:
   rejects it, and from then on the expert follows the correct DAG;
 * ``wrong_args``: one of the expert's calls goes out with a look-alike argument that the gateway rejects: in
   half of them another enum choice or another entity the customer mentioned (``bad_parameters``: the expert
-  re-reads the entity the call referred to, then calls with the goal's values), in the other half an entity the
-  task is not about (``wrong_entity``: the expert calls again on the request's entity).
-
+  calls again at once with the goal's values), in the other half an entity the task is not about
+  (``wrong_entity``: the expert calls again on the request's entity);
 * ``caller_error``: the env injects one caller error into the expert's calls (a wrong entity, stale
   information or a parameter above its limit, :mod:`agentic_ray.domains.caller_errors`); the expert's own next
-  call is the cause's fix (call on the right entity at once; re-read, then call again).
+  call is the cause's fix (the corrected call at once after a wrong entity or a bad parameter; after stale
+  information a re-read, then the call again).
 
 The wrong samples are split evenly between the four kinds. Their corrections differ by root cause (retry, run
 the prerequisite, re-read first, call on the right entity), which is what the policy's reflection input is for.

@@ -64,8 +64,8 @@ def test_correction_depends_on_the_root_cause(demos: list[Demo]) -> None:
     # tool error: the same call again (or a handoff once the soft mask has taken the failing tool away)
     assert all(_same_call(a, b) or skills[int(b["skill"])] == HANDOFF for a, b in post["tool_error"])
     assert sum(_same_call(a, b) for a, b in post["tool_error"]) >= 0.9 * len(post["tool_error"])
-    # bad parameters: re-read the entity first (never the same call)
-    assert all(skills[int(b["skill"])] in REREADS for _, b in post["bad_parameters"])
+    # bad parameters: the corrected call at once (the same skill, never a re-read)
+    assert all(int(b["skill"]) == int(a["skill"]) for a, b in post["bad_parameters"])
     # wrong entity: the same skill, now on another (the requested) entity
     for a, b in post.get("wrong_entity", []):
         assert int(a["skill"]) == int(b["skill"]) and not np.array_equal(a["pointer"], b["pointer"])
