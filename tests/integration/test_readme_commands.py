@@ -48,6 +48,9 @@ BUDGET = {
         " --env-steps 300 --seeds 0 --tasks-per-family 1 --batch 64 --minibatch 32 --epochs 1 --eval-every 1"
         " --out /tmp/agray_readme_aaac_vs_ppo.md"
     ),
+    "python benchmarks/rl_over_il.py --seeds 0 --methods rl_bc --iterations 6 --set rewards=null": (
+        " --demos 20 --tasks 10 --iterations 1 --cu-pairs 5 --set algo.train_batch_size=128"
+    ),
     "python benchmarks/quickstart.py": "".join(
         f" --set {x}" for x in SMALL_TRAINING.split(" --set ") if x.strip()
     ),
@@ -205,7 +208,7 @@ RUNNERS: list[tuple[str, Runner]] = [
     (r"agentic-ray skills check --domain \w+", plain),
     (r"agentic-ray skills serve .*", skills_server_and_check),
     (r"agentic-ray skills check --domain \w+ --url http://127\.0\.0\.1:8321", checked_over_http),
-    (r"python benchmarks/\w+\.py", benchmark),
+    (r"python benchmarks/\w+\.py( --[^`]*)?", benchmark),
 ]
 
 
