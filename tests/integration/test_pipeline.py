@@ -42,7 +42,9 @@ def test_tiny_pipeline_writes_everything(ray_session, tmp_path):
     # The reflection stage's evaluation runs the CU ablation on paired first failures of the caller-error
     # validation env, grown to eval.cu_min_pairs (10 in tiny); the pairing is unit-tested in test_correction.py.
     final = evals[-1]
-    assert final["cu_n"] >= 10 and final["cu"] == pytest.approx(final["cu_fix_on"] - final["cu_fix_off"]), final
+    assert final["cu_n"] >= 10 and final["cu"] == pytest.approx(final["cu_fix_on"] - final["cu_fix_off"]), (
+        final
+    )
     assert final["cu_ci"][0] <= final["cu"] <= final["cu_ci"][1]
     # Every metric in metrics.jsonl carries its sample count.
     assert final["completion_n"] == final["episodes"] > 0 and final["tcsr_n"] >= final["tcsr_policy_n"] > 0
