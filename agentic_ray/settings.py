@@ -102,6 +102,17 @@ class RLSettings(_Strict):
     curriculum: bool = Field(
         default=True, description="Error-injection share decays 100% → 5% over the stage."
     )
+    bc_lr: float = Field(
+        default=0.0,
+        ge=0,
+        description="DAPG-style decaying behaviour cloning: after each RL iteration, BC steps on the imitation "
+        "demonstrations at this learning rate times bc_decay**iteration (0: off). Keeps the imitated policy from "
+        "collapsing while RL moves it.",
+    )
+    bc_decay: float = Field(
+        default=0.9, gt=0, le=1, description="Per-iteration decay of the BC learning rate."
+    )
+    bc_minibatches: int = Field(default=4, ge=1, description="BC minibatches after each RL iteration.")
 
 
 class ReflectionSettings(_Strict):
@@ -109,6 +120,13 @@ class ReflectionSettings(_Strict):
     l5_weight_start: float = Field(default=0.1, ge=0, description="L5 weight at the start of the stage.")
     l5_weight_end: float = Field(default=0.2, ge=0, description="L5 weight at its end.")
     reflection_coeff: float = Field(default=0.5, ge=0, description="Weight of the root-cause cross-entropy.")
+    caller_error_share: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Share of the stage's training episodes with one injected caller error, so that the root-cause "
+        "head trains on labelled failures (without it the batches held none: the imitated policy rarely fails).",
+    )
 
 
 class StagesSettings(_Strict):
@@ -124,6 +142,16 @@ class EvalSettings(_Strict):
     every: int = Field(default=1, ge=1, description="Evaluate every k training iterations.")
     tasks_per_family: int = Field(default=5, ge=1, description="Validation tasks per family.")
     cu_ablation: bool = Field(default=True, description="Measure Correction Uplift (reflection on vs off).")
+    cu_caller_error_share: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="Share of the CU ablation's validation episodes with an injected caller error (the failures "
+        "whose fix depends on the root cause).",
+    )
+    cu_min_pairs: int = Field(
+        default=100, ge=0, description="First-failure pairs the CU ablation collects (more tasks until then)."
+    )
     fault_share: float = Field(
         default=0.3,
         ge=0,

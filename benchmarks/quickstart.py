@@ -1,6 +1,6 @@
 """Run configs/quickstart.yaml end to end and print one JSON line.
 
-Keys: ``wall_s``; the final model's ``tcsr``, ``tcsr_policy`` (calls the policy controls: injected outages left
+Keys: ``wall_s``; ``rl_gain`` (RL's last completion minus imitation's); the final model's ``tcsr``, ``tcsr_policy`` (calls the policy controls: injected outages left
 out), ``dvr``, ``cu`` with ``cu_ci`` and ``cu_n`` (first-failure pairs), ``spt`` and ``spt_over_optimal`` (successful
 episodes only), ``completion`` with ``completion_n`` (validation episodes) and ``high_risk_share``; the same keys
 per stage under ``stages`` (each stage's last evaluation); ``expert`` (the scripted expert's ``tcsr``,
@@ -25,6 +25,7 @@ KEYS = (
     "cu",
     "cu_ci",
     "cu_n",
+    "cu_pairs_dropped",
     "spt",
     "spt_over_optimal",
     "completion",
@@ -79,8 +80,10 @@ def main() -> None:
         stages[r["stage"]] = {k: r.get(k) for k in KEYS}
     state = json.loads((run_dir / "state.json").read_text())
     final = {k: evals[-1].get(k) for k in KEYS} if evals else {}
+    il_c, rl_c = stages.get("il", {}).get("completion"), stages.get("rl", {}).get("completion")
     out = {
         "wall_s": round(wall, 1),
+        "rl_gain": None if il_c is None or rl_c is None else round(rl_c - il_c, 4),
         **final,
         "stages": stages,
         "expert": expert_on_the_same_tasks(run_dir),

@@ -106,7 +106,7 @@ def eval_cmd(
     Exits like the run did: 3 if it stopped at a failed gate, 4 if it paused, 0 if it finished.
     """
     from agentic_ray.cli.preflight import PreflightError, load_run_settings
-    from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy, validation_env_config
+    from agentic_ray.eval.evaluator import ModulePolicy, cu_env_config, evaluate_policy, validation_env_config
     from agentic_ray.eval.policy_loading import (
         STAGE_ORDER,
         CheckpointError,
@@ -133,10 +133,12 @@ def eval_cmd(
         env_cfg,
         tasks_per_family or settings.eval.tasks_per_family,
         cu_ablation=settings.eval.cu_ablation,
+        cu_env=cu_env_config(env_cfg, settings.eval.cu_caller_error_share),
+        cu_min_pairs=settings.eval.cu_min_pairs,
     )
     typer.echo(f"checkpoint: {ckpt}")
     typer.echo(metrics_table(res.metrics.to_dict()))
-    typer.echo(json.dumps({"attribution": res.attribution}, indent=2))
+    typer.echo(json.dumps({"attribution": res.attribution, "correction": res.correction}, indent=2))
     state = PipelineState.load(run) if (run / "state.json").exists() else None
     if state is not None and state.status in ("gate_failed", "paused"):
         typer.echo(status_line(state.status, state.gates))

@@ -352,6 +352,24 @@ class Domain(Protocol):
         """Numbers about the customer the reward layers read (``EpisodeRecord.context``)."""
         ...
 
+    def caller_error(
+        self,
+        world: Any,
+        task: Task,
+        skill: str,
+        params: dict[str, Any],
+        cause: str,
+        rng: np.random.Generator,
+    ) -> dict[str, Any] | None:
+        """The call ``(skill, params)`` made wrong so that it fails with root cause ``cause`` (one of
+        :data:`~agentic_ray.domains.caller_errors.CALLER_ERROR_CAUSES`), or None when this call cannot carry it.
+
+        Error injection (issue 13): the env calls it, for an episode drawn to carry a caller error, on each call
+        until one is accepted, then runs the returned params instead. ``stale_information`` may change the world
+        (the entity is modified by someone else between the agent's read and its call); the helpers of
+        :mod:`agentic_ray.domains.caller_errors` make the other two from the contracts."""
+        ...
+
     def quantiles(self) -> QuantileMap:
         """Quantile tables of every ``number`` field (``<type>.<field>``) plus ``tool.latency_ms`` and
         ``tool.error_rate``."""

@@ -60,7 +60,7 @@ from agentic_ray.domains.knowledge import Knowledge, reveal_result
 from agentic_ray.domains.protocol import EpisodeView, LastStep, Task
 from agentic_ray.envs.action_codec import ActionCodec, Prototype
 from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, episode_record_dict, match_goals
-from agentic_ray.envs.faults import FaultScheduleConfig, backend_faults, draw_faults
+from agentic_ray.envs.faults import FaultScheduleConfig, backend_faults, draw_caller_error, draw_faults
 from agentic_ray.envs.masks import MaskComputer, Masks, sla_arrays
 from agentic_ray.envs.observation import ObservationBuilder, build_specs
 from agentic_ray.envs.prototypes import load_prototypes
@@ -258,6 +258,7 @@ class AgentTaskEnv(gym.Env):
         self.episode_id = ""
         self.fault_kind: str | None = None
         self._down: frozenset[str] = frozenset()
+        self.caller_error: str | None = None  # the episode's caller error still to inject (issue 13)
         self._closed = False
         self._warnings: list[str] = []
         self._build_executor()
@@ -320,6 +321,13 @@ class AgentTaskEnv(gym.Env):
     def set_policy_version(self, version: int) -> None:
         """Learner update count of the acting policy (recorded in the EpisodeRecord)."""
         self.policy_version = int(version)
+
+    def set_caller_error_share(self, share: float) -> None:
+        """Share of the next episodes that carry one injected caller error (the reflection stage raises it)."""
+        faults = self.config.faults.model_copy(
+            update={"caller_error_share": float(min(max(share, 0.0), 1.0))}
+        )
+        self.config = self.config.model_copy(update={"faults": faults})
 
     def fault_share(self) -> float:
         """Current share of episodes with injected faults (0 when injection is disabled)."""
@@ -400,6 +408,7 @@ class AgentTaskEnv(gym.Env):
             # Faults that could not be set are not injected, so the episode must not claim them.
             backend_errors.append(f"set_faults: {why}; running without injected faults")
             self.fault_kind, self._down = None, frozenset()
+        self.caller_error = draw_caller_error(self.config.faults, self._rng)
         budget = max(
             task.optimal_steps + self.config.budget_extra,
             math.ceil(self.config.budget_factor * task.optimal_steps),
@@ -423,6 +432,7 @@ class AgentTaskEnv(gym.Env):
             "task_seed": task_seed,
             "optimal_steps": task.optimal_steps,
             "fault_kind": self.fault_kind,
+            "caller_error": self.caller_error,
             "request": task.request.text,
             BACKEND_ERRORS: backend_errors,
         }
@@ -538,6 +548,9 @@ class AgentTaskEnv(gym.Env):
                 ("CIRCUIT_OPEN" if soft_masked else "PRECONDITION_FAILED"),
                 "masked: " + "; ".join(reasons),
             )
+        injected_cause = None
+        if err is None and c is not None and self.caller_error is not None:
+            params, injected_cause = self._inject_caller_error(c, params)
         # A high-risk shortcut: the call skips a safety precondition (soft mode lets it run; hard mode masks it,
         # and the attempt still counts: the policy chose it).
         shortcut = bool(
@@ -644,7 +657,9 @@ class AgentTaskEnv(gym.Env):
                 goals_satisfied=satisfied,
                 redundant=ok and not satisfied and not informative,
                 trace_id=trace_id,
-                injected=injected,
+                injected=injected or (injected_cause is not None and not ok),
+                caller_error=injected_cause,
+                root_cause=cause,
             )
         )
         # Dynamics: simulated time and drift.
@@ -698,6 +713,7 @@ class AgentTaskEnv(gym.Env):
                 "message": msg if res is None else res.message,
                 "goals_satisfied": satisfied,
                 "injected": injected,
+                "caller_error": injected_cause,
                 "root_cause": cause,
                 "revealed": [list(r) for r in revealed],
                 "mask_reasons": decision_reasons,
@@ -710,6 +726,30 @@ class AgentTaskEnv(gym.Env):
             info[EPISODE_RECORD] = episode_record_dict(self._episode_record(completed, failed, truncated))
             self.executor.forget_intent(self.intent_id)
         return obs, float(reward), completed or failed, truncated, info
+
+    def _inject_caller_error(self, c: Any, params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """The episode's caller error on this call when the domain can make it here (see
+        :meth:`~agentic_ray.domains.protocol.Domain.caller_error`): ``(params to run, its cause or None)``.
+
+        A wrong call the gateway would reject for a precondition instead is not injected here (its attributed
+        cause would be ``missing_prerequisite``); the next call may carry it."""
+        assert self.task is not None and self.state is not None and self.caller_error is not None
+        cause = self.caller_error
+        new = self.domain.caller_error(self.world, self.task, c.name, dict(params), cause, self._rng)
+        if (
+            new is None
+            or not precondition_status(
+                c, new, self.state.history, enforce_safety=self.config.risk_mode == "hard"
+            )[0]
+        ):
+            return params, None
+        self.caller_error = None
+        if (
+            self.config.backend == "http"
+            and not (out := self.backend.put_world(self.world_id, self.world)).ok
+        ):
+            self._warnings.append(f"backend sync failed: {out.error_code}: {out.message}")
+        return new, cause
 
     def _stale(self, skill: str, params: dict[str, Any]) -> bool:
         """Whether an entity the call refers to was revealed with values that have changed since."""

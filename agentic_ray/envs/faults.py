@@ -4,6 +4,10 @@ Kinds: ``garbage`` (garbled payloads in a valid JSON shell), ``transient`` (fail
 (some of the task's skills fully down). The share of faulty episodes decays from ``start_share`` to ``end_share``
 with training progress. :func:`backend_faults` turns the episode's fault and the domain's simulated tool health
 into the backend's :class:`~agentic_ray.skills.backends.FaultConfig`.
+
+Caller errors (issue 13) are injected apart from tool faults: ``caller_error_share`` of episodes carry one wrong
+call (a wrong entity, stale information or a parameter above its limit, weighted by ``caller_errors``), which the
+domain makes (:meth:`~agentic_ray.domains.protocol.Domain.caller_error`) on the first call that can carry it.
 """
 
 from __future__ import annotations
@@ -11,11 +15,12 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from agentic_ray.domains.caller_errors import CALLER_ERROR_CAUSES
 from agentic_ray.skills.backends import FaultConfig
 
-__all__ = ["FAULT_KINDS", "FaultScheduleConfig", "backend_faults", "draw_faults"]
+__all__ = ["FAULT_KINDS", "FaultScheduleConfig", "backend_faults", "draw_caller_error", "draw_faults"]
 
 FAULT_KINDS = ("garbage", "transient", "outage")
 
@@ -44,12 +49,23 @@ class FaultScheduleConfig(BaseModel):
         default=1, ge=1, description="Skills (among the task's) fully down in an outage."
     )
 
-    @field_validator("kinds")
+    caller_error_share: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of episodes with one injected caller error (independent of `enabled` and the decay).",
+    )
+    caller_errors: dict[str, float] = Field(
+        default_factory=lambda: dict.fromkeys(CALLER_ERROR_CAUSES, 1.0),
+        description="Relative weights of injected caller errors: wrong_entity, stale_information, bad_parameters.",
+    )
+
+    @field_validator("kinds", "caller_errors")
     @classmethod
-    def _known_kinds(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = set(v) - set(FAULT_KINDS)
-        if bad or not v or sum(v.values()) <= 0:
-            raise ValueError(f"kinds must weight garbage/transient/outage positively, got {v}")
+    def _known_weights(cls, v: dict[str, float], info: ValidationInfo) -> dict[str, float]:
+        known = FAULT_KINDS if info.field_name == "kinds" else CALLER_ERROR_CAUSES
+        if set(v) - set(known) or not v or sum(v.values()) <= 0:
+            raise ValueError(f"{info.field_name} must weight {known} positively, got {v}")
         return v
 
     def share(self, progress: float) -> float:
@@ -75,6 +91,15 @@ def draw_faults(
         n = min(cfg.outage_skills, len(skills))
         down = frozenset(skills[int(i)] for i in rng.choice(len(skills), size=n, replace=False))
     return kind, down
+
+
+def draw_caller_error(cfg: FaultScheduleConfig, rng: np.random.Generator) -> str | None:
+    """The root cause of the episode's injected caller error, or None for an episode without one."""
+    if cfg.caller_error_share <= 0 or rng.random() >= cfg.caller_error_share:
+        return None
+    causes = list(cfg.caller_errors)
+    w = np.array([cfg.caller_errors[c] for c in causes], dtype=np.float64)
+    return causes[int(rng.choice(len(causes), p=w / w.sum()))]
 
 
 def backend_faults(

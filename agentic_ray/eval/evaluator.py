@@ -22,10 +22,10 @@ import torch
 from agentic_ray.domains import get_domain
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
+from agentic_ray.eval.correction import CorrectionUplift, correction_pairs, correction_uplift_paired
 from agentic_ray.eval.metrics import (
     EvalMetrics,
     attribute_failures,
-    correction_uplift,
     evaluate,
     first_action_after_failure,
 )
@@ -41,8 +41,8 @@ HYPOTHESES = {
         "retry once; if it fails again, use its fallback or hand off",
     ),
     "bad_parameters": (
-        "an argument is out of contract or points at the wrong entity",
-        "re-read the referenced entity and call again with its own values",
+        "an argument is out of contract or above its limit",
+        "call again at once with the task's own values",
     ),
     "dependency_violation": ("a step ran before its prerequisite", "run the prerequisite goal's skill first"),
     "missing_prerequisite": (
@@ -337,6 +337,7 @@ class EvalResult:
     traces: list[dict[str, Any]] = field(default_factory=list)
     attribution: dict[str, Any] = field(default_factory=dict)
     after_failure: list[bool] = field(default_factory=list)
+    correction: dict[str, Any] = field(default_factory=dict)  # CorrectionUplift.to_dict() of the CU ablation
 
 
 def validation_env_config(env_config: AgentTaskEnvConfig, fault_share: float) -> AgentTaskEnvConfig:
@@ -346,6 +347,13 @@ def validation_env_config(env_config: AgentTaskEnvConfig, fault_share: float) ->
         update={"enabled": fault_share > 0, "start_share": fault_share, "end_share": fault_share}
     )
     return env_config.model_copy(update={"faults": faults, "split": "validation"})
+
+
+def cu_env_config(validation: AgentTaskEnvConfig, caller_error_share: float) -> AgentTaskEnvConfig:
+    """The validation env of the CU ablation: the run's validation env with ``caller_error_share`` of its
+    episodes carrying an injected caller error."""
+    faults = validation.faults.model_copy(update={"caller_error_share": caller_error_share})
+    return validation.model_copy(update={"faults": faults})
 
 
 def validation_tasks(env_config: AgentTaskEnvConfig, tasks_per_family: int) -> list[tuple[str, int]]:
@@ -516,12 +524,44 @@ def _reflection(probs: Sequence[float], obs_after: dict[str, np.ndarray] | None)
     }
 
 
+def correction_ablation(
+    policy: ModulePolicy,
+    env_config: AgentTaskEnvConfig,
+    tasks_per_family: int,
+    *,
+    min_pairs: int = 0,
+    max_tasks_per_family: int = 200,
+    num_envs: int = 16,
+    on_episode: Callable[[], None] | None = None,
+) -> CorrectionUplift:
+    """CU over paired first failures (:mod:`agentic_ray.eval.correction`): every validation task rolled with the
+    reflection input on and off; more validation tasks are added (up to ``max_tasks_per_family`` per family) until
+    ``min_pairs`` pairs are collected."""
+    off = ModulePolicy(policy.module, policy.deterministic, reflection=False)
+    on_recs: list[EpisodeRecord] = []
+    off_recs: list[EpisodeRecord] = []
+    done: set[tuple[str, int]] = set()
+    n = tasks_per_family
+    while True:
+        tasks = [t for t in validation_tasks(env_config, n) if t not in done]
+        on_recs += rollout(policy, env_config, tasks, num_envs=num_envs, on_episode=on_episode)[0]
+        off_recs += rollout(off, env_config, tasks, num_envs=num_envs, on_episode=on_episode)[0]
+        done |= set(tasks)
+        pairs, dropped = correction_pairs(on_recs, off_recs)
+        if len(pairs) >= min_pairs or n >= max_tasks_per_family:
+            return correction_uplift_paired(pairs, dropped)
+        per_task = max(len(pairs), 1) / n
+        n = min(max_tasks_per_family, max(n + 1, int(np.ceil(1.2 * min_pairs / per_task))))
+
+
 def evaluate_policy(
     policy: Policy,
     env_config: AgentTaskEnvConfig | dict[str, Any],
     tasks_per_family: int = 5,
     *,
     cu_ablation: bool = False,
+    cu_env: AgentTaskEnvConfig | None = None,
+    cu_min_pairs: int = 0,
     max_traces: int = 0,
     max_failed_traces: int = 0,
     trace_meta: dict[str, Any] | None = None,
@@ -529,12 +569,12 @@ def evaluate_policy(
     num_envs: int = 16,
     on_episode: Callable[[], None] | None = None,
 ) -> EvalResult:
-    """Metrics on the validation split; with ``cu_ablation`` a second pass with the reflection input off (CU over
-    first-failure pairs, task by task).
+    """Metrics on the validation split; with ``cu_ablation`` the CU ablation (:func:`correction_ablation`) on
+    ``cu_env`` (default: the same env), collecting at least ``cu_min_pairs`` first-failure pairs.
 
     Traces: see :func:`rollout` (``max_traces`` sampled across families, plus every failed episode up to
     ``max_failed_traces``, each scored by ``reward_layers``). ``on_episode`` is called per finished episode of
-    both passes.
+    every pass.
     """
     cfg = (
         env_config
@@ -554,9 +594,15 @@ def evaluate_policy(
         on_episode=on_episode,
     )
     after = first_action_after_failure(recs, first_only=True)
-    cu = None
+    cu: CorrectionUplift | None = None
     if cu_ablation and isinstance(policy, ModulePolicy):
-        off = ModulePolicy(policy.module, policy.deterministic, reflection=False)
-        recs_off, _ = rollout(off, cfg, tasks, num_envs=num_envs, on_episode=on_episode)
-        cu = correction_uplift(recs, recs_off)  # first-failure pairs, task by task
-    return EvalResult(evaluate(recs, cu=cu), recs, traces, attribute_failures(recs), after)
+        cu = correction_ablation(
+            policy,
+            cu_env or cfg,
+            tasks_per_family,
+            min_pairs=cu_min_pairs,
+            num_envs=num_envs,
+            on_episode=on_episode,
+        )
+    correction = cu.to_dict() if cu is not None else {}
+    return EvalResult(evaluate(recs, cu=cu), recs, traces, attribute_failures(recs), after, correction)

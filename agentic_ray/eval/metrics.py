@@ -15,7 +15,8 @@ of ``metrics.jsonl`` can tell 0.5 over 4 calls from 0.5 over 4,000.
 * **Entity Recall@5**: ``None`` ("n/a") until long-term memory lands; then recalled ÷ mentioned entities.
 * **CU** (correction uplift): over first-failure pairs (the same validation task's first failure, once with the
   reflection input on and once with it off), the fix rate with it on minus the fix rate with it off, with a 95%
-  bootstrap interval and the pair count (:func:`correction_uplift`). A fix is a successful next call.
+  bootstrap interval and the pair count (:mod:`agentic_ray.eval.correction`). A fix is cause-specific: the
+  failed call succeeding within its root cause's fix length.
 * **SPT** (steps per task): mean env steps per **successful** episode (a failed episode's steps say nothing about
   how many a task takes); ``spt_over_optimal`` divides each one's steps by the task's optimal step count first.
   Both are None when no episode succeeded.
@@ -32,7 +33,7 @@ from typing import Any
 
 import networkx as nx
 
-from agentic_ray.eval.bootstrap import paired_difference_ci
+from agentic_ray.eval.correction import CorrectionUplift
 from agentic_ray.graph_spec import ROOT_CAUSES
 from agentic_ray.rewards.episode_record import EpisodeRecord
 
@@ -44,17 +45,6 @@ BAD_PARAM_CODES = frozenset({"INVALID_INPUT", "NOT_FOUND", "CONFLICT", "NOT_WHIT
 
 def as_records(episodes: Iterable[EpisodeRecord | dict[str, Any]]) -> list[EpisodeRecord]:
     return [e if isinstance(e, EpisodeRecord) else EpisodeRecord.from_dict(e) for e in episodes]
-
-
-@dataclass
-class CorrectionUplift:
-    """CU over first-failure pairs: ``cu`` = fix rate on − fix rate off, ``ci`` its 95% bootstrap interval."""
-
-    cu: float | None
-    ci: tuple[float, float] | None
-    pairs: int
-    fix_rate_on: float | None = None
-    fix_rate_off: float | None = None
 
 
 @dataclass
@@ -151,61 +141,6 @@ def first_action_after_failure(episodes: Sequence[EpisodeRecord], first_only: bo
                 if first_only:
                     break
     return out
-
-
-def first_failure(e: EpisodeRecord) -> tuple[int, bool] | None:
-    """``(index, fixed)`` of the episode's first failed step that has a next step; ``fixed``: the next call succeeded."""
-    for i, (a, b) in enumerate(itertools.pairwise(e.steps)):
-        if not a.ok:
-            return i, b.ok
-    return None
-
-
-def correction_uplift(
-    with_reflection: Sequence[EpisodeRecord], without_reflection: Sequence[EpisodeRecord], *, seed: int = 0
-) -> CorrectionUplift:
-    """CU over first-failure pairs, with a 95% paired bootstrap interval.
-
-    ``with_reflection[i]`` and ``without_reflection[i]`` are the same validation task (same task seed) rolled
-    with the reflection input on and off. Before the first failure that input is empty, so both runs reach the
-    same first failure; a pair is counted when they do (same step, same skill, same result code), and only the
-    next action can differ.
-
-    Args:
-        with_reflection: Episodes with the reflection input on, in task order.
-        without_reflection: The same tasks with it off, in the same order.
-        seed: Seed of the bootstrap resampling.
-
-    Returns:
-        :class:`CorrectionUplift`; ``cu`` and ``ci`` are None without pairs (``ci`` also with one pair).
-
-    Raises:
-        ValueError: If the two runs do not cover the same number of tasks.
-    """
-    if len(with_reflection) != len(without_reflection):
-        raise ValueError(
-            f"CU needs the same tasks twice: {len(with_reflection)} vs {len(without_reflection)} episodes"
-        )
-    on, off = [], []
-    for e_on, e_off in zip(with_reflection, without_reflection, strict=True):
-        f_on, f_off = first_failure(e_on), first_failure(e_off)
-        if f_on is None or f_off is None or f_on[0] != f_off[0]:
-            continue
-        s_on, s_off = e_on.steps[f_on[0]], e_off.steps[f_off[0]]
-        if (s_on.skill, s_on.result_code) != (s_off.skill, s_off.result_code):
-            continue
-        on.append(float(f_on[1]))
-        off.append(float(f_off[1]))
-    if not on:
-        return CorrectionUplift(cu=None, ci=None, pairs=0)
-    rate_on, rate_off = sum(on) / len(on), sum(off) / len(off)
-    return CorrectionUplift(
-        cu=rate_on - rate_off,
-        ci=paired_difference_ci(on, off, seed=seed),
-        pairs=len(on),
-        fix_rate_on=rate_on,
-        fix_rate_off=rate_off,
-    )
 
 
 def evaluate(

@@ -30,6 +30,8 @@ class StepRecord:
     injected: bool = (
         False  # failed because of an injected fault (an outage, transient or garbled reply), not the policy
     )
+    caller_error: str | None = None  # the root cause of a caller error injected into this call (issue 13)
+    root_cause: str | None = None  # the env's rule-based root cause of this step (None: it succeeded)
 
 
 @dataclass

@@ -50,8 +50,8 @@ class AgenticEpisodeCallbacks(RLlibCallback):
             metrics_logger.log_value("agentic/steps", float(len(rec.steps)), window=100)
 
 
-def set_training_progress(algo: Any, progress: float) -> None:
-    """Drive every env's error-injection schedule (``AgentTaskEnv.set_training_progress``) on all EnvRunners."""
+def _foreach_env(algo: Any, method: str, *args: Any) -> None:
+    """Call ``AgentTaskEnv.<method>(*args)`` on every env of every EnvRunner (vectorised envs included)."""
 
     def _set(er: Any) -> None:
         env = getattr(er, "env", None)
@@ -59,7 +59,17 @@ def set_training_progress(algo: Any, progress: float) -> None:
             return
         for e in getattr(env.unwrapped if hasattr(env, "unwrapped") else env, "envs", [env]):
             target = getattr(e, "unwrapped", e)
-            if hasattr(target, "set_training_progress"):
-                target.set_training_progress(progress)
+            if hasattr(target, method):
+                getattr(target, method)(*args)
 
     algo.env_runner_group.foreach_env_runner(_set, local_env_runner=True)
+
+
+def set_training_progress(algo: Any, progress: float) -> None:
+    """Drive every env's error-injection schedule (``AgentTaskEnv.set_training_progress``) on all EnvRunners."""
+    _foreach_env(algo, "set_training_progress", progress)
+
+
+def set_caller_error_share(algo: Any, share: float) -> None:
+    """Share of training episodes with an injected caller error (``AgentTaskEnv.set_caller_error_share``)."""
+    _foreach_env(algo, "set_caller_error_share", share)

@@ -9,10 +9,14 @@ Four kinds of trajectory, all on *training* task seeds:
   rejects it, and from then on the expert follows the correct DAG;
 * ``wrong_args``: one of the expert's calls goes out with a look-alike argument that the gateway rejects: in
   half of them another enum choice or another entity the customer mentioned (``bad_parameters``: the expert
-  re-reads the entity the call referred to, then calls with the goal's values), in the other half an entity the
-  task is not about (``wrong_entity``: the expert calls again on the request's entity).
+  calls again at once with the goal's values), in the other half an entity the task is not about
+  (``wrong_entity``: the expert calls again on the request's entity);
+* ``caller_error``: the env injects one caller error into the expert's calls (a wrong entity, stale
+  information or a parameter above its limit, :mod:`agentic_ray.domains.caller_errors`); the expert's own next
+  call is the cause's fix (the corrected call at once after a wrong entity or a bad parameter; after stale
+  information a re-read, then the call again).
 
-The wrong samples are split evenly between the three kinds. Their corrections differ by root cause (retry, run
+The wrong samples are split evenly between the four kinds. Their corrections differ by root cause (retry, run
 the prerequisite, re-read first, call on the right entity), which is what the policy's reflection input is for.
 The two caller errors leave the same trace in the rest of the observation (a failed call, no tool error), so
 only the root cause tells their corrections apart.
@@ -33,7 +37,7 @@ import numpy as np
 from agentic_ray.domains.protocol import Expert
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.graph_spec import ROOT_CAUSES
-from agentic_ray.keys import EPISODE_RECORD
+from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.skills.contracts import EntityParam, EnumParam
 
@@ -47,14 +51,14 @@ MAX_TASKS = 4
 """Tasks tried per ``wrong_args`` demo (some families have no look-alike the gateway rejects) before it falls
 back to a clean one."""
 
-WRONG_KINDS = ("garbled", "reversed", "wrong_args")
+WRONG_KINDS = ("garbled", "reversed", "wrong_args", "caller_error")
 WRONG_ARG_CAUSES = ("bad_parameters", "wrong_entity")
 """Root causes of ``wrong_args`` demos, alternating."""
 
 
 @dataclass
 class Demo:
-    kind: str  # clean | garbled | reversed | wrong_args
+    kind: str  # clean | garbled | reversed | wrong_args | caller_error
     family: str
     obs: list[dict[str, np.ndarray]] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
@@ -136,7 +140,7 @@ def collect_demos(
     seed: int = 0,
     on_demo: Callable[[], None] | None = None,
 ) -> list[Demo]:
-    """``n`` expert trajectories; ``wrong_share`` of them are controlled wrong samples (a third of each kind).
+    """``n`` expert trajectories; ``wrong_share`` of them are controlled wrong samples (a quarter of each kind).
 
     ``on_demo`` is called after each trajectory (progress).
     """
@@ -157,7 +161,14 @@ def collect_demos(
             )
         }
     )
-    envs = {"clean": AgentTaskEnv(clean_cfg), "garbled": AgentTaskEnv(garbled_cfg)}
+    caller_cfg = clean_cfg.model_copy(
+        update={"faults": clean_cfg.faults.model_copy(update={"caller_error_share": 1.0})}
+    )
+    envs = {
+        "clean": AgentTaskEnv(clean_cfg),
+        "garbled": AgentTaskEnv(garbled_cfg),
+        "caller_error": AgentTaskEnv(caller_cfg),
+    }
     envs["reversed"] = envs["wrong_args"] = envs["clean"]
     expert = envs["clean"].domain.expert()
     demos: list[Demo] = []
@@ -193,6 +204,8 @@ def collect_demos(
             d.actions.append(a)
             d.weights.append(0.0 if injected else 1.0)
             obs, _, term, trunc, info = env.step(a)
+            if info[STEP_TRACE].get("caller_error"):  # the expert's call ran with an injected error
+                d.kind = "caller_error"
             if d.kind != "clean" and d.root_cause < 0 and obs["reflection"].any():
                 d.root_cause = int(obs["reflection"].argmax())  # the env's cause of the first failed step
             if term or trunc:

@@ -50,6 +50,7 @@ def behaviour_cloning(
     reflection_coeff: float = 0.0,
     seed: int = 0,
     on_epoch: Callable[[float], None] | None = None,
+    max_minibatches: int | None = None,
 ) -> dict[str, Any]:
     """Train ``module`` (an AAAC RLModule) on the demonstrations in place.
 
@@ -58,6 +59,8 @@ def behaviour_cloning(
     the policy's predicted-cause input is meaningful from the first RL iteration on.
 
     ``on_epoch(nll)`` is called after each epoch with its mean weighted NLL (progress).
+
+    ``max_minibatches`` caps the minibatches of each epoch (the RL stage's decaying BC term takes a few).
 
     Returns:
         ``{"nll": [mean weighted NLL per epoch], "samples": imitated steps}``.
@@ -81,7 +84,8 @@ def behaviour_cloning(
         for _ in range(epochs):
             order = rng.permutation(len(obs))
             tot, n = 0.0, 0.0
-            for s in range(0, len(order), minibatch_size):
+            starts = range(0, len(order), minibatch_size)
+            for s in starts[:max_minibatches] if max_minibatches is not None else starts:
                 idx = order[s : s + minibatch_size]
                 wb = torch.as_tensor(w[idx], device=device)
                 if float(wb.sum()) == 0.0:

@@ -40,6 +40,7 @@ from agentic_ray.eval.evaluator import (
     EvalResult,
     ExpertPolicy,
     ModulePolicy,
+    cu_env_config,
     evaluate_policy,
     validation_env_config,
     validation_tasks,
@@ -115,10 +116,12 @@ class Pipeline:
             self.auto_pause.set_state(self.state.auto_pause)
         self.eval_env = validation_env_config(settings.env, settings.eval.fault_share)
         self.trace_layers = trace_reward_layers(settings.rewards)
+        self.cu_env = cu_env_config(self.eval_env, settings.eval.cu_caller_error_share)
         self.wandb: Any = None
         self.on_evaluation = on_evaluation
         self.last: dict[str, Any] = {}
         self.last_eval: EvalResult | None = None
+        self.demos: list[Any] | None = None  # imitation's demonstrations (the RL stage's decaying BC term)
 
     # ------------------------------------------------------------------ plumbing
     def _build(self) -> None:
@@ -159,6 +162,8 @@ class Pipeline:
                 self.eval_env,
                 ev.tasks_per_family,
                 cu_ablation=cu_ablation,
+                cu_env=self.cu_env,
+                cu_min_pairs=ev.cu_min_pairs,
                 max_traces=ev.traces_per_eval,
                 max_failed_traces=ev.failed_traces_per_eval,
                 trace_meta={"stage": stage, "iteration": iteration, "env_steps": self.state.env_steps},
@@ -180,6 +185,7 @@ class Pipeline:
             "root_causes": res.attribution["root_causes"],
             "root_causes_injected": res.attribution["root_causes_injected"],
             "errors": res.attribution["errors"],
+            **{k: v for k, v in res.correction.items() if k not in m},
             **(extra or {}),
         }
         self._log(row)
@@ -209,6 +215,7 @@ class Pipeline:
                 demos = collect_demos(
                     self.s.env, n, il.wrong_sample_share, seed=self.s.seed + attempt, on_demo=bar.advance
                 )
+                self.demos = demos
             module = current_module(self.algo)
             with self.progress.task("il imitation", il.epochs, "epochs") as bar:
                 stats = behaviour_cloning(
@@ -256,7 +263,13 @@ class Pipeline:
             f"[il] gate still failed after {il.max_repeats} repeats; continuing to RL with the gate recorded"
         )
 
-    def _train_iterations(self, stage: str, iterations: int, on_iter: Callable[[int, float], None]) -> None:
+    def _train_iterations(
+        self,
+        stage: str,
+        iterations: int,
+        on_iter: Callable[[int, float], None],
+        after_iter: Callable[[int], None] | None = None,
+    ) -> None:
         start = self.state.iteration if self.state.stage == stage else 0
         self.state.stage = stage
         with self.progress.task(f"{stage} iterations", iterations, "iterations", done=start) as bar:
@@ -265,6 +278,8 @@ class Pipeline:
                 if self.s.ray.reseed_each_iteration:
                     reseed_iteration(self.algo, iteration_seed(self.s.seed, stage, it))
                 res = self.algo.train()
+                if after_iter is not None:
+                    after_iter(it)
                 er = res.get(ENV_RUNNER_RESULTS, {})
                 self.state.env_steps = int(er.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0) or self.state.env_steps)
                 self.state.iteration = it + 1
@@ -322,7 +337,7 @@ class Pipeline:
             if rl.curriculum:
                 set_training_progress(self.algo, p)
 
-        self._train_iterations("rl", rl.iterations, on_iter)
+        self._train_iterations("rl", rl.iterations, on_iter, self._bc_step if rl.bc_lr > 0 else None)
         if (
             self.last_eval is None
         ):  # resumed after the stage's last iteration: judge the gate on a fresh evaluation
@@ -343,12 +358,38 @@ class Pipeline:
                 gate=self.state.gates["rl_dvr"],
             )
 
+    def _bc_step(self, it: int) -> None:
+        """DAPG-style decaying BC term (``stages.rl.bc_lr``): a few BC minibatches on the demonstrations at
+        ``bc_lr · bc_decay**it`` after RL iteration ``it``, then the new weights go to the EnvRunners. Alternated
+        with the RL update rather than summed into the learner's loss, so any algorithm gets it unchanged."""
+        from agentic_ray.stages.demos import collect_demos
+        from agentic_ray.stages.imitation import behaviour_cloning
+
+        rl, il = self.s.stages.rl, self.s.stages.il
+        if self.demos is None:  # resumed past imitation: the same demonstrations again (seeded)
+            self.demos = collect_demos(
+                self.s.env, self.state.il_demos or il.demos, il.wrong_sample_share, self.s.seed
+            )
+        behaviour_cloning(
+            current_module(self.algo),
+            self.demos,
+            reflection_coeff=il.reflection_coeff,
+            epochs=1,
+            minibatch_size=il.minibatch_size,
+            lr=rl.bc_lr * rl.bc_decay**it,
+            seed=self.s.seed + it,
+            max_minibatches=rl.bc_minibatches,
+        )
+        sync_env_runners(self.algo)
+
     def run_reflection(self) -> None:
-        from agentic_ray.rollout.episode_callbacks import set_training_progress
+        from agentic_ray.rollout.episode_callbacks import set_caller_error_share, set_training_progress
 
         rf = self.s.stages.reflection
         _set_learner_attr(self.algo, "reflection_coeff", rf.reflection_coeff)
         set_reflection_input(self.algo, True)
+        # Labelled failures for the root-cause head: the imitated policy rarely fails on its own.
+        set_caller_error_share(self.algo, rf.caller_error_share)
 
         def on_iter(it: int, p: float) -> None:
             set_training_progress(self.algo, 1.0)

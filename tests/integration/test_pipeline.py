@@ -39,13 +39,13 @@ def test_tiny_pipeline_writes_everything(ray_session, tmp_path):
     evals = [r for r in rows if "tcsr" in r]
     assert [r["stage"] for r in evals] == ["il", "rl", "rl", "reflection"]
     assert [r["iteration"] for r in evals if r["stage"] == "rl"] == [1, 2]
-    # The reflection stage's evaluation runs the CU ablation and reports the pair count with the uplift: CU is
-    # None exactly when no first-failure pair was found (tiny: 10 validation episodes, 30% faulty, so some
-    # evaluations have none; the pairing itself is unit-tested in tests/unit/eval/test_metrics.py).
+    # The reflection stage's evaluation runs the CU ablation on paired first failures of the caller-error
+    # validation env, grown to eval.cu_min_pairs (10 in tiny); the pairing is unit-tested in test_correction.py.
     final = evals[-1]
-    assert "cu_n" in final and (final["cu"] is not None) == (final["cu_n"] > 0), final
-    if final["cu_n"] >= 2:
-        assert final["cu_ci"][0] <= final["cu"] <= final["cu_ci"][1]
+    assert final["cu_n"] >= 10 and final["cu"] == pytest.approx(final["cu_fix_on"] - final["cu_fix_off"]), (
+        final
+    )
+    assert final["cu_ci"][0] <= final["cu"] <= final["cu_ci"][1]
     # Every metric in metrics.jsonl carries its sample count.
     assert final["completion_n"] == final["episodes"] > 0 and final["tcsr_n"] >= final["tcsr_policy_n"] > 0
     # β decays per policy optimisation step (64-row batches, 32-row minibatches, 1 epoch: 2+ steps an iteration),

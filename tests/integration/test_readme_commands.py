@@ -54,6 +54,9 @@ BUDGET = {
         " --env-steps 300 --seeds 0 --tasks-per-family 1 --batch 64 --minibatch 32 --epochs 1 --eval-every 1"
         " --out /tmp/agray_readme_aaac_vs_ppo.md"
     ),
+    "python benchmarks/rl_over_il.py --seeds 0 --methods rl_bc --iterations 6 --set rewards=null": (
+        " --demos 20 --tasks 10 --iterations 1 --cu-pairs 5 --set algo.train_batch_size=128"
+    ),
     "python benchmarks/quickstart.py": SMALL_TRAINING,
 }
 SWEEP_BUDGET = (

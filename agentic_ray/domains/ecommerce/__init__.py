@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from agentic_ray.domains.ecommerce import tasks
+from agentic_ray.domains.ecommerce import caller_errors, tasks
 from agentic_ray.domains.ecommerce.expert import EcommerceExpert
 from agentic_ray.domains.ecommerce.rules import RULES
 from agentic_ray.domains.ecommerce.schema import SCHEMA
@@ -100,6 +100,17 @@ class EcommerceDomain:
             CONTEXT_COMPLAINT_RATE: float(u.complaint_rate),
             CONTEXT_VERIFIED: float(u.verified),
         }
+
+    def caller_error(
+        self,
+        world: Any,
+        task: Task,
+        skill: str,
+        params: dict[str, Any],
+        cause: str,
+        rng: np.random.Generator,
+    ) -> dict[str, Any] | None:
+        return caller_errors.caller_error(self.contracts(), world, task, skill, params, cause, rng)
 
     @functools.cache  # noqa: B019
     def quantiles(self) -> QuantileMap:

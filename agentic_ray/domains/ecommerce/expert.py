@@ -7,9 +7,10 @@ when the customer named no order), then runs the most urgent ready goal. Its ste
 ``optimal_steps``.
 
 After a failure it corrects according to the root cause the env attributed to the last step (the policy's
-reflection input): a tool error is retried as is; after ``bad_parameters`` or ``stale_information`` it first
-re-reads the entity the rejected call referred to (``order.get`` / ``inventory.check``, the minimal experiment)
-and then calls again; a missing prerequisite, dependency violation or wrong entity is fixed by the plan itself.
+reflection input): a tool error is retried as is; after ``stale_information`` it first re-reads the entity the
+rejected call referred to (``order.get`` / ``inventory.check``, the minimal experiment) and then calls again;
+after ``bad_parameters`` it calls again at once with the task's values; a missing prerequisite, dependency
+violation or wrong entity is fixed by the plan itself.
 When the skill a goal needs is masked (an outage), it hands off.
 """
 
@@ -24,14 +25,17 @@ from agentic_ray.skills.contracts import EnumParam
 REREAD_SKILLS: tuple[tuple[str, str], ...] = (("order_id", "order.get"), ("sku", "inventory.check"))
 """``(argument, read-only skill)``: how to re-read the entity a call referred to, in order of preference."""
 
-REREAD_CAUSES = frozenset({"bad_parameters", "stale_information"})
+REREAD_CAUSES = frozenset({"stale_information"})
+"""Causes whose fix reads first. After ``bad_parameters`` the task's own values are known (the goal's arguments),
+so the fix is the corrected call at once; only a stale read needs the fresh value first. Distinct fixes for the
+two write failures that leave the same trace (a failed write after a read) are what makes the cause matter."""
 
 READ_FIELD = "total"
 """An order field only ``order.get`` reveals (an order named in the request, or listed, has not been read)."""
 
 
 def reread_after_failure(view: EpisodeView) -> tuple[str, dict[str, Any]] | None:
-    """The re-read call after a step attributed to bad parameters or stale information, else None."""
+    """The re-read call after a step attributed to stale information, else None."""
     last = view.last
     if last is None or last.code == "OK" or last.root_cause not in REREAD_CAUSES:
         return None

@@ -28,6 +28,19 @@ def _order(world: ShopWorld, order_id: str) -> Order:
     return o
 
 
+def _order_for_write(world: ShopWorld, order_id: str) -> Order:
+    """The order a write changes; CONFLICT when it changed since this session last read it (optimistic
+    concurrency: the caller must read it again before writing)."""
+    o = _order(world, order_id)
+    seen = world.session.read_revisions.get(o.id, o.revision)
+    if seen != o.revision:
+        raise ToolError(
+            "CONFLICT",
+            f"order {o.id} changed since it was read (revision {seen} -> {o.revision}); read it again",
+        )
+    return o
+
+
 def _user(world: ShopWorld, user_id: str) -> None:
     if world.user.id != user_id:
         raise ToolError("NOT_FOUND", f"user {user_id} not found")
@@ -97,6 +110,7 @@ def order_get(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     o = _order(w, params["order_id"])
     if o.id not in w.session.viewed_orders:
         w.session.viewed_orders.append(o.id)
+    w.session.read_revisions[o.id] = o.revision
     items = []
     for it in o.items:
         p = w.product(it.sku)
@@ -111,6 +125,7 @@ def order_get(world: Any, params: dict[str, Any]) -> dict[str, Any]:
         "days_late": o.days_late,
         "shipping_fee": o.shipping_fee,
         "placed_days_ago": o.placed_days_ago,
+        "revision": o.revision,
         "items": items,
     }
 
@@ -118,7 +133,7 @@ def order_get(world: Any, params: dict[str, Any]) -> dict[str, Any]:
 def return_create(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Open a return for several items of a delivered order."""
     w = _world(world)
-    o = _order(w, params["order_id"])
+    o = _order_for_write(w, params["order_id"])
     skus = list(params["item_ids"])
     missing = [s for s in skus if s not in o.skus]
     if missing:
@@ -146,7 +161,7 @@ def answer_stock(world: Any, params: dict[str, Any]) -> dict[str, Any]:
 def order_update_address(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Change the delivery address of an order that has not shipped (the user must be verified)."""
     w = _world(world)
-    o = _order(w, params["order_id"])
+    o = _order_for_write(w, params["order_id"])
     if not w.user.verified:
         raise ToolError("PRECONDITION_FAILED", "the user is not verified")
     if o.status != "paid":
@@ -161,7 +176,7 @@ def order_update_address(world: Any, params: dict[str, Any]) -> dict[str, Any]:
 def order_cancel(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Cancel an unshipped order: money back to the wallet, items back to stock."""
     w = _world(world)
-    o = _order(w, params["order_id"])
+    o = _order_for_write(w, params["order_id"])
     if o.status != "paid":
         raise ToolError(
             "CONFLICT", f"order {o.id} is {o.status}; only paid, unshipped orders can be cancelled"
@@ -181,7 +196,7 @@ def order_cancel(world: Any, params: dict[str, Any]) -> dict[str, Any]:
 def refund_trigger(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Refund part of an order for one of its items: the order's refunded amount and the wallet go up."""
     w = _world(world)
-    o = _order(w, params["order_id"])
+    o = _order_for_write(w, params["order_id"])
     sku, amount, reason = params["sku"], float(params["amount"]), params["reason_code"]
     if not amount > 0:
         raise ToolError("INVALID_INPUT", f"refund amount must be positive, got {amount}")
@@ -205,7 +220,7 @@ def refund_trigger(world: Any, params: dict[str, Any]) -> dict[str, Any]:
 def express_contact(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Open a ticket with the courier: trace or expedite a parcel, or book a return pickup."""
     w = _world(world)
-    o = _order(w, params["order_id"])
+    o = _order_for_write(w, params["order_id"])
     action = params["action"]
     if action in ("trace", "expedite") and o.status != "shipped":
         raise ToolError("CONFLICT", f"order {o.id} is {o.status}; nothing in transit to {action}")
@@ -227,7 +242,7 @@ def express_contact(world: Any, params: dict[str, Any]) -> dict[str, Any]:
 def waybill_generate(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Issue a waybill for a reship, a return or an exchange (needs a courier ticket)."""
     w = _world(world)
-    o = _order(w, params["order_id"])
+    o = _order_for_write(w, params["order_id"])
     kind = params["kind"]
     if o.express_ticket is None:
         raise ToolError("PRECONDITION_FAILED", f"order {o.id} has no courier ticket")
@@ -255,7 +270,7 @@ def erp_sync(world: Any, params: dict[str, Any]) -> dict[str, Any]:
 def exchange_create(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Ship a replacement SKU for a delivered order: stock goes down by one, the order is exchange-pending."""
     w = _world(world)
-    o = _order(w, params["order_id"])
+    o = _order_for_write(w, params["order_id"])
     p = w.product(params["sku"])
     if p is None:
         raise ToolError("NOT_FOUND", f"sku {params['sku']} not found")

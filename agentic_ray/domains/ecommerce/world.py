@@ -89,6 +89,7 @@ class Order:
     shipping_fee: float = 5.0
     placed_days_ago: int = 1
     returns: list[dict[str, Any]] = field(default_factory=list)
+    revision: int = 0  # bumped when someone else changes the order (an injected stale read, issue 13)
 
     @property
     def skus(self) -> list[str]:
@@ -117,6 +118,9 @@ class Session:
     steps: int = 0
     checked: dict[str, int] = field(default_factory=dict)  # sku → stock seen by inventory.check
     viewed_orders: list[str] = field(default_factory=list)
+    read_revisions: dict[str, int] = field(
+        default_factory=dict
+    )  # order id → revision order.get last returned
     sms: list[dict[str, str]] = field(default_factory=list)
     handoff: dict[str, str] | None = None
     answers: list[dict[str, Any]] = field(default_factory=list)
@@ -343,6 +347,7 @@ def entity_fields(world: ShopWorld, entity_type: str, entity_id: str) -> dict[st
             "days_late": o.days_late,
             "shipping_fee": o.shipping_fee,
             "placed_days_ago": o.placed_days_ago,
+            "revision": o.revision,
             "items": o.skus,
         }
     if entity_type == "product":

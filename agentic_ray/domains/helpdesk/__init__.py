@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from agentic_ray.domains.caller_errors import above_limit, lookalike_entity
 from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.helpdesk import tasks
 from agentic_ray.domains.helpdesk.expert import HelpdeskExpert
@@ -107,6 +108,26 @@ class HelpdeskDomain:
             "mfa_enrolled": float(e.mfa_enrolled),
             "password_resets": float(e.password_resets),
         }
+
+    def caller_error(
+        self,
+        world: Any,
+        task: Task,
+        skill: str,
+        params: dict[str, Any],
+        cause: str,
+        rng: np.random.Generator,
+    ) -> dict[str, Any] | None:
+        """A look-alike employee, ticket or asset id, or an amount above a ``max_from`` limit (the help-desk
+        contracts have none today). No stale reads: help-desk tools do not check what the caller read."""
+        c = self.contracts().by_name().get(skill)
+        if c is None:
+            return None
+        if cause == "wrong_entity":
+            return lookalike_entity(c, params, task.relevant, lambda t: entity_ids(world, t), rng)
+        if cause == "bad_parameters":
+            return above_limit(c, params, lambda t, i, f: (entity_fields(world, t, i) or {}).get(f))
+        return None
 
     @functools.cache  # noqa: B019
     def quantiles(self) -> QuantileMap:

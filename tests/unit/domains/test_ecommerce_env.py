@@ -57,6 +57,7 @@ def test_a_lookup_reveals_exactly_its_declared_entities_and_fields() -> None:
         "days_late",
         "shipping_fee",
         "placed_days_ago",
+        "revision",
         "items",
     }
     assert f["total"] == w.total and f["items"] == w.skus

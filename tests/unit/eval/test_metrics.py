@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from agentic_ray.eval.correction import correction_uplift
 from agentic_ray.eval.metrics import (
     AutoPause,
     attribute_failures,
-    correction_uplift,
     evaluate,
     first_action_after_failure,
     plan_violations,
@@ -150,8 +150,8 @@ def test_first_action_after_failure():
 
 
 def _failed_then(next_ok: bool, first: str = "a") -> EpisodeRecord:
-    """One good call, a failed ``first`` call, then a next call that succeeds or not."""
-    return episode([step("x"), step(first, "INVALID_INPUT"), step("y", "OK" if next_ok else "CONFLICT")])
+    """One good call, a failed ``first`` call, then its retry that succeeds or not."""
+    return episode([step("x"), step(first, "INVALID_INPUT"), step(first, "OK" if next_ok else "CONFLICT")])
 
 
 def test_correction_uplift_over_first_failure_pairs_with_interval():

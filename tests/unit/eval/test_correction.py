@@ -1,0 +1,50 @@
+"""CU over paired first failures: a fix is the failed call succeeding within its cause's fix length."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_ray.eval.correction import correction_pairs, correction_uplift_paired, first_failure, fixed
+from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
+
+
+def _step(skill: str, ok: bool, cause: str | None = None) -> StepRecord:
+    return StepRecord(skill, {}, "OK" if ok else "CONFLICT", ok, 1.0, root_cause=cause)
+
+
+def _rec(*steps: StepRecord) -> EpisodeRecord:
+    return EpisodeRecord("e", "d", "f", 0, list(steps), True, False, False, 3, [], [], [], True)
+
+
+WRONG = _step("refund", False, "wrong_entity")
+STALE = _step("refund", False, "stale_information")
+
+
+def test_a_fix_is_cause_specific() -> None:
+    # wrong entity: the corrected call at once is a fix, a re-read first is not
+    assert fixed(_rec(_step("read", True), WRONG, _step("refund", True)), 1)
+    assert not fixed(_rec(WRONG, _step("read", True), _step("refund", True)), 0)
+    # stale information: re-read then call is a fix, an immediate retry that fails is not
+    assert fixed(_rec(STALE, _step("read", True), _step("refund", True)), 0)
+    assert not fixed(_rec(STALE, STALE, _step("read", True), _step("refund", True)), 0)
+    assert first_failure(_rec(_step("read", True), STALE, _step("read", True))) == 1
+    assert first_failure(_rec(_step("read", True), STALE)) is None  # no next step
+
+
+def test_pairs_uplift_and_interval() -> None:
+    on = [_rec(STALE, _step("read", True), _step("refund", True))] * 30 + [
+        _rec(WRONG, _step("refund", True))
+    ] * 10
+    off = [_rec(STALE, STALE, _step("read", True))] * 30 + [_rec(WRONG, _step("refund", True))] * 10
+    on.append(_rec(_step("read", True), _step("refund", True)))  # no failure in either run: no pair
+    off.append(_rec(_step("read", True), _step("refund", True)))
+    on.append(_rec(WRONG, _step("refund", True)))  # first failures differ: dropped
+    off.append(_rec(_step("read", True), STALE, _step("read", True)))
+    pairs, dropped = correction_pairs(on, off)
+    assert len(pairs) == 40 and dropped == 1
+    cu = correction_uplift_paired(pairs, dropped)
+    assert cu.cu == pytest.approx(0.75) and cu.fix_rate_on == 1.0 and cu.fix_rate_off == pytest.approx(0.25)
+    assert cu.ci is not None and cu.ci[0] < 0.75 < cu.ci[1] and cu.ci[0] > 0.5
+    assert cu.by_cause["stale_information"] == {"pairs": 30.0, "fix_on": 1.0, "fix_off": 0.0}
+    assert cu.to_dict()["cu_n"] == 40
+    assert correction_uplift_paired([]).cu is None
