@@ -316,15 +316,19 @@ class AgentTaskEnv(gym.Env):
         if (epoch := ex.stats_epoch) != self._sla_epoch:
             names = ex.changed_since(self._sla_epoch)
             self._sla_epoch = epoch
-            part = sla_arrays(ex.sla_stats(skills=names), tuple(names))
-            for j, n in enumerate(names):
+            for n, x in ex.sla_stats(skills=names).items():  # written in place: no per-step arrays
                 i = self._skill_idx[n]
-                for key, arr in cache.items():
-                    arr[i] = part[key][j]
-                if part["open"][j] or part["half_open"][j]:
-                    self._sla_unsettled.add(n)
-                else:
+                cache["p50"][i], cache["p95"][i] = x.p50_ms, x.p95_ms
+                cache["error_rate"][i], cache["attempt_error_rate"][i] = x.error_rate, x.attempt_error_rate
+                cache["calls"][i] = x.calls
+                cache["open"][i], cache["half_open"][i] = (
+                    x.breaker_state == "open",
+                    x.breaker_state == "half_open",
+                )
+                if x.breaker_state == "closed":
                     self._sla_unsettled.discard(n)
+                else:
+                    self._sla_unsettled.add(n)
             self._sla_token += 1
         for n in list(self._sla_unsettled):  # time-driven moves: open -> half-open, a lost probe -> open
             i = self._skill_idx[n]
@@ -470,7 +474,9 @@ class AgentTaskEnv(gym.Env):
                 pmask = pmask.copy()
                 pmask[0] = 1
             extra["proto_mask"] = pmask
-        obs = self.builder.build(self.task, self.knowledge, st, sla, extra)
+        obs = self.builder.build(
+            self.task, self.knowledge, st, sla, extra, sla_key=(id(self), self._sla_token)
+        )
         t3 = time.perf_counter()
         if self.record_timings:
             self.timings["mask_ms"].append((t2 - t1) * 1e3)
