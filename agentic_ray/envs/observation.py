@@ -304,6 +304,7 @@ class ObservationBuilder:
         self._goal_static = gx
         n = len(task.goals)
         self.goal_prereq = np.zeros((max(n, 1), max(n, 1)), dtype=bool)
+        self._ready_key: bytes | None = None
         for i, g in enumerate(task.goals):
             self.goal_prereq[i, [gidx[d] for d in g.deps]] = True
         self._static: dict[str, np.ndarray] = {}
@@ -334,9 +335,16 @@ class ObservationBuilder:
         ]
 
     def goal_ready(self, goal_done: np.ndarray) -> np.ndarray:
-        """``(num_goals,)`` bool: pending goals whose prerequisites are all done."""
-        n = len(goal_done)
-        return ~goal_done & ~(self.goal_prereq[:n, :n] & ~goal_done[None, :]).any(axis=1)
+        """``(num_goals,)`` bool: pending goals whose prerequisites are all done (a fresh array).
+
+        Cached on ``goal_done`` for the episode: the env asks ~3 times a step and goal status changes on few
+        steps (the reduction cost ~5 us a call on e-commerce)."""
+        key = goal_done.tobytes()
+        if key != self._ready_key:
+            n = len(goal_done)
+            self._ready = ~goal_done & ~(self.goal_prereq[:n, :n] & ~goal_done[None, :]).any(axis=1)
+            self._ready_key = key
+        return self._ready.copy()
 
     def refresh(self, knowledge: Knowledge) -> None:
         """Bring the node order (``node_ids``/``node_index``) up to date with ``knowledge`` (masks read it)."""
