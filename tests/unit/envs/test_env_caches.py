@@ -55,3 +55,54 @@ def test_incremental_sla_and_masks_equal_a_rebuild(domain: str) -> None:
             obs, _ = env.reset()
     assert opened > 0, "no breaker opened: the test did not exercise the breaker path"
     env.close()
+
+
+class _FlagRule:
+    """The real domain, with one more hard rule that reads a field value (not the node order)."""
+
+    def __init__(self, domain) -> None:
+        self._d = domain
+
+    def __getattr__(self, name: str):
+        return getattr(self._d, name)
+
+    def hard_rules(self, knowledge, skills):
+        out = dict(self._d.hard_rules(knowledge, skills))
+        flagged = any(
+            knowledge.fields(t, e).get("flag") for t in knowledge.entity_types for e in knowledge.ids(t)
+        )
+        if flagged:
+            out[skills[0]] = "hard: flagged"
+        return out
+
+
+@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk"])
+def test_mask_cache_is_invalidated_by_a_field_reveal_and_by_an_open_breaker(domain: str) -> None:
+    env = AgentTaskEnv(AgentTaskEnvConfig(domain=domain))
+    env.reset(seed=0)
+    mc = MaskComputer(_FlagRule(env.domain), env.contracts, env.layout)
+    mc.reset(env.task)
+    know, sla = env.knowledge, {k: v.copy() for k, v in env._sla(None).items()}
+    t = know.entity_types[0]
+    if not know.ids(t):
+        know.reveal(t, "probe-1")
+    e = know.ids(t)[0]
+
+    def masks():
+        env.builder.refresh(know)
+        return mc.compute(know, env.builder.node_ids, sla, env.clock.now(), env.state.last_call_time)
+
+    first, s0 = masks(), env.skills[0]
+    assert "hard: flagged" not in first.reasons.get(s0, [])
+    order = {k: list(v) for k, v in env.builder.node_ids.items()}
+    know.reveal(t, e, {"flag": True})  # a field-only reveal: the node order is unchanged
+    env.builder.refresh(know)
+    assert env.builder.node_ids == order
+    second = masks()
+    assert second.skill_mask[0] == 0 and "hard: flagged" in second.reasons[s0]
+    j = int(np.flatnonzero(second.skill_mask)[0])
+    sla["open"][j] = True  # the breaker of an allowed skill opens
+    third = masks()
+    assert third.skill_mask[j] == 0 and third.soft[j]
+    assert third.reasons[env.skills[j]] == ["soft: circuit breaker open"]
+    env.close()
