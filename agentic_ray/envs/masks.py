@@ -89,8 +89,12 @@ class MaskComputer:
     """Computes :class:`Masks` for one env's episodes (stateful: :meth:`reset` per episode, :meth:`add` per
     successful call).
 
-    The structural part (hard and business masks, pointer and list masks) changes only when the history or the
-    knowledge does, so it is cached on both; the soft part is recomputed every step, vectorised over skills.
+    The structural part (hard and business masks, pointer and list masks, the reasons of the skills they mask)
+    changes only when the history, the node order or the domain's hard rules do, so it is cached on those; the
+    soft part is recomputed every step, vectorised over skills, and when no skill is soft-masked (no open breaker,
+    no error rate over its threshold) the cached structure is the answer. Measured on e-commerce (random masked
+    policy, ``benchmarks/env_throughput.py``): mask p50 0.087 ms -> 0.052 ms from these caches alone, then lower
+    with the reuse of an unchanged structure after a call that changed no outcome.
 
     Args:
         domain: the domain (hard rules).
