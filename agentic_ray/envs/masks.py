@@ -93,8 +93,9 @@ class MaskComputer:
     changes only when the history, the node order or the domain's hard rules do, so it is cached on those; the
     soft part is recomputed every step, vectorised over skills, and when no skill is soft-masked (no open breaker,
     no error rate over its threshold) the cached structure is the answer. Measured on e-commerce (random masked
-    policy, ``benchmarks/env_throughput.py``): mask p50 0.087 ms -> 0.052 ms from these caches alone, then lower
-    with the reuse of an unchanged structure after a call that changed no outcome.
+    policy, ``benchmarks/env_throughput.py``): mask p50 0.087 ms -> 0.052 ms from these caches alone, and 0.037 ms
+    with the reuse of an unchanged structure after a call that changed no outcome (help-desk 0.082 -> 0.072 ms:
+    there 45% of steps reveal a new entity, which rebuilds the knowledge part and the business part).
 
     Args:
         domain: the domain (hard rules).
