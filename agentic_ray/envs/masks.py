@@ -71,12 +71,31 @@ class Masks:
         return {"skill_mask": self.skill_mask, "pointer_mask": self.pointer_mask, "list_mask": self.list_mask}
 
 
+@dataclass(frozen=True)
+class _Structure:
+    """The cached structural masks: pointer/list masks, hard and business flags, the skill mask without the soft
+    part and the reasons of the skills it masks."""
+
+    pm: np.ndarray
+    lm: np.ndarray
+    hard: np.ndarray
+    business: np.ndarray
+    mask: np.ndarray
+    reasons: dict[str, list[str]]
+    key: tuple[object, ...]
+
+
 class MaskComputer:
     """Computes :class:`Masks` for one env's episodes (stateful: :meth:`reset` per episode, :meth:`add` per
     successful call).
 
-    The structural part (hard and business masks, pointer and list masks) changes only when the history or the
-    knowledge does, so it is cached on both; the soft part is recomputed every step, vectorised over skills.
+    The structural part (hard and business masks, pointer and list masks, the reasons of the skills they mask)
+    changes only when the history, the node order or the domain's hard rules do, so it is cached on those; the
+    soft part is recomputed every step, vectorised over skills, and when no skill is soft-masked (no open breaker,
+    no error rate over its threshold) the cached structure is the answer. Measured on e-commerce (random masked
+    policy, ``benchmarks/env_throughput.py``): mask p50 0.087 ms -> 0.052 ms from these caches alone, and 0.037 ms
+    with the reuse of an unchanged structure after a call that changed no outcome (help-desk 0.082 -> 0.072 ms:
+    there 45% of steps reveal a new entity, which rebuilds the knowledge part and the business part).
 
     Args:
         domain: the domain (hard rules).
@@ -155,25 +174,25 @@ class MaskComputer:
             if constrained
         ]
         self._with_rules = [i for i, r in enumerate(self.tracker.rules) if r]
-        self._key: tuple[int, int, int] | None = None
+        self._constrained_of: dict[int, list[tuple[int, str, str, bool]]] = {}
+        for i, slot, name, nt, optional in self._constrained:
+            self._constrained_of.setdefault(i, []).append((slot, name, nt, optional))
+        self._skill_index = {s: i for i, s in enumerate(self.skills)}
         self._fact_hard: dict[int, list[str]] = {}
-        self._cached: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]] | None = (
-            None
-        )
-        self._reasons_key: tuple[object, ...] | None = None
-        self._reasons: dict[str, list[str]] = {}
-        self._kkey: tuple[int, int] | None = None
+        self._kkey: tuple[object, ...] | None = None
         self._kpart: tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]] | None = None
-        self._bkey: tuple[int, tuple[int, int] | None] | None = None
+        self._bkey: tuple[int, tuple[object, ...] | None] | None = None
         self._business = np.zeros(layout.num_skills, dtype=bool)
         self._bwhy: dict[int, list[str]] = {}
+        self._cached: _Structure | None = None
+        self._reasons_key: tuple[object, ...] | None = None
+        self._reasons: dict[str, list[str]] = {}
 
     def reset(self, task: Task) -> None:
         """A new episode: empty history; the request's facts decide which copied strings exist."""
         self.tracker.reset()
-        self._key = None
         self._reasons_key = None
-        self._kkey = self._kpart = self._bkey = None
+        self._kkey = self._kpart = self._bkey = self._cached = None
         facts = task.request.facts
         self._fact_hard = {
             i: [f"hard: the request gives no {f}" for f in fs if f not in facts]
@@ -188,9 +207,14 @@ class MaskComputer:
     def _knowledge_part(
         self, knowledge: Knowledge, node_ids: dict[str, list[str]]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
-        """What depends only on what is known: free pointer targets, list candidates, hard rules (cached on the
-        knowledge's version)."""
-        key = (id(knowledge), knowledge.version)
+        """What depends only on what is known: free pointer targets, list candidates, hard rules.
+
+        Cached on what it reads: the node order and the domain's hard rules. A reveal that only adds fields leaves
+        both unchanged, so the cache (and the business part built on it) survives it; keying on the knowledge's
+        version instead recomputed both on every reveal (~25 us of the ~90 us mask p50 on e-commerce).
+        """
+        rules = self.domain.hard_rules(knowledge, self.skills)
+        key = (tuple(tuple(v) for v in node_ids.values()), tuple(rules.items()))
         if key == self._kkey and self._kpart is not None:
             return self._kpart
         lay = self.layout
@@ -214,17 +238,15 @@ class MaskComputer:
                 if n < lo:
                     hard[i] = True
                     why.setdefault(i, []).append(reason)
-        for s, r in self.domain.hard_rules(knowledge, self.skills).items():
-            i = self.skills.index(s)
+        for s, r in rules.items():
+            i = self._skill_index[s]
             hard[i] = True
             why.setdefault(i, []).append(r)
         self._kkey, self._kpart = key, (pm, lm, hard, why)
         self._bkey = None  # constrained targets are rewritten on the fresh pointer mask
         return self._kpart
 
-    def _structural(
-        self, knowledge: Knowledge, node_ids: dict[str, list[str]]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, list[str]]]:
+    def _structural(self, knowledge: Knowledge, node_ids: dict[str, list[str]]) -> _Structure:
         """Knowledge part plus the business part (preconditions on the history). After a call that revealed
         nothing, only the skills whose preconditions name the new call's skill are re-checked."""
         pm, lm, hard, kwhy = self._knowledge_part(knowledge, node_ids)
@@ -243,29 +265,37 @@ class MaskComputer:
             business = np.zeros(self.layout.num_skills, dtype=bool)
             bwhy = {}
         for i in redo:
-            business[i] = False
-            bwhy.pop(i, None)
-        for i, slot, name, nt, optional in self._constrained:
-            if i not in redo:
-                continue
-            ids = node_ids.get(nt, [])
-            ok = tr.allowed(i, name, ids)
-            if ok is not None and ids:
-                pm[i, slot, : len(ids)] = ok
-                if not any(ok) and not optional:
-                    business[i] = True
-        for i in redo:
+            blocked = False
+            for slot, name, nt, optional in self._constrained_of.get(i, ()):
+                ids = node_ids.get(nt, [])
+                ok = tr.allowed(i, name, ids)
+                if ok is not None and ids:
+                    pm[i, slot, : len(ids)] = ok
+                    if not optional and not any(ok):
+                        blocked = True
             ok_pre, pre_why = tr.skill_ok(i)
-            if not ok_pre or business[i]:
+            if not ok_pre or blocked:
                 business[i] = True
                 bwhy[i] = [f"business: {r}" for r in pre_why] or [
                     f"business: {self.skills[i]}: no known entity meets its precondition"
                 ]
-        why = dict(kwhy)
-        for i, r in bwhy.items():
-            why[i] = why.get(i, []) + r
+            else:
+                business[i] = False
+                bwhy.pop(i, None)
+        if (
+            self._cached is not None
+            and self._cached.pm is pm
+            and bwhy == self._bwhy
+            and np.array_equal(business, self._business)
+        ):  # the new call changed no outcome (the common case): the structure, and its key, stay
+            self._bkey = key
+            return self._cached
+        blocked_all = hard | business
+        named: dict[str, list[str]] = {}
+        for i in np.flatnonzero(blocked_all).tolist():
+            named[self.skills[i]] = kwhy.get(i, []) + bwhy.get(i, [])
         self._business, self._bwhy, self._bkey = business, bwhy, key
-        self._cached = (pm, lm, hard, business, why)
+        self._cached = _Structure(pm, lm, hard, business, (~blocked_all).astype(np.int8), named, key)
         return self._cached
 
     def compute(
@@ -285,24 +315,26 @@ class MaskComputer:
             now: executor clock time (soft-mask cool-down).
             last_call_time: ``(K,)`` clock time of each skill's last call.
         """
-        pm, lm, hard, business, why = self._structural(knowledge, node_ids)
-        cooled = (now - last_call_time) >= self.soft_cooldown_s
-        soft = sla["open"] | (
-            (sla["error_rate"] > self.threshold) & (sla["calls"] >= self.soft_min_calls) & ~cooled
-        )
-        mask = (~hard & ~soft & ~business).astype(np.int8)
-        rkey = (self._bkey, soft.tobytes(), sla["open"].tobytes())
+        st = self._structural(knowledge, node_ids)
+        er, is_open = sla["error_rate"], sla["open"]
+        hot = (er > self.threshold) & (sla["calls"] >= self.soft_min_calls)
+        if not (hot.any() or is_open.any()):  # the common case: no soft mask, the structure decides
+            soft = np.zeros(self.layout.num_skills, dtype=bool)
+            return Masks(st.mask.copy(), st.pm, st.lm, st.hard, soft, st.reasons, st.business)
+        soft = is_open | (hot & ((now - last_call_time) < self.soft_cooldown_s))
+        mask = st.mask & ~soft
+        rkey = (st.key, soft.tobytes(), is_open.tobytes(), er[soft].tobytes())
         if rkey == self._reasons_key:  # reasons change only with the structure or the soft mask
-            return Masks(mask, pm, lm, hard, soft, self._reasons, business)
+            return Masks(mask, st.pm, st.lm, st.hard, soft, self._reasons, st.business)
         reasons: dict[str, list[str]] = {}
-        for i in np.flatnonzero(mask == 0):
-            r = list(why.get(int(i), ()))
+        for i in np.flatnonzero(mask == 0).tolist():
+            r = list(st.reasons.get(self.skills[i], ()))
             if soft[i]:
                 r.append(
                     "soft: circuit breaker open"
-                    if sla["open"][i]
-                    else f"soft: live error rate {sla['error_rate'][i]:.2f} > {self.threshold[i]:.2f}"
+                    if is_open[i]
+                    else f"soft: live error rate {er[i]:.2f} > {self.threshold[i]:.2f}"
                 )
             reasons[self.skills[i]] = r
         self._reasons_key, self._reasons = rkey, reasons
-        return Masks(mask, pm, lm, hard, soft, reasons, business)
+        return Masks(mask, st.pm, st.lm, st.hard, soft, reasons, st.business)

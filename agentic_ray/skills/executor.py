@@ -220,6 +220,9 @@ class ToolExecutor:
         self.handoffs = handoffs if handoffs is not None else HandoffQueue(audit_path)
         self._state = {n: _SkillState(c, self.clock) for n, c in self.contracts.items()}
         self._history = CallHistory(max_intents)
+        self._epoch = 0
+        self._changed_at = dict.fromkeys(self._state, 0)
+        self._epoch_lock = threading.Lock()
 
     # ------------------------------------------------------------------ public API
     @staticmethod
@@ -293,6 +296,23 @@ class ToolExecutor:
 
     def breaker_state(self, skill: str) -> str:
         return self._state[skill].breaker.state
+
+    @property
+    def stats_epoch(self) -> int:
+        """A counter that moves whenever a call changes some skill's statistics or breaker (a call outcome); a
+        breaker's time-driven moves (open -> half-open, a lost probe) do not move it, so a reader that caches
+        :meth:`sla_stats` must still poll :meth:`breaker_state` of the breakers it last saw open or half-open."""
+        return self._epoch
+
+    def changed_since(self, epoch: int) -> list[str]:
+        """The skills whose statistics changed after :attr:`stats_epoch` was ``epoch``."""
+        with self._epoch_lock:
+            return [n for n, e in self._changed_at.items() if e > epoch]
+
+    def _touch(self, skill: str) -> None:
+        with self._epoch_lock:
+            self._epoch += 1
+            self._changed_at[skill] = self._epoch
 
     def precondition_status(self, skill: str, params: dict[str, Any], intent_id: str) -> tuple[bool, str]:
         """Whether the contract's business preconditions hold for this intent. Returns (ok, reason)."""
@@ -393,11 +413,13 @@ class ToolExecutor:
             error = not out.ok and out.error_code not in CALLER_ERRORS
             if admitted:
                 st.breaker.record(error)
+                self._touch(c.name)
         latency = lat_ms + sum(_backoff_ms(c, i) for i in range(1, attempts))
         with st.lock:
             st.calls += 1
             st.latencies.append(latency)
             st.call_errors.append(error)
+        self._touch(c.name)
         return ToolResult(
             c.name,
             out.ok,
@@ -454,6 +476,7 @@ class ToolExecutor:
                 out.retryable = False
         with st.lock:
             st.attempt_errors.append(not out.ok and out.error_code not in CALLER_ERRORS)
+        self._touch(c.name)
         return out
 
     def _fallback(

@@ -172,6 +172,11 @@ class PreconditionTracker:
         self.reasons: list[list[str]] = [
             [describe(c, pc) for pc in rules] for c, rules in zip(self.contracts, self.rules, strict=True)
         ]
+        self._same_of: dict[tuple[int, str], list[int]] = {}
+        for i, rules in enumerate(self.rules):
+            for j, pc in enumerate(rules):
+                for p in pc.same:
+                    self._same_of.setdefault((i, p), []).append(j)
         self.history: list[Call] = []
         self.reset()
 
@@ -210,9 +215,13 @@ class PreconditionTracker:
 
     def allowed(self, i: int, param: str, candidates: Sequence[str]) -> list[bool] | None:
         """:func:`allowed_values` of skill ``i``'s ``param``, or None when no precondition constrains it."""
-        sets = [self.values[i][j] for j, pc in enumerate(self.rules[i]) if param in pc.same]
-        if not sets:
+        js = self._same_of.get((i, param))
+        if js is None:
             return None
+        if len(js) == 1:
+            one = self.values[i][js[0]]
+            return [v in one for v in candidates]
+        sets = [self.values[i][j] for j in js]
         return [all(v in s for s in sets) for v in candidates]
 
 
