@@ -38,7 +38,7 @@ NORMALIZER_KEY = "normalizer_state"
 
 
 class _ScorerActorBase:
-    """Builds the group's scorer and reports its ``ok`` results to the ledger (fire-and-forget, batch-keyed)."""
+    """Builds the group's scorer and reports its ``ok`` results to the ledger (batch-keyed; answered after the ack)."""
 
     cost: CostClass
 
