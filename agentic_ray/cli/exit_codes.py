@@ -10,6 +10,9 @@ gate or paused itself must not exit 0.
 | 2 | bad usage or settings (typer's own code for usage errors) |
 | 3 | stopped at a failed gate (``gate_failed``) |
 | 4 | paused by the auto-pause rule (``paused``) |
+
+A sweep exits like the worst of its trials: 1 if a trial failed with an error (or none reported metrics), else 3
+if a trial (or the shared imitation run) stopped at a failed gate, else 4 if one paused, else 0.
 """
 
 from __future__ import annotations
@@ -47,3 +50,14 @@ def status_line(status: str, gates: dict[str, Any] | None = None) -> str:
     else:
         what = f"ended with status {status!r}"
     return f"run {what}: exit {code}"
+
+
+def sweep_exit_code(ok: bool, pipeline_status: dict[str, int]) -> int:
+    """The exit code of a sweep: ``ok`` is :attr:`SweepOutcome.ok`; ``pipeline_status`` counts the trials by how
+    their pipeline ended (``summary.json``'s ``pipeline_status``)."""
+    if not ok:
+        return EXIT_ERROR
+    for status in ("gate_failed", "paused"):
+        if pipeline_status.get(status):
+            return exit_code_for(status)
+    return EXIT_OK

@@ -10,6 +10,7 @@ import typer
 
 from agentic_ray.cli.app import app
 from agentic_ray.cli.common import init_ray, parse_overrides, table
+from agentic_ray.cli.exit_codes import exit_code_for, status_line
 
 
 @app.command("sweep")
@@ -35,10 +36,15 @@ def sweep(
         bool, typer.Option(help="Validate the sweep and print its space and trial count; run nothing.")
     ] = False,
 ) -> None:
-    """Sweep reward weights and AAAC settings with Ray Tune; exits 1 if a trial failed after its retries."""
+    """Sweep reward weights and AAAC settings with Ray Tune.
+
+    Exits 0 when every trial finished, 1 if a trial failed after its retries, 3 if a trial (or the shared
+    imitation run) stopped at a failed gate, 4 if one paused (agentic_ray/cli/exit_codes.py), so `ray job submit`
+    does not report such a sweep as SUCCEEDED; 2 on a usage error.
+    """
     from agentic_ray.settings import ExperimentSettings, SettingsError
     from agentic_ray.sweeps import SweepSettings, load_sweep, resume_sweep, run_sweep
-    from agentic_ray.sweeps.sweep_runner import EXPERIMENT_FILE, SWEEP_FILE
+    from agentic_ray.sweeps.sweep_runner import EXPERIMENT_FILE, SWEEP_FILE, ImitationStopped
 
     if (config is None) == (resume is None):
         raise typer.BadParameter("give either --config or --resume")
@@ -58,9 +64,14 @@ def sweep(
         typer.echo(str(e), err=True)
         raise typer.Exit(2) from e
     init_ray(address or base.ray.address, base.ray.num_cpus)
-    out = resume_sweep(resume) if resume is not None else run_sweep(s, sweep_dir)
+    try:
+        out = resume_sweep(resume) if resume is not None else run_sweep(s, sweep_dir)
+    except ImitationStopped as e:
+        typer.echo(f"{e}; {status_line(e.status)}", err=True)
+        raise typer.Exit(exit_code_for(e.status)) from None
     _print_summary(out.summary)
-    raise typer.Exit(0 if out.ok else 1)
+    typer.echo(f"sweep {'ended' if out.exit_code else 'finished'}: exit {out.exit_code}")
+    raise typer.Exit(out.exit_code)
 
 
 def _print_plan(s: Any, base_raw: dict[str, Any]) -> None:
@@ -106,8 +117,15 @@ def _print_summary(summary: dict[str, Any]) -> None:
     typer.echo("")
     if rows:
         typer.echo(table(rows, list(rows[0])))
+    stopped = summary.get("pipeline_status", {})
+    extra = "".join(
+        f", {stopped[k]} {what}"
+        for k, what in (("gate_failed", "stopped at a failed gate"), ("paused", "paused"))
+        if stopped.get(k)
+    )
     typer.echo(
-        f"sweep directory: {summary['sweep_dir']}  ({summary['trials']} trials, {summary['errored']} failed)"
+        f"sweep directory: {summary['sweep_dir']}  "
+        f"({summary['trials']} trials, {summary['errored']} failed{extra})"
     )
     typer.echo(f"ranked table: trials.csv; Pareto fronts: {', '.join(summary['pareto_fronts'])} (.csv, .png)")
     for path in summary["best_configs"]:

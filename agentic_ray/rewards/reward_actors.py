@@ -9,6 +9,14 @@ Fault tolerance is Ray's: the pool creates every actor with ``max_restarts=-1`` 
 call that was in flight when its actor died is re-run on the restarted actor. That is safe because scoring is keyed
 by (episode, layer) (a re-run scores the same record again: the same value) and ledger writes carry a batch id
 (a re-run of an applied batch changes nothing).
+
+A scorer returns its results only after the ledger acknowledged its ``scored`` record. The record used to be sent
+fire-and-forget, and Ray retries a call only while its caller lives: a scorer killed after it had answered but
+before its ledger write left the process lost the record, and the audit rightly counted the episodes of that call
+as imputed (``no_scorer_result``; 12 in one ``benchmarks/chaos.py`` run, reproduced by stopping the ledger, taking
+the answer and killing the scorer). Now a scorer that dies before the acknowledgement has not answered either, so
+Ray re-runs the whole call on the restarted actor, which scores and records again. The wait costs one ledger round
+trip per call, inside the actor; the runner never waits on it (it polls its calls).
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ NORMALIZER_KEY = "normalizer_state"
 
 
 class _ScorerActorBase:
-    """Builds the group's scorer and reports its ``ok`` results to the ledger (fire-and-forget, batch-keyed)."""
+    """Builds the group's scorer and reports its ``ok`` results to the ledger (batch-keyed; answered after the ack)."""
 
     cost: CostClass
 
@@ -47,9 +55,10 @@ class _ScorerActorBase:
         self._prefix = f"scorer-{uuid.uuid4().hex[:8]}"
         self._seq = itertools.count()
 
-    def _report(self, results: list[ScoreResult]) -> None:
+    def _report(self, results: list[ScoreResult]) -> Any:
+        """Send the ``ok`` results' checksums to the ledger; returns the write's ref (None if nothing to write)."""
         if self._ledger_name is None:
-            return
+            return None
         events = [
             {
                 "kind": "scored",
@@ -63,13 +72,13 @@ class _ScorerActorBase:
             if r.status == STATUS_OK and r.values is not None
         ]
         if not events:
-            return
+            return None
         import ray
 
         if self._ledger is None:
             self._ledger = ray.get_actor(self._ledger_name)
-        # Fire-and-forget: the ledger actor retries its own calls (max_task_retries) and dedups by batch id.
-        self._ledger.apply.remote(f"{self._prefix}-{next(self._seq)}", events, {})
+        # Ray re-runs this write if the ledger restarts (max_task_retries); the batch id makes a re-run a no-op.
+        return self._ledger.apply.remote(f"{self._prefix}-{next(self._seq)}", events, {})
 
     def pid(self) -> int:
         return os.getpid()
@@ -86,8 +95,12 @@ class CpuScorerActor(_ScorerActorBase):
     cost = CostClass.ASYNC_CPU
 
     def score(self, requests: list[ScoreRequest]) -> list[ScoreResult]:
+        import ray
+
         out = self.scorer.score(requests)
-        self._report(out)
+        ack = self._report(out)
+        if ack is not None:
+            ray.get(ack)  # answer only once the ledger holds the scorer's record (module docstring)
         return out
 
 
@@ -98,7 +111,9 @@ class AsyncScorerActor(_ScorerActorBase):
 
     async def score(self, requests: list[ScoreRequest]) -> list[ScoreResult]:
         out = await self.scorer.ascore(requests)
-        self._report(out)
+        ack = self._report(out)
+        if ack is not None:
+            await ack  # answer only once the ledger holds the scorer's record (module docstring)
         return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,16 @@ def _csv_rows(
 ) -> tuple[list[str], list[dict[str, Any]]]:
     params = sorted({p for r in rows for p in r.get("params", {})})
     metrics = _metric_columns(objectives)
-    head = ["rank", "pareto_rank", "trial_id", "is_default", "status", "evaluations", "stage"]
+    head = [
+        "rank",
+        "pareto_rank",
+        "trial_id",
+        "is_default",
+        "status",
+        "pipeline_status",
+        "evaluations",
+        "stage",
+    ]
     cols = head + metrics + params + ["error"]
     out = []
     for r in rows:
@@ -171,6 +181,8 @@ def write_outputs(
         "sweep_dir": str(sweep_dir),
         "trials": len(ranked),
         "errored": sum(r.get("status") == "ERROR" for r in ranked),
+        # How each trial's pipeline ended (finished, gate_failed, paused...); the CLI's exit code reads it.
+        "pipeline_status": dict(Counter(r["pipeline_status"] for r in ranked if r.get("pipeline_status"))),
         "wall_s": round(wall_s, 1),
         "objectives": list(sweep.objectives),
         "pareto_points": sum(r["pareto_rank"] == 0 for r in scored),

@@ -29,13 +29,13 @@ from typing import Any
 from ray import tune
 
 from agentic_ray.settings import ExperimentSettings, apply_overrides
-from agentic_ray.stages.pipeline import PipelineState, run_pipeline
+from agentic_ray.stages.pipeline import STATE_FILE, PipelineState, run_pipeline
 from agentic_ray.sweeps.outputs import write_outputs
 from agentic_ray.sweeps.progress import SweepProgress, echo
 from agentic_ray.sweeps.ranking import trial_row
 from agentic_ray.sweeps.search_space import SearchSpace, build_search_space, default_point, param_space
 from agentic_ray.sweeps.sweep_config import SweepSettings
-from agentic_ray.sweeps.trial import TrialSpec, run_trial
+from agentic_ray.sweeps.trial import RUN_SUBDIR, TrialSpec, run_trial
 from agentic_ray.sweeps.validation_metrics import VALIDATION_METRICS, tune_key
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,22 @@ class SweepOutcome:
         """Every trial ended without an error and at least one reported its metrics."""
         return self.summary["errored"] == 0 and self.summary["best"] is not None
 
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code (:func:`agentic_ray.cli.exit_codes.sweep_exit_code`)."""
+        from agentic_ray.cli.exit_codes import sweep_exit_code
+
+        return sweep_exit_code(self.ok, self.summary.get("pipeline_status", {}))
+
+
+class ImitationStopped(RuntimeError):
+    """The shared imitation run did not finish (it stopped at its gate or paused): no trial can start."""
+
+    def __init__(self, status: str, run: Path) -> None:
+        super().__init__(f"the shared imitation run ended with status {status!r} ({run})")
+        self.status = status
+        self.run = run
+
 
 def new_sweep_dir(sweep: SweepSettings) -> Path:
     return Path(sweep.storage).resolve() / f"{sweep.name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -76,7 +92,7 @@ def shared_imitation(base_raw: dict[str, Any], sweep_dir: Path, say: Callable[[s
         say(f"[sweep] imitation once for every trial, in {run}")
         out = run_pipeline(ExperimentSettings.model_validate(raw), run_dir=run, progress=say)
         if out["status"] != "finished":
-            raise RuntimeError(f"the shared imitation run ended with status {out['status']!r} ({run})")
+            raise ImitationStopped(out["status"], run)
     done = PipelineState.load(run)
     return asdict(
         PipelineState(completed=["il"], checkpoint=done.checkpoint, gates=done.gates, il_demos=done.il_demos)
@@ -277,6 +293,20 @@ def _error_text(error: BaseException) -> str:
     return f"{type(cause).__name__}: {lines[0] if lines else ''}"[:300]
 
 
+def trial_pipeline_status(trial_dir: str, fs: Any = None) -> str | None:
+    """How a trial's pipeline ended (``finished`` | ``gate_failed`` | ``paused`` | ``running``...), read from the
+    ``state.json`` of its run directory on the sweep's storage; None if the trial wrote none (it failed early)."""
+    import pyarrow.fs as pafs
+
+    fs = fs or pafs.LocalFileSystem()
+    path = f"{trial_dir}/{RUN_SUBDIR}/{STATE_FILE}"
+    try:
+        with fs.open_input_stream(path) as f:
+            return str(json.loads(f.read().decode())["status"])
+    except (FileNotFoundError, OSError, KeyError, ValueError):
+        return None
+
+
 def _finish(
     results: Any,
     sweep: SweepSettings,
@@ -299,6 +329,7 @@ def _finish(
         )
         row["error"] = _error_text(r.error) if r.error else None
         row["trial_dir"] = r.path
+        row["pipeline_status"] = trial_pipeline_status(r.path, r.filesystem)
         rows.append(row)
     summary = write_outputs(sweep_dir, sweep, rows, base_raw, time.monotonic() - t0)
     say(

@@ -68,11 +68,14 @@ def test_sweep_of_two_trials_writes_fronts_table_and_a_best_config_that_trains(r
     out = run_sweep(sweep, tmp_path / "sweep", say=_quiet)
     d = out.sweep_dir
     assert out.ok and out.summary["trials"] == 2 and out.summary["errored"] == 0
+    # Each trial's pipeline status, read from its run's state.json on the sweep storage, decides the exit code.
+    assert out.summary["pipeline_status"] == {"finished": 2} and out.exit_code == 0, out.summary
 
     table = _csv(d / "trials.csv")
     assert len(table) == 2 and sorted(r["is_default"] for r in table) == ["False", "True"]
     for r in table:
         assert r["status"] == "TERMINATED" and r["evaluations"] == "1" and r["stage"] == "rl"
+        assert r["pipeline_status"] == "finished", r
         assert 0.0 <= float(r["completion"]) <= 1.0 and 0.0 <= float(r["tcsr_policy"]) <= 1.0
         # SPT is over successful episodes only: empty exactly when the trial completed no task.
         assert (float(r["spt"]) > 0) if float(r["completion"]) > 0 else r["spt"] == "", r
