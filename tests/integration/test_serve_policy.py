@@ -45,7 +45,7 @@ CANARY = {"min_calls": 30, "min_episodes": 4, "min_step_s": 0.0}
 class Served:
     url: str
     settings: dict[str, ServeSettings]
-    run: Path
+    checkpoint: Path  # the stage checkpoint every arm with the trained policy serves
 
     def client(self, prefix: str = "") -> httpx.Client:
         return httpx.Client(base_url=self.url + prefix, timeout=120)
@@ -58,10 +58,14 @@ def served(ray_session, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve")
     run = tmp / "run"
     run_pipeline(load_settings(TINY, {"wandb.mode": "disabled"}), run_dir=run, progress=lambda _m: None)
+    # The imitation checkpoint is served: these tests check that serving reproduces a policy's own decisions, so
+    # the policy must make varied ones. The tiny run's later stages (2 RL iterations and 1 reflection iteration
+    # on batches of 64) may collapse onto one skill (CI, stop 19: all 30 decisions erp.sync).
+    served_ckpt = pick_checkpoint(run, "il")
     random_policy = save_untrained_module(tmp / "random", seed=1)
     (tmp / "token").write_text(TOKEN)
     common = {"auth": {"token_file": str(tmp / "token")}, "gateway_num_cpus": 0}
-    stable = {"checkpoint": str(run), "num_cpus": 0, "version": "tiny"}
+    stable = {"checkpoint": str(served_ckpt), "num_cpus": 0, "version": "tiny"}
     settings = {
         "main": ServeSettings.model_validate(
             {**common, "stable": stable, "feedback_db": str(tmp / "main.sqlite")}
@@ -98,7 +102,7 @@ def served(ray_session, tmp_path_factory):
         http_options={"host": "127.0.0.1", "port": port},
         timeout_s=900,
     )
-    yield Served(f"http://127.0.0.1:{port}", settings, run)
+    yield Served(f"http://127.0.0.1:{port}", settings, served_ckpt)
     serve.shutdown()
 
 
@@ -136,7 +140,7 @@ def test_act_decides_as_the_policy_does_on_the_live_env(served):
     transcript, answers with the policy's own (env-decoded, contract-validated) call."""
     s = served.settings["main"]
     env = AgentTaskEnv(served_env_config(s))
-    policy = ModulePolicy(load_policy_module(pick_checkpoint(served.run)))
+    policy = ModulePolicy(load_policy_module(served.checkpoint))
     obs, _ = env.reset(seed=5)
     n, skills = 0, set()
     with served.client() as c:
@@ -182,7 +186,7 @@ def test_agent_mode_streams_a_validation_episode_run_through_the_executor(served
     steps = [json.loads(e[1][6:]) for e in events[1:]]
     assert all(e[0] == "event: step" for e in events[1:]) and steps[-1]["done"]
     (rec,), _ = rollout(
-        ModulePolicy(load_policy_module(pick_checkpoint(served.run))), served_env_config(s), [(family, seed)]
+        ModulePolicy(load_policy_module(served.checkpoint)), served_env_config(s), [(family, seed)]
     )
     assert [(x["skill"], x["arguments"], x["result_code"]) for x in steps] == [
         (x.skill, x.args, x.result_code) for x in rec.steps
