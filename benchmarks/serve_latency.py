@@ -7,8 +7,11 @@ Prints one JSON line:
   http_rps_c32_unbatched     32 clients, max_batch_size 1 (user_config, same replicas)
   handle_rps_c32_batched     32 concurrent handle calls, batched (is the HTTP proxy the bottleneck?)
   mean_batch_size            mean batch of the policy deployment during the batched HTTP run
-  strategy_switch_ms         user_config strategy_mode learned -> rules under 8 clients: from the deploy call
-                             to the first answer decided by rules
+  strategy_switch_ms         strategy_mode learned -> rules under 8 clients through PUT /v1/strategy (applied in
+                             the gateway replica): from sending that request to the first answer decided by rules
+  strategy_back_ms           the same, rules -> learned (to the first answer by the stable policy)
+  strategy_switch_ms_user_config  learned -> rules as a Serve user_config redeploy: from the deploy call to the
+                             first answer decided by rules
   errors                     requests not answered 200, over every phase
   loadavg_1m_start / _end    the machine's load (shared box: compare ratios within one run)
 
@@ -162,28 +165,45 @@ def main() -> None:
         await asyncio.to_thread(deploy, [app_config(settings, "bench")])
         stop, live = asyncio.Event(), LoadResult()
         load = asyncio.create_task(
-            closed_loop(url, "/v1/act", bodies, 8, 3 * a.phase_s, headers, True, stop, into=live)
+            closed_loop(url, "/v1/act", bodies, 8, 4 * a.phase_s, headers, True, stop, into=live)
         )
+
+        def first(after: float, arm: str) -> float | None:
+            return min(
+                (t for t, _s, d in list(live.answers) if t > after and d and d.get("arm") == arm),
+                default=None,
+            )
+
+        async def took_effect(t0: float, arm: str) -> float | None:
+            while first(t0, arm) is None and time.perf_counter() - t0 < 2 * a.phase_s and not load.done():
+                await asyncio.sleep(0.01)
+            t = first(t0, arm)
+            return (t - t0) * 1e3 if t is not None else None
+
+        async def put_strategy(mode: str) -> float | None:
+            import httpx
+
+            nonlocal errors
+            t0 = time.perf_counter()
+            async with httpx.AsyncClient(timeout=60) as c:
+                r = await c.put(f"{url}/v1/strategy", json={"strategy_mode": mode}, headers=headers)
+            errors += int(r.status_code != 200)
+            return await took_effect(t0, "rules" if mode == "rules" else "stable")
+
         await asyncio.sleep(2.0)
+        out["strategy_switch_ms"] = await put_strategy("rules")
+        await asyncio.sleep(1.0)
+        out["strategy_back_ms"] = await put_strategy("learned")
+        await asyncio.sleep(1.0)
         t_switch = time.perf_counter()
         await asyncio.to_thread(
             deploy, [app_config(settings, "bench", strategy_mode="rules")], None, 300.0, False
         )
-
-        def first_rules() -> float | None:
-            return min(
-                (t for t, _s, d in list(live.answers) if t > t_switch and d and d.get("arm") == "rules"),
-                default=None,
-            )
-
-        while first_rules() is None and time.perf_counter() - t_switch < 2 * a.phase_s and not load.done():
-            await asyncio.sleep(0.05)
+        out["strategy_switch_ms_user_config"] = await took_effect(t_switch, "rules")
         await asyncio.sleep(1.0)
         stop.set()
         await load
         errors += live.errors
-        first = first_rules()
-        out["strategy_switch_ms"] = (first - t_switch) * 1e3 if first is not None else None
         out["errors"] = errors
 
     asyncio.run(run())
