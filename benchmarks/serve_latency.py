@@ -6,6 +6,7 @@ Prints one JSON line:
   http_rps_c32_batched       32 clients, @serve.batch(32, 5 ms)  (http_p99_ms_c32_batched: their p99)
   http_rps_c32_unbatched     32 clients, max_batch_size 1 (user_config, same replicas)
   handle_rps_c32_batched     32 concurrent handle calls, batched (is the HTTP proxy the bottleneck?)
+  handle_rps_c32_unbatched   the same, max_batch_size 1
   mean_batch_size            mean batch of the policy deployment during the batched HTTP run
   strategy_switch_ms         strategy_mode learned -> rules under 8 clients through PUT /v1/strategy (applied in
                              the gateway replica): from sending that request to the first answer decided by rules
@@ -70,6 +71,9 @@ def main() -> None:
         "--checkpoint", default=None, help="Run dir or module dir (default: untrained, tiny size)."
     )
     ap.add_argument("--phase-s", type=float, default=8.0, help="Seconds per load phase (5 phases).")
+    ap.add_argument(
+        "--batch-wait-ms", type=float, default=None, help="The batch wait (default: the settings' default)."
+    )
     a = ap.parse_args()
 
     import ray
@@ -90,7 +94,9 @@ def main() -> None:
         checkpoint = str(tmp / "module")
         module_spec(tiny).build().save_to_path(checkpoint)
     env_cfg = None if a.checkpoint else tiny.env.model_dump(mode="json")
-    arm = {"checkpoint": checkpoint, "num_cpus": 0, "max_ongoing_requests": 64}
+    arm: dict[str, Any] = {"checkpoint": checkpoint, "num_cpus": 0, "max_ongoing_requests": 64}
+    if a.batch_wait_ms is not None:
+        arm["batching"] = {"batch_wait_timeout_s": a.batch_wait_ms / 1e3}
     settings = ServeSettings.model_validate(
         {
             "stable": arm,
@@ -108,7 +114,11 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     deploy([app_config(settings, name="bench")], http_options={"host": "127.0.0.1", "port": port})
     handle = serve.get_app_handle("bench")
-    out: dict[str, Any] = {"policy": settings.stable.resolved_version(), "bodies": len(bodies)}
+    out: dict[str, Any] = {
+        "policy": settings.stable.resolved_version(),
+        "bodies": len(bodies),
+        "batch_wait_ms": settings.stable.batching.batch_wait_timeout_s * 1e3,
+    }
 
     def batching() -> dict[str, float]:
         import httpx
@@ -162,6 +172,7 @@ def main() -> None:
         r = await closed_loop(url, "/v1/act", bodies, 32, a.phase_s, headers)
         errors += r.errors
         out["http_rps_c32_unbatched"] = r.rps
+        out["handle_rps_c32_unbatched"] = await handle_load()
         await asyncio.to_thread(deploy, [app_config(settings, "bench")])
         stop, live = asyncio.Event(), LoadResult()
         load = asyncio.create_task(

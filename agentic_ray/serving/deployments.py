@@ -80,7 +80,7 @@ class PolicyDeployment:
         self.act.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)  # type: ignore[attr-defined]
         self.batching = cfg
 
-    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.005)
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.001)
     async def act(self, obs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self.runner.act(obs)
 
