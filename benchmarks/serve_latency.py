@@ -3,6 +3,8 @@
 Prints one JSON line:
   handle_p50_ms              /v1/act's decision through a deployment handle (no HTTP), one client
   http_p50_ms_c1, _p99_      POST /v1/act over HTTP, one client
+  c1_forward_ms, _cpu_ms     the policy replica's mean forward during that phase (batches of 1): wall time, and
+                             its thread's CPU time (the rest is waiting for a core on the shared machine)
   http_rps_c32_batched       32 clients, @serve.batch(32, 5 ms)  (http_p99_ms_c32_batched: their p99)
   http_rps_c32_unbatched     32 clients, max_batch_size 1 (user_config, same replicas)
   handle_rps_c32_batched     32 concurrent handle calls, batched (is the HTTP proxy the bottleneck?)
@@ -140,8 +142,15 @@ def main() -> None:
             lat.append((time.perf_counter() - t) * 1e3)
             i += 1
         out["handle_p50_ms"] = float(np.median(lat))
+        before = batching()
         r = await closed_loop(url, "/v1/act", bodies, 1, a.phase_s, headers)
+        after = batching()
         errors += r.errors
+        n_b = after["batches"] - before["batches"]
+        for k in ("forward_ms", "forward_cpu_ms"):  # the policy replica's batch-1 forward during this phase
+            out[f"c1_{k}"] = (
+                after[f"mean_{k}"] * after["batches"] - before[f"mean_{k}"] * before["batches"]
+            ) / n_b
         out["http_p50_ms_c1"], out["http_p99_ms_c1"] = r.pct(50), r.pct(99)
         before = batching()
         r = await closed_loop(url, "/v1/act", bodies, 32, a.phase_s, headers)
