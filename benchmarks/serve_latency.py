@@ -148,9 +148,8 @@ def main() -> None:
         errors += r.errors
         n_b = after["batches"] - before["batches"]
         for k in ("forward_ms", "forward_cpu_ms"):  # the policy replica's batch-1 forward during this phase
-            out[f"c1_{k}"] = (
-                after[f"mean_{k}"] * after["batches"] - before[f"mean_{k}"] * before["batches"]
-            ) / n_b
+            total = after[f"mean_{k}"] * after["batches"] - before[f"mean_{k}"] * before["batches"]
+            out[f"c1_{k}"] = total / n_b if n_b else None
         out["http_p50_ms_c1"], out["http_p99_ms_c1"] = r.pct(50), r.pct(99)
         before = batching()
         r = await closed_loop(url, "/v1/act", bodies, 32, a.phase_s, headers)
