@@ -3,12 +3,18 @@
 Prints one JSON line:
   handle_p50_ms              /v1/act's decision through a deployment handle (no HTTP), one client
   http_p50_ms_c1, _p99_      POST /v1/act over HTTP, one client
+  c1_forward_ms, _cpu_ms     the policy replica's mean forward during that phase (batches of 1): wall time, and
+                             its thread's CPU time (the rest is waiting for a core on the shared machine)
   http_rps_c32_batched       32 clients, @serve.batch(32, 5 ms)  (http_p99_ms_c32_batched: their p99)
   http_rps_c32_unbatched     32 clients, max_batch_size 1 (user_config, same replicas)
   handle_rps_c32_batched     32 concurrent handle calls, batched (is the HTTP proxy the bottleneck?)
+  handle_rps_c32_unbatched   the same, max_batch_size 1
   mean_batch_size            mean batch of the policy deployment during the batched HTTP run
-  strategy_switch_ms         user_config strategy_mode learned -> rules under 8 clients: from the deploy call
-                             to the first answer decided by rules
+  strategy_switch_ms         strategy_mode learned -> rules under 8 clients through PUT /v1/strategy (applied in
+                             the gateway replica): from sending that request to the first answer decided by rules
+  strategy_back_ms           the same, rules -> learned (to the first answer by the stable policy)
+  strategy_switch_ms_user_config  learned -> rules as a Serve user_config redeploy: from the deploy call to the
+                             first answer decided by rules
   errors                     requests not answered 200, over every phase
   loadavg_1m_start / _end    the machine's load (shared box: compare ratios within one run)
 
@@ -67,6 +73,9 @@ def main() -> None:
         "--checkpoint", default=None, help="Run dir or module dir (default: untrained, tiny size)."
     )
     ap.add_argument("--phase-s", type=float, default=8.0, help="Seconds per load phase (5 phases).")
+    ap.add_argument(
+        "--batch-wait-ms", type=float, default=None, help="The batch wait (default: the settings' default)."
+    )
     a = ap.parse_args()
 
     import ray
@@ -87,7 +96,9 @@ def main() -> None:
         checkpoint = str(tmp / "module")
         module_spec(tiny).build().save_to_path(checkpoint)
     env_cfg = None if a.checkpoint else tiny.env.model_dump(mode="json")
-    arm = {"checkpoint": checkpoint, "num_cpus": 0, "max_ongoing_requests": 64}
+    arm: dict[str, Any] = {"checkpoint": checkpoint, "num_cpus": 0, "max_ongoing_requests": 64}
+    if a.batch_wait_ms is not None:
+        arm["batching"] = {"batch_wait_timeout_s": a.batch_wait_ms / 1e3}
     settings = ServeSettings.model_validate(
         {
             "stable": arm,
@@ -105,7 +116,11 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     deploy([app_config(settings, name="bench")], http_options={"host": "127.0.0.1", "port": port})
     handle = serve.get_app_handle("bench")
-    out: dict[str, Any] = {"policy": settings.stable.resolved_version(), "bodies": len(bodies)}
+    out: dict[str, Any] = {
+        "policy": settings.stable.resolved_version(),
+        "bodies": len(bodies),
+        "batch_wait_ms": settings.stable.batching.batch_wait_timeout_s * 1e3,
+    }
 
     def batching() -> dict[str, float]:
         import httpx
@@ -127,8 +142,14 @@ def main() -> None:
             lat.append((time.perf_counter() - t) * 1e3)
             i += 1
         out["handle_p50_ms"] = float(np.median(lat))
+        before = batching()
         r = await closed_loop(url, "/v1/act", bodies, 1, a.phase_s, headers)
+        after = batching()
         errors += r.errors
+        n_b = after["batches"] - before["batches"]
+        for k in ("forward_ms", "forward_cpu_ms"):  # the policy replica's batch-1 forward during this phase
+            total = after[f"mean_{k}"] * after["batches"] - before[f"mean_{k}"] * before["batches"]
+            out[f"c1_{k}"] = total / n_b if n_b else None
         out["http_p50_ms_c1"], out["http_p99_ms_c1"] = r.pct(50), r.pct(99)
         before = batching()
         r = await closed_loop(url, "/v1/act", bodies, 32, a.phase_s, headers)
@@ -159,31 +180,49 @@ def main() -> None:
         r = await closed_loop(url, "/v1/act", bodies, 32, a.phase_s, headers)
         errors += r.errors
         out["http_rps_c32_unbatched"] = r.rps
+        out["handle_rps_c32_unbatched"] = await handle_load()
         await asyncio.to_thread(deploy, [app_config(settings, "bench")])
         stop, live = asyncio.Event(), LoadResult()
         load = asyncio.create_task(
-            closed_loop(url, "/v1/act", bodies, 8, 3 * a.phase_s, headers, True, stop, into=live)
+            closed_loop(url, "/v1/act", bodies, 8, 4 * a.phase_s, headers, True, stop, into=live)
         )
+
+        def first(after: float, arm: str) -> float | None:
+            return min(
+                (t for t, _s, d in list(live.answers) if t > after and d and d.get("arm") == arm),
+                default=None,
+            )
+
+        async def took_effect(t0: float, arm: str) -> float | None:
+            while first(t0, arm) is None and time.perf_counter() - t0 < 2 * a.phase_s and not load.done():
+                await asyncio.sleep(0.01)
+            t = first(t0, arm)
+            return (t - t0) * 1e3 if t is not None else None
+
+        async def put_strategy(mode: str) -> float | None:
+            import httpx
+
+            nonlocal errors
+            t0 = time.perf_counter()
+            async with httpx.AsyncClient(timeout=60) as c:
+                r = await c.put(f"{url}/v1/strategy", json={"strategy_mode": mode}, headers=headers)
+            errors += int(r.status_code != 200)
+            return await took_effect(t0, "rules" if mode == "rules" else "stable")
+
         await asyncio.sleep(2.0)
+        out["strategy_switch_ms"] = await put_strategy("rules")
+        await asyncio.sleep(1.0)
+        out["strategy_back_ms"] = await put_strategy("learned")
+        await asyncio.sleep(1.0)
         t_switch = time.perf_counter()
         await asyncio.to_thread(
             deploy, [app_config(settings, "bench", strategy_mode="rules")], None, 300.0, False
         )
-
-        def first_rules() -> float | None:
-            return min(
-                (t for t, _s, d in list(live.answers) if t > t_switch and d and d.get("arm") == "rules"),
-                default=None,
-            )
-
-        while first_rules() is None and time.perf_counter() - t_switch < 2 * a.phase_s and not load.done():
-            await asyncio.sleep(0.05)
+        out["strategy_switch_ms_user_config"] = await took_effect(t_switch, "rules")
         await asyncio.sleep(1.0)
         stop.set()
         await load
         errors += live.errors
-        first = first_rules()
-        out["strategy_switch_ms"] = (first - t_switch) * 1e3 if first is not None else None
         out["errors"] = errors
 
     asyncio.run(run())

@@ -29,7 +29,7 @@ def serve_cmd(
         typer.Option(help="SQLite file of decisions and feedback (default: RUN_DIR/serve.sqlite)."),
     ] = None,
     max_batch_size: Annotated[int, typer.Option(help="Largest dynamic batch.")] = 32,
-    batch_wait_ms: Annotated[float, typer.Option(help="How long a batch waits to fill (ms).")] = 5.0,
+    batch_wait_ms: Annotated[float, typer.Option(help="How long a batch waits to fill (ms).")] = 1.0,
     replicas: Annotated[int, typer.Option(help="Replicas of each policy deployment.")] = 1,
     skills_url: Annotated[
         str | None, typer.Option(help="Agent mode calls this skill server (default: in-process tools).")

@@ -29,6 +29,8 @@ from agentic_ray.serving.schemas import (
     SessionOut,
     SessionStepIn,
     StepOut,
+    StrategyIn,
+    StrategyOut,
 )
 from agentic_ray.serving.service import PolicyService
 
@@ -135,6 +137,14 @@ def create_app(
     async def feedback(body: FeedbackIn) -> dict[str, Any]:
         """Store the user's verdict on a decision or an episode."""
         return service().feedback(body)
+
+    @app.put("/v1/strategy", response_model=StrategyOut, responses=ERRORS)
+    async def set_strategy(body: StrategyIn) -> dict[str, Any]:
+        """Switch between the learned policy and the rule-based fallback now, in this replica (the gateway is one
+        replica): the next request is decided the new way. The Serve user_config ``strategy_mode`` is the durable
+        setting; a redeploy takes a few hundred milliseconds to reach the replica (the controller rebuilds the
+        application to diff it), this endpoint one request."""
+        return service().set_strategy(body.strategy_mode, "request")
 
     @app.get("/v1/metrics", responses={401: ERRORS[401]})
     async def metrics() -> dict[str, Any]:

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentic_ray.serving.settings import StrategyMode
+
 ArgValue = str | int | float | bool | list[str]
 FeedbackReason = Literal["wrong_steps", "outdated", "not_solved", "other"]
 
@@ -178,6 +180,14 @@ class FeedbackIn(_Body):
         return self
 
 
+class StrategyIn(_Body):
+    """``PUT /v1/strategy``."""
+
+    strategy_mode: StrategyMode = Field(
+        description="learned: the policy modules decide; rules: the domain's scripted expert decides."
+    )
+
+
 # ---------------------------------------------------------------------------------------------------- responses
 class CallOut(_Body):
     """A call: skill and arguments."""
@@ -251,3 +261,14 @@ class FeedbackOut(_Body):
 
     feedback_id: int = Field(description="Row id in the feedback store.")
     trace_id: str = Field(description="The decision or episode it is about.")
+
+
+class StrategyOut(_Body):
+    """The strategy in force after a ``PUT /v1/strategy``."""
+
+    strategy_mode: StrategyMode = Field(description="The mode now deciding every new request.")
+    previous: StrategyMode = Field(description="The mode before this call.")
+    source: Literal["user_config", "request"] = Field(
+        description="Who set it: the gateway's Serve user_config (at start or on a redeploy) or this endpoint. A "
+        "mode set here lasts until the next user_config change or a gateway restart."
+    )

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -37,6 +37,8 @@ from agentic_ray.serving.settings import ServeSettings, StrategyMode
 __all__ = ["PolicyCall", "PolicyService", "served_env_config"]
 
 log = logging.getLogger("ray.serve")
+
+StrategySource = Literal["user_config", "request"]
 
 PolicyCall = Callable[[str, dict[str, np.ndarray]], Awaitable[dict[str, Any]]]
 """``(arm, observation) -> {"action", "skill_probs"}``."""
@@ -88,15 +90,20 @@ class PolicyService:
         self.token = load_token(settings.auth)
         self.rules_counts = ArmCounts()
         self.strategy_mode: StrategyMode = settings.strategy_mode
+        self.strategy_source: StrategySource = "user_config"
         self.degraded = 0
         self._counted: OrderedDict[str, None] = OrderedDict()
         self._gauges_at = 0.0
 
     # ------------------------------------------------------------------ switches
-    def set_strategy(self, mode: StrategyMode) -> None:
-        if mode != self.strategy_mode:
-            log.info(json.dumps({"event": "strategy_mode", "from": self.strategy_mode, "to": mode}))
-        self.strategy_mode = mode
+    def set_strategy(self, mode: StrategyMode, source: StrategySource = "user_config") -> dict[str, Any]:
+        """Switch the strategy for every request that starts from now on (those already waiting on a policy
+        keep its answer): from the gateway's ``reconfigure`` (``user_config``) or ``PUT /v1/strategy``."""
+        previous = self.strategy_mode
+        if mode != previous:
+            log.info(json.dumps({"event": "strategy_mode", "from": previous, "to": mode, "source": source}))
+        self.strategy_mode, self.strategy_source = mode, source
+        return {"strategy_mode": mode, "previous": previous, "source": source}
 
     # ------------------------------------------------------------------ decisions
     async def act(self, body: ActRequest, trace_id: str) -> dict[str, Any]:
@@ -270,6 +277,7 @@ class PolicyService:
         return {
             "domain": self.domain,
             "strategy_mode": self.strategy_mode,
+            "strategy_source": self.strategy_source,
             "models": {a: v for a, v in self.versions.items() if a in ARMS},
             "live": live,
             "traffic_split": self._split(),

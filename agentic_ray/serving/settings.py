@@ -28,7 +28,12 @@ class PolicyUserConfig(_Strict):
 
     max_batch_size: int = Field(default=32, ge=1, le=1024, description="Largest dynamic batch.")
     batch_wait_timeout_s: float = Field(
-        default=0.005, ge=0, le=1, description="How long a batch waits to fill before it runs."
+        default=0.001,
+        ge=0,
+        le=1,
+        description="How long a batch waits to fill before it runs. A lone request waits all of it; under load "
+        "batches fill while the previous one runs (measured, benchmarks/serve_latency.py: 1 ms instead of 5 ms cut "
+        "handle_p50_ms 27.7 -> 21.6 at the same c32 throughput, 72 vs 75 req/s over HTTP).",
     )
 
 

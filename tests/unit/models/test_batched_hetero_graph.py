@@ -6,6 +6,7 @@ import torch
 
 from agentic_ray.graph_spec import GraphSpec, RelationSpec, toy_specs
 from agentic_ray.models import BatchedHeteroGraph, HeteroGraphLayout
+from agentic_ray.models.batched_hetero_graph import node_mask, relation_edges
 
 SPEC = GraphSpec(
     max_nodes={"a": 2, "b": 3},
@@ -66,3 +67,43 @@ def test_compact_keeps_only_valid_edges_in_relation_segments() -> None:
     values = torch.arange(1, 5, dtype=torch.float32)
     full = g.to_padded(values)
     assert full.shape == (12,) and torch.equal(full[kept], values) and full.sum() == values.sum()
+
+
+def _loop_reference(obs: dict[str, torch.Tensor], layout: HeteroGraphLayout) -> tuple[torch.Tensor, ...]:
+    """The edge indices as one loop over relations with ``relation_edges`` computes them (the construction
+    ``from_padded`` vectorises)."""
+    b = obs[f"{layout.node_types[0]}_mask"].shape[0]
+    src_off, (dst_off, _) = layout.src_offsets(b), layout.dst_offsets(b)
+    rows = torch.arange(b).unsqueeze(1)
+    masks = {nt: node_mask(obs, nt) for nt in layout.node_types}
+    src_rows, query_rows, valids = [], [], []
+    for r_id, rel in enumerate(layout.relations):
+        s, d, v = relation_edges(obs, rel, layout.max_nodes, masks)
+        outs, ins = layout.out_relations[rel.src], layout.in_relations[rel.dst]
+        n_s, n_d = layout.max_nodes[rel.src], layout.max_nodes[rel.dst]
+        src_rows.append((src_off[rel.src] + (rows * n_s + s) * len(outs) + outs.index(r_id)).reshape(-1))
+        query_rows.append((dst_off[rel.dst] + (rows * n_d + d) * len(ins) + ins.index(r_id)).reshape(-1))
+        valids.append(v.reshape(-1))
+    return torch.cat(src_rows), torch.cat(query_rows), torch.cat(valids)
+
+
+def test_vectorised_batching_equals_the_loop_over_relations() -> None:
+    spec, _ = toy_specs()
+    layout = HeteroGraphLayout(spec)
+    gen = torch.Generator().manual_seed(0)
+    for b in (1, 3, 5):
+        obs: dict[str, torch.Tensor] = {}
+        for nt, n in spec.max_nodes.items():
+            obs[f"{nt}_mask"] = (torch.rand(b, n, generator=gen) > 0.3).to(torch.int8)
+        for r in spec.relations:
+            hi = max(spec.max_nodes[r.src], spec.max_nodes[r.dst]) + 2  # some endpoints out of range
+            obs[f"{r.key}_ei"] = torch.randint(-1, hi, (b, 2, r.max_edges), generator=gen)
+            obs[f"{r.key}_mask"] = (torch.rand(b, r.max_edges, generator=gen) > 0.2).to(torch.int8)
+        src_row, query_row, valid = _loop_reference(obs, layout)
+        g = BatchedHeteroGraph.from_padded(obs, layout)
+        assert torch.equal(g.src_row, src_row) and torch.equal(g.query_row, query_row)
+        assert torch.equal(g.edge_valid, valid)
+        c = BatchedHeteroGraph.from_padded(obs, layout, compact=True)
+        assert torch.equal(c.src_row, src_row[valid]) and torch.equal(c.query_row, query_row[valid])
+        sizes = [int(v.sum()) for v in valid.split([b * r.max_edges for r in layout.relations])]
+        assert list(c.segment_sizes) == sizes

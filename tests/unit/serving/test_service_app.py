@@ -218,6 +218,24 @@ def test_rules_mode_answers_with_the_domains_expert(app):
     assert step["arm"] == "rules" and step["result_code"] == "OK"
 
 
+def test_the_strategy_endpoint_switches_the_next_request(app):
+    svc, c = app
+    assert c.put("/v1/strategy", json={"strategy_mode": "rules"}).status_code == 401
+    assert c.put("/v1/strategy", json={"strategy_mode": "random"}, headers=AUTH).status_code == 422
+    r = c.put("/v1/strategy", json={"strategy_mode": "rules"}, headers=AUTH)
+    assert r.json() == {"strategy_mode": "rules", "previous": "learned", "source": "request"}
+    assert c.post("/v1/act", json=body_for(), headers=AUTH).json()["arm"] == "rules"
+    m = c.get("/v1/metrics", headers=AUTH).json()
+    assert (m["strategy_mode"], m["strategy_source"], m["traffic_split"]) == (
+        "rules",
+        "request",
+        {"rules": 1.0},
+    )
+    svc.set_strategy("learned")  # what the gateway's reconfigure does with a user_config
+    assert c.post("/v1/act", json=body_for(), headers=AUTH).json()["arm"] == "stable"
+    assert c.get("/v1/metrics", headers=AUTH).json()["strategy_source"] == "user_config"
+
+
 def _sse(text: str) -> list[tuple[str, dict]]:
     out = []
     for block in text.strip().split("\n\n"):
