@@ -224,10 +224,14 @@ class PolicyService:
         }
         # DVR counts an episode for an arm only when that arm decided every step of it.
         if s.deciders == {s.arm} and s.arm in ARMS:
-            self.router.record_episode(s.arm, bool(res.dag_valid), s.session_id)
+            self.router.record_episode(
+                s.arm, bool(res.dag_valid), s.session_id, completed=bool(res.completed)
+            )
         elif s.deciders == {"rules"}:
             self.rules_counts.episodes += 1
             self.rules_counts.valid_episodes += int(bool(res.dag_valid))
+            self.rules_counts.outcome_episodes += 1
+            self.rules_counts.completed_episodes += int(bool(res.completed))
         only = next(iter(s.deciders)) if len(s.deciders) == 1 else "mixed"
         self.store.add_decision(
             s.session_id,
@@ -259,14 +263,18 @@ class PolicyService:
     # ------------------------------------------------------------------ feedback and metrics
     def feedback(self, body: FeedbackIn) -> dict[str, Any]:
         """``POST /v1/feedback``: stored with the decision it is about; it also judges the deciding arm's plan
-        for the canary (success: valid; wrong_steps: invalid)."""
+        for the canary (success: a valid plan that completed the task; wrong_steps: an invalid plan; not_solved:
+        the task not completed)."""
         d = self.store.decision(body.trace_id)
         if d is None:
             raise ClientError([(("body", "trace_id"), "no decision with this trace_id")], status=404)
         fid = self.store.add_feedback(body.trace_id, body.outcome, body.reason, body.comment)
         _kind, arm = d
-        if arm in ARMS and (body.outcome == "success" or body.reason == "wrong_steps"):
-            self.router.record_episode(arm, body.outcome == "success", body.trace_id)
+        if arm in ARMS:
+            success = body.outcome == "success"
+            valid = True if success else (False if body.reason == "wrong_steps" else None)
+            completed = True if success else (False if body.reason == "not_solved" else None)
+            self.router.record_episode(arm, valid, body.trace_id, completed=completed)
         return {"feedback_id": fid, "trace_id": body.trace_id}
 
     def snapshot(self) -> dict[str, Any]:

@@ -122,6 +122,12 @@ class CanarySettings(_Strict):
     dvr_margin: float = Field(
         default=0.02, ge=0, le=1, description="Roll back when the candidate's DVR is this far below stable's."
     )
+    completion_margin: float = Field(
+        default=0.02,
+        ge=0,
+        le=1,
+        description="Roll back when the candidate's task completion is this far below stable's.",
+    )
     z: float = Field(
         default=3.09,
         gt=0,

@@ -151,3 +151,32 @@ def test_the_rule_rolls_back_a_broken_candidate_not_an_equal_one(seed):
     assert sum(z for z, _ in equal) / n < 0.05
     assert sum(p for _, p in equal) / n > 0.3
     assert sum(z for z, _ in broken) / n > 0.95
+
+
+def test_completion_regression_rolls_back_where_tcsr_and_dvr_cannot():
+    """The measured case behind the completion guard (serving.canary's docstring): a sampled random policy
+    behind the masks against an imitation policy, TCSR 0.849 vs 0.878, DVR 0.883 vs 1.0, completion 0.017
+    vs 0.9."""
+    r, _clock, logged = router()
+    rng = np.random.default_rng(2)
+    for arm, ok, valid, done, episodes in (
+        ("stable", 0.878, 1.0, 0.9, 40),
+        ("candidate", 0.849, 0.883, 0.017, 10),
+    ):
+        for _ in range(60):
+            r.record_call(arm, bool(rng.random() < ok))
+        for _ in range(episodes):
+            r.record_episode(arm, bool(rng.random() < valid), completed=bool(rng.random() < done))
+    d = logged[-1]
+    assert r.state == "rolled_back" and d["reason"] == "candidate COMPLETION below stable beyond the margin"
+    assert d["z"]["completion"] > d["z_threshold"] > max(d["z"]["tcsr"], d["z"]["dvr"])
+    assert d["candidate"]["completion"] < d["stable"]["completion"]
+
+
+def test_an_outcome_without_a_plan_verdict_counts_for_completion_only():
+    r, _clock, _logged = router()
+    r.record_episode("candidate", None, completed=False)  # feedback "not_solved"
+    r.record_episode("candidate", False)  # feedback "wrong_steps"
+    r.record_episode("candidate", None)  # nothing known: not counted
+    c = r.counts["candidate"]
+    assert (c.episodes, c.valid_episodes, c.outcome_episodes, c.completed_episodes) == (1, 0, 1, 0)
