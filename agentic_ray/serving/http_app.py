@@ -148,7 +148,7 @@ def create_app(
 
     @app.get("/v1/metrics", responses={401: ERRORS[401]})
     async def metrics() -> dict[str, Any]:
-        """Live TCSR and DVR per arm, latency percentiles, traffic split, canary state, batching."""
+        """Live TCSR, DVR and completion per arm, latency percentiles, traffic split, canary state, batching."""
         out = service().snapshot()
         if extra_metrics is not None:
             out.update(await extra_metrics())
