@@ -317,7 +317,8 @@ def _canary(
     served: Served, app: str, until: set[str], timeout_s: float
 ) -> tuple[LoadResult, list[dict], float | None, float | None]:
     """Stream agent-mode episodes into ``app`` until the canary state is in ``until``; returns the load, the
-    canary decisions, when the candidate first held the minimum sample and when the state changed (monotonic)."""
+    canary decisions, when the candidate first held a rollback check's minimum sample and when the state changed
+    (monotonic; seen by polling every 0.25 s, so both may fall on the same poll)."""
     fams = get_domain("ecommerce").families
     min_sample_at = decided_at = None
     done = {"v": False}
@@ -339,10 +340,12 @@ def _canary(
                 assert r.status_code == 200, r.text
                 m = r.json()["canary"]
                 cand = m["arms"]["candidate"]
-                if (
-                    min_sample_at is None
-                    and cand["calls"] >= cfg.min_calls
-                    and cand["episodes"] >= cfg.min_episodes
+                # each rollback check has its own minimum (calls for TCSR, episodes for DVR and completion):
+                # the first one the candidate holds starts the clock
+                if min_sample_at is None and (
+                    cand["calls"] >= cfg.min_calls
+                    or cand["episodes"] >= cfg.min_episodes
+                    or cand["outcome_episodes"] >= cfg.min_episodes
                 ):
                     min_sample_at = time.monotonic()
                 if m["state"] in until:
