@@ -42,13 +42,13 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from agentic_ray.serving.settings import CanarySettings
 
-__all__ = ["ArmCounts", "CanaryRouter", "rollback_z"]
+__all__ = ["ArmCounts", "CanaryRouter", "clustered_rate_var", "rollback_z"]
 
 Arm = Literal["stable", "candidate"]
 State = Literal["off", "canary", "promoted", "rolled_back"]
@@ -65,6 +65,15 @@ class ArmCounts:
     outcome_episodes: int = 0
     completed_episodes: int = 0
     errors: int = 0
+    clusters: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    """``{episode or conversation: [ok, n]}`` of the calls (the TCSR test's cluster-robust variance)."""
+
+    def add_call(self, ok: bool, cluster: str | None) -> None:
+        self.calls += 1
+        self.ok_calls += int(ok)
+        c = self.clusters.setdefault(cluster if cluster is not None else f"call-{self.calls}", [0, 0])
+        c[0] += int(ok)
+        c[1] += 1
 
     @property
     def tcsr(self) -> float | None:
@@ -79,19 +88,57 @@ class ArmCounts:
         return self.completed_episodes / self.outcome_episodes if self.outcome_episodes else None
 
     def summary(self) -> dict[str, Any]:
-        return {**asdict(self), "tcsr": self.tcsr, "dvr": self.dvr, "completion": self.completion}
+        d = asdict(self)
+        d.pop("clusters")
+        return {
+            **d,
+            "clusters": len(self.clusters),
+            "tcsr": self.tcsr,
+            "dvr": self.dvr,
+            "completion": self.completion,
+        }
 
 
-def rollback_z(stable_ok: int, stable_n: int, cand_ok: int, cand_n: int, margin: float) -> float:
+def rollback_z(
+    stable_ok: int,
+    stable_n: int,
+    cand_ok: int,
+    cand_n: int,
+    margin: float,
+    stable_clusters: Mapping[str, Sequence[int]] | None = None,
+    cand_clusters: Mapping[str, Sequence[int]] | None = None,
+) -> float:
     """One-sided z of "the candidate's rate is more than ``margin`` below stable's".
 
     Agresti-Caffo adjusted Wald: one success and one failure are added to each arm, which keeps the standard
     error positive when a rate is 0 or 1 (a perfect stable arm would otherwise give an infinite z).
+
+    With ``*_clusters`` (``{episode or conversation: (ok, n)}``) each arm's variance is the larger of the
+    binomial one and the cluster-robust one (:func:`clustered_rate_var`): the calls of one episode are not
+    independent. Measured in the serve test: a candidate with stable's own weights had TCSR 0.533 over its first
+    30 calls, from 5 episodes, against 0.888 over 528 calls; the binomial z was 3.93 (> 3.09) and rolled it back.
     """
     ps = (stable_ok + 1) / (stable_n + 2)
     pc = (cand_ok + 1) / (cand_n + 2)
-    se = math.sqrt(ps * (1 - ps) / (stable_n + 2) + pc * (1 - pc) / (cand_n + 2))
-    return (ps - pc - margin) / se
+    vs = ps * (1 - ps) / (stable_n + 2)
+    vc = pc * (1 - pc) / (cand_n + 2)
+    if stable_clusters is not None:
+        vs = max(vs, clustered_rate_var(stable_clusters))
+    if cand_clusters is not None:
+        vc = max(vc, clustered_rate_var(cand_clusters))
+    return (ps - pc - margin) / math.sqrt(vs + vc)
+
+
+def clustered_rate_var(clusters: Mapping[str, Sequence[int]]) -> float:
+    """Cluster-robust variance of a pooled rate ``sum(ok) / sum(n)`` over clusters ``{key: (ok, n)}``: the
+    linearised ratio-estimator variance ``m / (m - 1) * sum((ok_i - p n_i)^2) / N^2`` (0 below 2 clusters,
+    where the binomial variance is used alone)."""
+    m = len(clusters)
+    total = sum(n for _ok, n in clusters.values())
+    if m < 2 or total == 0:
+        return 0.0
+    p = sum(ok for ok, _n in clusters.values()) / total
+    return m / (m - 1) * sum((ok - p * n) ** 2 for ok, n in clusters.values()) / total**2
 
 
 @dataclass
@@ -157,13 +204,13 @@ class CanaryRouter:
         return arm
 
     # ------------------------------------------------------------------ outcomes
-    def record_call(self, arm: str, ok: bool, trace_id: str = "") -> None:
-        """A tool call decided by ``arm`` finished (``ok``: its result code was OK)."""
+    def record_call(self, arm: str, ok: bool, trace_id: str = "", cluster: str | None = None) -> None:
+        """A tool call decided by ``arm`` finished (``ok``: its result code was OK); ``cluster``: its episode or
+        conversation (None: a cluster of its own)."""
         c = self.counts.get(arm)
         if c is None:
             return
-        c.calls += 1
-        c.ok_calls += int(ok)
+        c.add_call(ok, cluster)
         if arm == "candidate" and self.state == "canary":
             self._step.calls += 1
         self._evaluate(trace_id)
@@ -201,7 +248,9 @@ class CanaryRouter:
         s, c, cfg = self.counts["stable"], self.counts["candidate"], self.settings
         out: dict[str, float | None] = {"tcsr": None, "dvr": None, "completion": None}
         if min(s.calls, c.calls) >= cfg.min_calls:
-            out["tcsr"] = rollback_z(s.ok_calls, s.calls, c.ok_calls, c.calls, cfg.tcsr_margin)
+            out["tcsr"] = rollback_z(
+                s.ok_calls, s.calls, c.ok_calls, c.calls, cfg.tcsr_margin, s.clusters, c.clusters
+            )
         if min(s.episodes, c.episodes) >= cfg.min_episodes:
             out["dvr"] = rollback_z(
                 s.valid_episodes, s.episodes, c.valid_episodes, c.episodes, cfg.dvr_margin

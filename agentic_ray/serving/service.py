@@ -110,7 +110,7 @@ class PolicyService:
         """``POST /v1/act`` (raises :class:`ClientError` on a client mistake)."""
         with self.pool.lease() as env:
             p = self.builder.prepare(body, env)
-            self._report_transcript(body)
+            self._report_transcript(body, body.conversation_id or _task_key(body))
             if self.strategy_mode == "rules":
                 arm, fields = "rules", self.builder.rules(p)
             else:
@@ -145,7 +145,7 @@ class PolicyService:
             self.degraded += 1
             return "rules", None
 
-    def _report_transcript(self, body: ActRequest) -> None:
+    def _report_transcript(self, body: ActRequest, conversation: str) -> None:
         """Outcomes of calls a client reports back with the trace_id of the decision that proposed them."""
         for c in body.transcript:
             if not c.trace_id or c.trace_id in self._counted:
@@ -156,11 +156,11 @@ class PolicyService:
             self._counted[c.trace_id] = None
             while len(self._counted) > 100_000:
                 self._counted.popitem(last=False)
-            self._outcome(d[1], c.result_code == "OK", c.trace_id)
+            self._outcome(d[1], c.result_code == "OK", c.trace_id, conversation)
 
-    def _outcome(self, arm: str, ok: bool, trace_id: str) -> None:
+    def _outcome(self, arm: str, ok: bool, trace_id: str, cluster: str) -> None:
         if arm in ARMS:
-            self.router.record_call(arm, ok, trace_id)
+            self.router.record_call(arm, ok, trace_id, cluster)
         elif arm == "rules":
             self.rules_counts.calls += 1
             self.rules_counts.ok_calls += int(ok)
@@ -206,7 +206,7 @@ class PolicyService:
                 decider, out = await self._decide(self.router.serving(s.arm), s.obs, trace_id)  # type: ignore[arg-type]
                 action = s.rules_action() if out is None else out["action"]
             res = s.step(action, decider)
-        self._outcome(decider, res.ok, trace_id)
+        self._outcome(decider, res.ok, trace_id, session_id)
         out_d = {"trace_id": trace_id, "session_id": session_id, "arm": decider, **_step_fields(res)}
         self.store.add_decision(
             trace_id, "step", decider, self.versions[decider], {"session_id": session_id, "t": res.t}, out_d

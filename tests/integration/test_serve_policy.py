@@ -38,7 +38,10 @@ from tests.helpers.serving import TINY, TOKEN, save_untrained_module
 pytestmark = pytest.mark.integration
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-CANARY = {"min_calls": 30, "min_episodes": 4, "min_step_s": 0.0}
+# 8 episodes per step: with the completion check, 4 let a candidate equal to stable be rolled back once (0 of its
+# first 4 episodes completed, z > 3.09); at 8 that takes 0 of 8, and a random candidate (completion ~0.02) is
+# still rolled back at the first minimum sample.
+CANARY = {"min_calls": 30, "min_episodes": 8, "min_step_s": 0.0}
 
 
 @dataclass
@@ -389,7 +392,7 @@ def test_canary_promotes_a_candidate_as_good_as_stable(served):
         "advance",
         "advance",
         "promote",
-    ]
+    ], json.dumps(decisions[-1:])
     assert [d["share"] for d in decisions] == [0.05, 0.10, 0.50, 1.0, 1.0]
     assert load.errors == 0
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentic_ray.serving.canary import CanaryRouter, rollback_z
+from agentic_ray.serving.canary import CanaryRouter, clustered_rate_var, rollback_z
 from agentic_ray.serving.settings import CanarySettings
 
 
@@ -180,3 +180,33 @@ def test_an_outcome_without_a_plan_verdict_counts_for_completion_only():
     r.record_episode("candidate", None)  # nothing known: not counted
     c = r.counts["candidate"]
     assert (c.episodes, c.valid_episodes, c.outcome_episodes, c.completed_episodes) == (1, 0, 1, 0)
+
+
+def test_tcsr_test_counts_episodes_not_calls_as_independent():
+    """The serve test's measured false rollback: a candidate with stable's weights, TCSR 0.533 over its first 30
+    calls from 5 episodes (failures clustered in two of them) against 0.888 over 528 calls. As independent
+    calls that is z 3.9 > 3.09; with the calls clustered by episode it is not evidence."""
+    per_episode = [(6, 6), (6, 6), (2, 8), (1, 5), (1, 5)]  # (ok, calls): 16 of 30
+    for clustered in (True, False):
+        r, _clock, logged = router(min_calls=30, min_episodes=8)
+        rng = np.random.default_rng(3)
+        for e in range(93):
+            for _ in range(6 if e < 63 else 5):  # 528 calls
+                r.record_call("stable", bool(rng.random() < 0.888), cluster=f"s{e}")
+        for e, (ok, n) in enumerate(per_episode):
+            for i in range(n):
+                r.record_call("candidate", i < ok, cluster=f"c{e}" if clustered else None)
+        z = r.z_scores()["tcsr"]
+        assert z is not None
+        if clustered:
+            assert r.state == "canary" and z < 3.09, z
+        else:
+            assert r.state == "rolled_back" and "TCSR" in logged[-1]["reason"] and z > 3.09, z
+
+
+def test_clustered_variance_is_the_binomial_one_for_independent_calls():
+    rng = np.random.default_rng(4)
+    calls = {f"k{i}": (int(rng.random() < 0.9), 1) for i in range(20_000)}
+    p = sum(ok for ok, _ in calls.values()) / len(calls)
+    assert clustered_rate_var(calls) == pytest.approx(p * (1 - p) / len(calls), rel=0.01)
+    assert clustered_rate_var({"one": (3, 10)}) == 0.0
