@@ -47,6 +47,22 @@ def learner_logits(algo: AAAC) -> torch.Tensor:
     )
 
 
+def values_in_stream_units(algo: AAAC, critic: int) -> torch.Tensor:
+    """A critic's values on ``FIXED_OBS`` (0: reward, 1: risk), denormalised (the critics output normalised
+    values)."""
+
+    def values(learner):
+        module = learner.module[DEFAULT_MODULE_ID]
+        out = (module.compute_values, module.compute_risk_values)[critic]({Columns.OBS: FIXED_OBS}).detach()
+        return learner.value_normalizers_of(DEFAULT_MODULE_ID)[critic].denormalize(out)
+
+    return on_learner(algo, values)
+
+
+def risk_values_in_stream_units(algo: AAAC) -> torch.Tensor:
+    return values_in_stream_units(algo, 1)
+
+
 def learner_num_updates(algo: AAAC) -> int:
     return on_learner(algo, lambda learner: learner.num_updates)
 
@@ -186,10 +202,13 @@ def test_remote_env_runner_gets_actor_only_weights(ray_session) -> None:
         )[0]
         # Another process: same weights, float32 matmul may differ in the last bit.
         torch.testing.assert_close(torch.as_tensor(remote_logits), learner_logits(algo))
-        # Plain env: no risk stream, so the risk critic regresses on zeros and its targets are near zero.
-        stats = result[LEARNER_RESULTS][DEFAULT_MODULE_ID]
-        assert stats[keys.AAAC_VF_LOSS_RISK] < 0.05
-        assert stats[keys.AAAC_VF_LOSS_REWARD] > stats[keys.AAAC_VF_LOSS_RISK]
+        # Plain env: no risk stream, so the risk critic's values, in the stream's units, stay an order of magnitude below
+        # the reward critic's (their losses are on normalised targets, see value_normalizer.py, so they say nothing
+        # about the scale).
+        risk, reward = risk_values_in_stream_units(algo), values_in_stream_units(algo, 0)
+        # measured after one iteration: risk 0.06-0.08 against reward 2.1-2.2; a risk critic fed the reward
+        # stream would be at ~1x
+        assert float(risk.abs().max()) < 0.1 * float(reward.abs().mean()), (risk, reward)
     finally:
         algo.stop()
 
@@ -204,10 +223,7 @@ def test_risk_stream_from_custom_data_trains_the_risk_critic(ray_session) -> Non
     try:
         for _ in range(4):
             algo.train()
-        risk_values = on_learner(
-            algo,
-            lambda learner: learner.module[DEFAULT_MODULE_ID].compute_risk_values({Columns.OBS: FIXED_OBS}),
-        )
+        risk_values = risk_values_in_stream_units(algo)
         # With +1 per step the risk return from a near-upright pole is several steps' worth; untrained ≈ 0.
         assert float(risk_values.detach().mean()) > 2.0, risk_values
     finally:
