@@ -51,7 +51,8 @@ BUDGET = {
     "python benchmarks/gpu_learner.py": " --device-only cpu --batch 64 --cpu-iters 1",
     "python benchmarks/reward_pool.py": " --steps 100 --latencies 50 --rounds 5 --blocking-max-s 2",
     "python benchmarks/aaac_vs_ppo.py": (
-        " --env-steps 300 --seeds 0 --tasks-per-family 1 --batch 64 --minibatch 32 --epochs 1 --eval-every 1"
+        " --env-steps 300 --seeds 0 --tasks 10 --curve-tasks 10 --arms aaac ppo_lagrangian --batch 64 --minibatch 32"
+        " --epochs 1 --eval-every 1"
         " --out /tmp/agray_readme_aaac_vs_ppo.md"
     ),
     "python benchmarks/rl_over_il.py --seeds 0 --methods rl_bc --iterations 6 --set rewards=null": (
