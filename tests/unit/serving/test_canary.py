@@ -210,3 +210,14 @@ def test_clustered_variance_is_the_binomial_one_for_independent_calls():
     p = sum(ok for ok, _ in calls.values()) / len(calls)
     assert clustered_rate_var(calls) == pytest.approx(p * (1 - p) / len(calls), rel=0.01)
     assert clustered_rate_var({"one": (3, 10)}) == 0.0
+
+
+def test_running_cluster_variance_equals_the_definition():
+    r, _clock, _logged = router()
+    rng = np.random.default_rng(5)
+    for i in range(3000):
+        r.record_call(
+            "stable", bool(rng.random() < 0.8), cluster=f"e{int(rng.integers(0, 200))}" if i % 7 else None
+        )
+    c = r.counts["stable"]
+    assert c.cluster_var == pytest.approx(clustered_rate_var(c.clusters), rel=1e-9)
