@@ -6,7 +6,8 @@ a small picklable dict that EnvRunners and learners use to look the actors up by
 
 Placement: the ledger actor is pinned to the driver's node (its SQLite file and the run's checkpoints live there;
 if that node goes, the run goes with it). Scorer actors need no CPU of their own (``num_cpus=0`` by default) and
-follow their group's ``scheduling_strategy`` (``SPREAD`` puts them on different nodes). Every actor has
+follow their group's ``scheduling_strategy``: ``SPREAD`` deals them round-robin over the alive nodes that can
+hold them (:func:`spread_strategies`). Every actor has
 ``max_restarts`` (default unlimited) and ``max_task_retries=-1``: when an actor or its node dies, Ray restarts it
 (elsewhere, if its node is gone) and re-runs the calls that were in flight.
 
@@ -29,6 +30,35 @@ from agentic_ray.rewards.reward_actors import AsyncScorerActor, CpuScorerActor, 
 from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
 
 LEDGER_FILE = "reward_ledger.sqlite"
+
+
+def spread_strategies(n: int, num_cpus: float, nodes: list[dict[str, Any]], first: str) -> list[Any]:
+    """Scheduling strategies that put ``n`` actors round-robin on the alive nodes with ``num_cpus`` CPUs.
+
+    Ray's own ``"SPREAD"`` is best effort, and it was not enough: in a CI run (2026-12-01) both actors of a
+    two-actor SPREAD group landed on the head of a two-node cluster, most likely because the head's raylet had
+    not yet heard of the worker node's resources when the actors were created. A node affinity is forwarded by
+    the GCS to the named node. It is ``soft``: if that node dies, Ray restarts the actor on another one.
+
+    Args:
+        n: number of actors.
+        num_cpus: CPUs each actor reserves; nodes with fewer CPUs in all are skipped.
+        nodes: ``ray.nodes()``.
+        first: node id that gets the first actor (the driver's), if it qualifies.
+    """
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    ids = sorted(
+        x["NodeID"]
+        for x in nodes
+        if x.get("Alive") and float(x.get("Resources", {}).get("CPU", 0.0)) >= num_cpus
+    )
+    if not ids:
+        return ["SPREAD"] * n
+    if first in ids:
+        ids.remove(first)
+        ids.insert(0, first)
+    return [NodeAffinitySchedulingStrategy(node_id=ids[i % len(ids)], soft=True) for i in range(n)]
 
 
 class RewardActorPool:
@@ -88,6 +118,11 @@ class RewardActorPool:
             ):
                 if not any(LAYER_CLASSES[n].cost is cost for n in enabled):
                     continue
+                strategies = (
+                    spread_strategies(gcfg.num_actors, gcfg.num_cpus, ray.nodes(), first=here)
+                    if gcfg.scheduling_strategy == "SPREAD"
+                    else ["DEFAULT"] * gcfg.num_actors
+                )
                 for i in range(gcfg.num_actors):
                     name = f"{prefix}-{group}-{i}"
                     handle = (
@@ -98,7 +133,7 @@ class RewardActorPool:
                             max_concurrency=gcfg.max_concurrency,
                             max_restarts=gcfg.max_restarts,
                             max_task_retries=-1,
-                            scheduling_strategy=gcfg.scheduling_strategy,
+                            scheduling_strategy=strategies[i],
                         )
                         .remote(dump, judge_url, ledger_name)
                     )

@@ -54,7 +54,10 @@ class ActorGroupConfig(BaseModel):
     max_restarts: int = Field(default=-1, description="Ray max_restarts of each actor (-1: unlimited).")
     scheduling_strategy: Literal["DEFAULT", "SPREAD"] = Field(
         default="DEFAULT",
-        description="Ray scheduling strategy of the group's actors; 'SPREAD' puts them on different nodes.",
+        description=(
+            "Placement of the group's actors: 'SPREAD' deals them round-robin over the alive nodes (soft node "
+            "affinity, so a dead node's actor restarts elsewhere); 'DEFAULT' leaves it to Ray."
+        ),
     )
 
 
