@@ -42,8 +42,9 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentic_ray.serving.settings import CanarySettings
@@ -65,8 +66,15 @@ class ArmCounts:
     outcome_episodes: int = 0
     completed_episodes: int = 0
     errors: int = 0
-    clusters: dict[str, list[int]] = field(default_factory=dict, repr=False)
-    """``{episode or conversation: [ok, n]}`` of the calls (the TCSR test's cluster-robust variance)."""
+    clusters: OrderedDict[str, list[int]] = field(default_factory=OrderedDict, repr=False)
+    """``{episode or conversation: [ok, n]}`` of the open clusters (the TCSR test's cluster-robust variance),
+    least recently used first."""
+    closed_clusters: int = 0
+    """Clusters no longer in :attr:`clusters`: single calls without a key, and conversations evicted past
+    :attr:`max_open_clusters`. Their terms stay in the running sums."""
+    max_open_clusters: int = field(default=20_000, repr=False)
+    """Bound on :attr:`clusters`, so that a long-running gateway's memory does not grow with every conversation
+    it has seen. A conversation evicted and then continued counts as a new cluster from there on."""
     _sums: list[int] = field(default_factory=lambda: [0, 0, 0], repr=False)
     """Running ``[sum ok_i^2, sum ok_i n_i, sum n_i^2]`` over the clusters, so that the rollback test, which runs
     after every outcome of a Serve request, costs O(1) instead of a pass over every conversation."""
@@ -74,7 +82,20 @@ class ArmCounts:
     def add_call(self, ok: bool, cluster: str | None) -> None:
         self.calls += 1
         self.ok_calls += int(ok)
-        c = self.clusters.setdefault(cluster if cluster is not None else f"call-{self.calls}", [0, 0])
+        if cluster is None:  # a cluster of one call, closed at once
+            self.closed_clusters += 1
+            self._sums[0] += int(ok)
+            self._sums[1] += int(ok)
+            self._sums[2] += 1
+            return
+        c = self.clusters.get(cluster)
+        if c is None:
+            c = self.clusters[cluster] = [0, 0]
+            if len(self.clusters) > self.max_open_clusters:
+                self.clusters.popitem(last=False)
+                self.closed_clusters += 1
+        else:
+            self.clusters.move_to_end(cluster)
         o, n = c
         c[0], c[1] = o + int(ok), n + 1
         self._sums[0] += c[0] * c[0] - o * o
@@ -82,9 +103,13 @@ class ArmCounts:
         self._sums[2] += c[1] * c[1] - n * n
 
     @property
+    def num_clusters(self) -> int:
+        return len(self.clusters) + self.closed_clusters
+
+    @property
     def cluster_var(self) -> float:
-        """:func:`clustered_rate_var` of :attr:`clusters`, from the running sums."""
-        m, total = len(self.clusters), self.calls
+        """:func:`clustered_rate_var` of every cluster (open and closed), from the running sums."""
+        m, total = self.num_clusters, self.calls
         if m < 2 or total == 0:
             return 0.0
         p = self.ok_calls / total
@@ -104,12 +129,10 @@ class ArmCounts:
         return self.completed_episodes / self.outcome_episodes if self.outcome_episodes else None
 
     def summary(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("clusters")
-        d.pop("_sums")
+        counts = ("calls", "ok_calls", "episodes", "valid_episodes", "outcome_episodes", "completed_episodes")
         return {
-            **d,
-            "clusters": len(self.clusters),
+            **{k: getattr(self, k) for k in (*counts, "errors")},
+            "clusters": self.num_clusters,
             "tcsr": self.tcsr,
             "dvr": self.dvr,
             "completion": self.completion,

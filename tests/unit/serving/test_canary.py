@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentic_ray.serving.canary import CanaryRouter, clustered_rate_var, rollback_z
+from agentic_ray.serving.canary import ArmCounts, CanaryRouter, clustered_rate_var, rollback_z
 from agentic_ray.serving.settings import CanarySettings
 
 
@@ -215,9 +215,30 @@ def test_clustered_variance_is_the_binomial_one_for_independent_calls():
 def test_running_cluster_variance_equals_the_definition():
     r, _clock, _logged = router()
     rng = np.random.default_rng(5)
+    tallies: dict[str, list[int]] = {}
     for i in range(3000):
-        r.record_call(
-            "stable", bool(rng.random() < 0.8), cluster=f"e{int(rng.integers(0, 200))}" if i % 7 else None
-        )
+        ok = bool(rng.random() < 0.8)
+        key = f"e{int(rng.integers(0, 200))}" if i % 7 else None
+        r.record_call("stable", ok, cluster=key)
+        t = tallies.setdefault(key if key is not None else f"single-{i}", [0, 0])
+        t[0], t[1] = t[0] + int(ok), t[1] + 1
     c = r.counts["stable"]
-    assert c.cluster_var == pytest.approx(clustered_rate_var(c.clusters), rel=1e-9)
+    assert c.num_clusters == len(tallies) and len(c.clusters) == 200  # single calls are not kept
+    assert c.cluster_var == pytest.approx(clustered_rate_var(tallies), rel=1e-9)
+
+
+def test_open_clusters_are_bounded_and_evicted_ones_still_count():
+    c = ArmCounts(max_open_clusters=50)
+    rng = np.random.default_rng(6)
+    tallies: dict[str, list[int]] = {}
+    for conv in range(400):  # conversations one after another, 1-6 calls each
+        for _ in range(int(rng.integers(1, 7))):
+            ok = bool(rng.random() < 0.85)
+            c.add_call(ok, f"conv{conv}")
+            t = tallies.setdefault(f"conv{conv}", [0, 0])
+            t[0], t[1] = t[0] + int(ok), t[1] + 1
+    assert len(c.clusters) == 50 and c.num_clusters == 400
+    assert c.cluster_var == pytest.approx(clustered_rate_var(tallies), rel=1e-9)
+    c.add_call(True, "conv399")  # still open: the same cluster
+    c.add_call(True, "conv0")  # evicted long ago: a new cluster
+    assert c.num_clusters == 401
