@@ -14,10 +14,11 @@ Scenarios (each stops by itself; see ``tests/helpers/chaos_scenarios.py``, ``res
 5. two ``ray start`` nodes (1 CPU each) against this process's one-node Ray with 2 CPUs (``two_node_speedup``:
    env steps/s of 2 EnvRunners spread over the two nodes, before the kill, over those of 2 EnvRunners on one node;
    both share the same 2 physical cores, so no speedup is possible here), then the worker node SIGKILLed mid-run
-   (``node_loss_ok``: training went on on the head and the audit is clean).
+   (``node_loss_ok``: EnvRunners and reward actors were on both nodes, training went on on the head and the audit
+   is clean).
 
-``rewards_lost``, ``rewards_double_counted``, ``value_mismatches`` and ``episodes_dropped`` (by reason) add up
-the ledger audits of scenarios 1, 2, 4 and 5. ``tcsr_30pct_faults`` is the TCSR of scenario 4's final policy on
+``rewards_lost``, ``rewards_double_counted``, ``value_mismatches``, ``rewards_imputed`` and ``episodes_dropped``
+(by reason) add up the ledger audits of scenarios 1, 2, 4 and 5 (``imputed_by_scenario`` splits the imputed ones). ``tcsr_30pct_faults`` is the TCSR of scenario 4's final policy on
 the validation tasks with 30% of episodes under injected tool faults, beside the same policy with none (TCSR counts
 calls the policy controls: failures the injected fault caused are excluded, see ``StepRecord.injected``).
 
@@ -163,6 +164,7 @@ def main() -> None:
             two["audit"]["ok"]
             and len(two["alive_nodes_at_end"]) == 1
             and len(set(two["placement"]["env_runners"])) == 2
+            and len(set(two["placement"]["reward_actors"])) == 2
             and sum(x["env_steps"] for x in two["iterations"][4:]) > 0
         )
     else:
@@ -177,6 +179,7 @@ def main() -> None:
         "rewards_double_counted": sum(a["double_counted"] for a in audits.values()),
         "value_mismatches": sum(a["value_mismatches"] for a in audits.values()),
         "rewards_imputed": sum(a["imputed"] for a in audits.values()),
+        "imputed_by_scenario": {k: a["imputed"] for k, a in audits.items()},
         "pending_unaccounted": sum(a["pending"] for a in audits.values()),
         "episodes_dropped": dict(dropped),
         **line,
