@@ -8,7 +8,8 @@ least ``--cu-pairs`` paired first failures on a caller-error validation env, :mo
 Methods: ``rl`` (the config's RL stage as is) and ``rl_bc`` (plus the DAPG-style decaying BC term on the
 demonstrations, ``stages.rl.bc_lr``). One JSON line per method: ``method``, ``il_completion``, ``rl_completion``,
 ``rl_gain`` (RL minus imitation, mean over seeds), ``rl_gain_ci`` (95% bootstrap interval over the seed x task
-pairs of per-task completion differences), ``cu``, ``cu_ci``, ``cu_pairs`` (summed over seeds; ``cu`` is their
+pairs of per-task completion differences), ``expert_completion`` (the scripted expert on the same tasks: the
+ceiling) and ``il_headroom`` (that minus imitation's completion: the most RL can gain), ``cu``, ``cu_ci``, ``cu_pairs`` (summed over seeds; ``cu`` is their
 pooled mean), ``seeds``, ``tasks``, ``iterations``, ``env_steps``, ``wall_s``. Goal: RL ≥ imitation + 10 points
 at 3 seeds x 200 tasks.
 """
@@ -55,6 +56,15 @@ def run_seed(settings: Any, cu_pairs: int) -> dict[str, Any]:
     return out
 
 
+def expert_completion(settings: Any, tasks_per_family: int) -> float:
+    """The scripted expert's completion on the same validation tasks: the ceiling, since every task it fails is
+    an injected outage of a tool the task needs (``il_headroom`` is this minus imitation's completion)."""
+    from agentic_ray.eval.evaluator import ExpertPolicy, evaluate_policy, validation_env_config
+
+    env = validation_env_config(settings.env, settings.eval.fault_share)
+    return float(evaluate_policy(ExpertPolicy(), env, tasks_per_family).metrics.completion)
+
+
 def bootstrap_ci(x: np.ndarray, seed: int = 0) -> list[float] | None:
     from scipy.stats import bootstrap
 
@@ -95,6 +105,7 @@ def main() -> None:
     )
     fams = len(ExperimentSettings().env.family_list())
     tpf = max(1, round(a.tasks / fams))
+    expert = expert_completion(load_settings(a.config, {"seed": a.seeds[0], "wandb.mode": "disabled"}), tpf)
     for method in a.methods:
         t0 = time.time()
         il, rl, gains, pairs, dropped, steps = [], [], [], [], 0, []
@@ -130,6 +141,8 @@ def main() -> None:
             "rl_completion": round(float(np.mean(rl)), 4),
             "rl_gain": round(float(np.mean(rl) - np.mean(il)), 4),
             "rl_gain_ci": bootstrap_ci(np.asarray(gains)),
+            "expert_completion": round(expert, 4),
+            "il_headroom": round(expert - float(np.mean(il)), 4),
             "cu": cu.cu,
             "cu_ci": list(cu.ci) if cu.ci else None,
             "cu_pairs": cu.pairs,
