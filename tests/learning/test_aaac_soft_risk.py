@@ -1,0 +1,89 @@
+"""Learning test (issue 13): in ``risk_mode: soft`` AAAC's high-risk share falls over training, at 3 seeds.
+
+The runs are ``benchmarks/aaac_vs_ppo.py``'s AAAC arm (:func:`train_arm`: the same settings, env, module and
+evaluation), trained in the test's shared Ray for ``ENV_STEPS`` env steps at each of ``SEEDS``. The same module is
+evaluated on the same 40 fixed validation tasks (4 of each of the 10 e-commerce families, 20% faulty) before
+training and after it. Actions are *sampled* from the policy (seeded), so the share measures how much probability
+the policy puts on high-risk calls; greedy evaluations read 0 for every arm after 1k env steps (see below), which
+cannot tell AAAC from PPO.
+
+Bar: at every seed the share after training is at most ``RATIO`` × the untrained module's share, and the mean fall
+is larger than ``K`` × the seed-to-seed standard deviation of the falls. A no-op (no training, or a policy that
+does not move) keeps the start share and fails both.
+
+**Known miss, marked xfail with the figures** (2 shared CPUs, other jobs running; start → end high-risk share at
+4k env steps, 40 tasks, seeds 0/1/2):
+
+* greedy evaluation: AAAC 0.026/0.043/0.006 → 0/0/0, but PPO (seed 0: 0.026 → 0) and AAAC's one-critic
+  ablation (seed 0: 0.026 → 0) fall the same way: every policy learns an early ending (2-2.5 steps on its
+  successes), so the greedy share says nothing about the risk critic;
+* sampled evaluation (this test): AAAC 0.059 → 0.078 (seed 0), 0.031 → 0.036 (seed 1), figures for seed 2 and
+  the contrasts in the risk5 report; PPO on the env reward 0.059 → 0.010 (seed 0): AAAC's share *rises* where
+  PPO's falls.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+import torch
+
+from benchmarks.aaac_vs_ppo import parse, train_arm
+
+SEEDS = (0, 1, 2)
+ENV_STEPS = 4000
+TASKS = 40
+RATIO = 0.5  # the issue's goal is AAAC ≤ 0.5× PPO's share; here ≤ 0.5× the untrained module's, at every seed
+K = 2.0
+ARGS = [
+    "--env-steps",
+    str(ENV_STEPS),
+    "--tasks",
+    str(TASKS),
+    "--eval-every",
+    "1000000",  # no curve evaluations: only before and after training
+    "--eval-at-start",
+    "--eval-sampled",
+]
+
+
+@pytest.mark.learning
+@pytest.mark.xfail(
+    reason="sampled high-risk share of AAAC rises over 4k env steps in soft mode (seed 0: 0.059 -> 0.078, "
+    "seed 1: 0.031 -> 0.036) while PPO's falls (0.059 -> 0.010); measured attempts in the module docstring",
+    strict=False,
+)
+@pytest.mark.timeout(1200)  # about 4 min alone on 2 CPUs; 3 x 80 s measured on the shared box
+def test_aaac_high_risk_share_falls_in_soft_mode(ray_session) -> None:
+    args = parse(ARGS)
+    assert args.risk_mode == "soft"
+    threads = torch.get_num_threads()
+    try:
+        runs = [train_arm("aaac", seed, args) for seed in SEEDS]
+    finally:
+        torch.set_num_threads(threads)
+    start = [r["start_high_risk_share"] for r in runs]
+    end = [r["high_risk_share"] for r in runs]
+    falls = [s - e for s, e in zip(start, end, strict=True)]
+    summary = {
+        "seeds": list(SEEDS),
+        "env_steps": [r["env_steps"] for r in runs],
+        "start_high_risk_share": start,
+        "high_risk_share": end,
+        "start_completion": [r["start_completion"] for r in runs],
+        "completion": [r["completion"] for r in runs],
+        "consequences_per_episode": [r["consequences_per_episode"] for r in runs],
+    }
+    print("AAAC soft-risk:", json.dumps(summary))
+    got = json.dumps(summary)
+    assert all(s > 0 for s in start), (
+        f"an untrained policy made no high-risk call: nothing to fall from. {got}"
+    )
+    assert all(e <= RATIO * s for s, e in zip(start, end, strict=True)), (
+        f"high-risk share must fall to <= {RATIO}x its start at every seed. {got}"
+    )
+    assert statistics.fmean(falls) > K * statistics.stdev(falls), (
+        f"mean fall {statistics.fmean(falls):.4f} not > {K} x seed-to-seed std {statistics.stdev(falls):.4f}. {got}"
+    )
