@@ -17,9 +17,14 @@ does not move) keeps the start share and fails both.
 * greedy evaluation: AAAC 0.026/0.043/0.006 → 0/0/0, but PPO (seed 0: 0.026 → 0) and AAAC's one-critic
   ablation (seed 0: 0.026 → 0) fall the same way: every policy learns an early ending (2-2.5 steps on its
   successes), so the greedy share says nothing about the risk critic;
-* sampled evaluation (this test): AAAC 0.059 → 0.078 (seed 0), 0.031 → 0.036 (seed 1), figures for seed 2 and
-  the contrasts in the risk5 report; PPO on the env reward 0.059 → 0.010 (seed 0): AAAC's share *rises* where
-  PPO's falls.
+* sampled evaluation (this test; the test's own run printed the same figures as the benchmark's, so a seed's
+  result is reproducible, not a lucky draw): AAAC 0.059 -> 0.078, 0.031 -> 0.036, 0.030 -> 0.017 (mean 0.044,
+  completion 0.10-0.175), 145 s for the 3 seeds; PPO on the env reward, same seeds and starts: 0.059 -> 0.010,
+  0.031 -> 0.020, 0.030 -> 0.0095 (mean 0.013). AAAC's share falls at one seed of three and ends at 3.3x PPO's,
+  where the issue's goal is <= 0.5x;
+* which part fails: AAAC without its risk critic (``aaac_one_critic``: the advantage is the reward critic's)
+  falls 0.059 -> 0.021, 0.031 -> 0.013, 0.030 -> 0.0096 (0.32-0.41x, mean fall 0.025 > 2 x std 0.0105): it
+  would pass this bar. The risk critic's 0.3 share of the advantage is what keeps the share up.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import torch
 
 from benchmarks.aaac_vs_ppo import parse, train_arm
 
+ARM = "aaac"  # benchmarks/aaac_vs_ppo.py arm
 SEEDS = (0, 1, 2)
 ENV_STEPS = 4000
 TASKS = 40
@@ -51,8 +57,9 @@ ARGS = [
 
 @pytest.mark.learning
 @pytest.mark.xfail(
-    reason="sampled high-risk share of AAAC rises over 4k env steps in soft mode (seed 0: 0.059 -> 0.078, "
-    "seed 1: 0.031 -> 0.036) while PPO's falls (0.059 -> 0.010); measured attempts in the module docstring",
+    reason="AAAC's sampled high-risk share does not fall in soft mode over 4k env steps (0.059->0.078, "
+    "0.031->0.036, 0.030->0.017 at seeds 0-2) while PPO's falls at every seed (mean 0.013 vs AAAC 0.044); "
+    "measured attempts in the module docstring",
     strict=False,
 )
 @pytest.mark.timeout(1200)  # about 4 min alone on 2 CPUs; 3 x 80 s measured on the shared box
@@ -61,7 +68,7 @@ def test_aaac_high_risk_share_falls_in_soft_mode(ray_session) -> None:
     assert args.risk_mode == "soft"
     threads = torch.get_num_threads()
     try:
-        runs = [train_arm("aaac", seed, args) for seed in SEEDS]
+        runs = [train_arm(ARM, seed, args) for seed in SEEDS]
     finally:
         torch.set_num_threads(threads)
     start = [r["start_high_risk_share"] for r in runs]
