@@ -29,6 +29,11 @@ Prints one JSON line per arm: ``algo``, ``completion`` and ``completion_ci``, ``
 seeds; null when a seed never reached it), ``env_steps_per_s``, ``seeds``, and a few more (``spt``, ``tcsr_policy``,
 ``tasks``, ``per_seed``). With every arm run, it also writes a markdown table.
 
+``--eval-at-start`` also evaluates the untrained module on the final tasks (``start_completion``, ``start_high_risk_share``
+in ``per_seed``); ``--eval-sampled`` samples the evaluations' actions instead of taking greedy ones (greedy
+high-risk shares read 0 for every arm after ~1k env steps). ``tests/learning/test_aaac_soft_risk.py`` runs the AAAC arm
+through :func:`train_arm` with both.
+
 ``--risk-mode hard`` runs the production masks instead (every high-risk shortcut forbidden: no risk signal).
 
 Run from the repository root (full run: 7 arms × 5 seeds; quick smoke: fewer seeds and tasks)::
