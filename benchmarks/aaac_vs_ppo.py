@@ -29,6 +29,11 @@ Prints one JSON line per arm: ``algo``, ``completion`` and ``completion_ci``, ``
 seeds; null when a seed never reached it), ``env_steps_per_s``, ``seeds``, and a few more (``spt``, ``tcsr_policy``,
 ``tasks``, ``per_seed``). With every arm run, it also writes a markdown table.
 
+``--eval-at-start`` also evaluates the untrained module on the final tasks (``start_completion``, ``start_high_risk_share``
+in ``per_seed``); ``--eval-sampled`` samples the evaluations' actions instead of taking greedy ones (greedy
+high-risk shares read 0 for every arm after ~1k env steps). ``tests/learning/test_aaac_soft_risk.py`` runs the AAAC arm
+through :func:`train_arm` with both.
+
 ``--risk-mode hard`` runs the production masks instead (every high-risk shortcut forbidden: no risk signal).
 
 Run from the repository root (full run: 7 arms × 5 seeds; quick smoke: fewer seeds and tasks)::
@@ -55,8 +60,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-from worker_runs import report, run_worker  # noqa: E402 (benchmarks/ is the script's directory)
 
 # arm -> (settings.algo.name, extra .training() arguments); callables get the parsed flags.
 ARMS: dict[str, tuple[str, Any]] = {
@@ -155,9 +158,25 @@ def tasks_per_family(tasks: int, a: argparse.Namespace) -> int:
 
 
 def run_one(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
-    """Train one (arm, seed) to the env-step budget; returns its curve, final metrics and costs."""
-    import numpy as np
+    """Train one (arm, seed) to the env-step budget in a private Ray; returns :func:`train_arm`'s result."""
     import ray
+
+    tmp = tempfile.mkdtemp(prefix="agray_bench_", dir="/tmp")
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=tmp, configure_logging=False, log_to_driver=False)
+    try:
+        return train_arm(arm, seed, a)
+    finally:
+        ray.shutdown()
+
+
+def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
+    """Train one (arm, seed) to the env-step budget on the running Ray; returns its curve, final metrics and costs.
+
+    The curve holds ``(env steps, completion, high-risk share)`` of each evaluation; with ``--eval-at-start`` the
+    untrained module is evaluated first on the final ``--tasks`` (``start_completion``, ``start_high_risk_share``),
+    so a run says how far it moved on the same validation tasks.
+    """
+    import numpy as np
     import torch
     from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
@@ -168,19 +187,22 @@ def run_one(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(a.threads)
     torch.manual_seed(seed)
     np.random.seed(seed)
-    tmp = tempfile.mkdtemp(prefix="agray_bench_", dir="/tmp")
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=tmp, configure_logging=False, log_to_driver=False)
     s = settings_for(arm, seed, a)
     ecfg = eval_env_config(a)
     algo = build_algo_config(s).build_algo()
 
     def evaluate(tasks: int) -> Any:
-        return evaluate_policy(ModulePolicy(current_module(algo)), ecfg, tasks_per_family(tasks, a))
+        policy = ModulePolicy(current_module(algo), deterministic=not a.eval_sampled)
+        return evaluate_policy(policy, ecfg, tasks_per_family(tasks, a))
 
-    curve: list[tuple[int, float]] = []
+    curve: list[tuple[int, float, float]] = []
     steps, it, train_s = 0, 0, 0.0
     steps_to_target = None
+    start = {}
     try:
+        if a.eval_at_start:
+            m0 = evaluate(a.tasks).metrics
+            start = {"start_completion": m0.completion, "start_high_risk_share": m0.high_risk_share}
         while steps < a.env_steps:
             set_training_progress(algo, min(1.0, steps / a.env_steps))
             t0 = time.perf_counter()
@@ -189,21 +211,21 @@ def run_one(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
             steps = int(res[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME])
             it += 1
             if it % a.eval_every == 0 and steps < a.env_steps:
-                c = evaluate(a.curve_tasks).metrics.completion
-                curve.append((steps, c))
-                if steps_to_target is None and c >= a.target:
+                cm = evaluate(a.curve_tasks).metrics
+                curve.append((steps, cm.completion, cm.high_risk_share))
+                if steps_to_target is None and cm.completion >= a.target:
                     steps_to_target = steps
         final = evaluate(a.tasks)
         m = final.metrics
-        curve.append((steps, m.completion))
+        curve.append((steps, m.completion, m.high_risk_share))
         if steps_to_target is None and m.completion >= a.target:
             steps_to_target = steps
     finally:
         algo.stop()
-        ray.shutdown()
     return {
         "algo": arm,
         "seed": seed,
+        **start,
         "completion": m.completion,
         "tasks": m.completion_n,
         "spt": m.spt,
@@ -279,9 +301,11 @@ def summarize(arm: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs), 1),
         "per_seed": [
             {
-                k: r[k]
+                k: r.get(k)
                 for k in (
                     "seed",
+                    "start_completion",
+                    "start_high_risk_share",
                     "completion",
                     "spt",
                     "high_risk_share",
@@ -340,7 +364,7 @@ def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Nam
             lines.append(
                 f"- {arm} seed {x['seed']}: completion {fmt(x['completion'], True)}, high-risk "
                 f"{fmt(x['high_risk_share'], True)}, steps to target {fmt(x['steps_to_target'])}, "
-                f"curve {[(st, round(c, 3)) for st, c in x['curve']]}"
+                f"curve {[(st, round(c, 3), round(h, 3)) for st, c, h in x['curve']]}"
             )
     return "\n".join(lines) + "\n"
 
@@ -356,6 +380,16 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--tasks", type=int, default=200, help="Final validation tasks (a multiple of the family count)."
     )
     p.add_argument("--curve-tasks", type=int, default=40, help="Validation tasks of each curve evaluation.")
+    p.add_argument(
+        "--eval-at-start",
+        action="store_true",
+        help="Also evaluate the untrained module on the --tasks (start_completion, start_high_risk_share).",
+    )
+    p.add_argument(
+        "--eval-sampled",
+        action="store_true",
+        help="Evaluations sample actions from the policy (seeded by the run's seed) instead of greedy ones.",
+    )
     p.add_argument("--action-mode", choices=["prototype", "structured"], default="prototype")
     p.add_argument(
         "--risk-mode",
@@ -457,6 +491,8 @@ def load_runs(path: str | None, key: str) -> dict[tuple[str, int], dict[str, Any
 
 
 def main() -> None:
+    from worker_runs import report, run_worker  # benchmarks/ is the script's directory
+
     a = parse()
     if a.worker:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
