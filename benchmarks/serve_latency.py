@@ -15,6 +15,10 @@ Prints one JSON line:
   strategy_back_ms           the same, rules -> learned (to the first answer by the stable policy)
   strategy_switch_ms_user_config  learned -> rules as a Serve user_config redeploy: from the deploy call to the
                              first answer decided by rules
+  *_in_gateway               handle_p50_ms, http_p50_ms_c1, http_p99_ms_c1, http_rps_c32_batched,
+                             http_rps_c32_unbatched, mean_batch_size of a second application whose stable
+                             policy runs inside the gateway replica (``in_gateway: true``, one Serve hop less);
+                             its c32 phases last half a phase
   errors                     requests not answered 200, over every phase
   loadavg_1m_start / _end    the machine's load (shared box: compare ratios within one run)
 
@@ -108,13 +112,24 @@ def main() -> None:
             "gateway_num_cpus": 0,
         }
     )
+    # the same policy inside the gateway replica (its own store, route /gw)
+    settings_gw = settings.model_copy(
+        update={
+            "stable": settings.stable.model_copy(update={"in_gateway": True}),
+            "feedback_db": str(tmp / "feedback_gw.sqlite"),
+            "route_prefix": "/gw",
+        }
+    )
     bodies = expert_bodies(AgentTaskEnv(settings.env_config()), 12)
     headers = {"Authorization": f"Bearer {token}"}
 
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(tmp / "ray"), log_to_driver=False)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    deploy([app_config(settings, name="bench")], http_options={"host": "127.0.0.1", "port": port})
+    deploy(
+        [app_config(settings, name="bench"), app_config(settings_gw, name="bench_gw")],
+        http_options={"host": "127.0.0.1", "port": port},
+    )
     handle = serve.get_app_handle("bench")
     out: dict[str, Any] = {
         "policy": settings.stable.resolved_version(),
@@ -122,26 +137,49 @@ def main() -> None:
         "batch_wait_ms": settings.stable.batching.batch_wait_timeout_s * 1e3,
     }
 
-    def batching() -> dict[str, float]:
+    def batching(base: str = url) -> dict[str, float]:
         import httpx
 
-        return httpx.get(f"{url}/v1/metrics", headers=headers, timeout=60).json()["batching"]["stable"]
+        return httpx.get(f"{base}/v1/metrics", headers=headers, timeout=60).json()["batching"]["stable"]
 
-    async def run() -> None:
-        errors = 0
-        for b in bodies[:20]:  # warm up both paths
-            await handle.decide.remote(b)
-        warm = await closed_loop(url, "/v1/act", bodies[:20], 4, 2.0, headers)
-        errors += warm.errors
+    async def warm_up(h: Any, base: str) -> int:
+        for b in bodies[:20]:  # both paths
+            await h.decide.remote(b)
+        return (await closed_loop(base, "/v1/act", bodies[:20], 4, 2.0, headers)).errors
+
+    async def handle_p50(h: Any) -> float:
         lat = []
         t_end = time.perf_counter() + a.phase_s / 2
         i = 0
         while time.perf_counter() < t_end:
             t = time.perf_counter()
-            await handle.decide.remote(bodies[i % len(bodies)])
+            await h.decide.remote(bodies[i % len(bodies)])
             lat.append((time.perf_counter() - t) * 1e3)
             i += 1
-        out["handle_p50_ms"] = float(np.median(lat))
+        return float(np.median(lat))
+
+    async def in_gateway() -> int:
+        """The *_in_gateway figures; returns the failed requests."""
+        h, base, sfx = serve.get_app_handle("bench_gw"), url + "/gw", "_in_gateway"
+        errors = await warm_up(h, base)
+        out["handle_p50_ms" + sfx] = await handle_p50(h)
+        r = await closed_loop(base, "/v1/act", bodies, 1, a.phase_s, headers)
+        out["http_p50_ms_c1" + sfx], out["http_p99_ms_c1" + sfx] = r.pct(50), r.pct(99)
+        before = batching(base)
+        r1 = await closed_loop(base, "/v1/act", bodies, 32, a.phase_s / 2, headers)
+        after = batching(base)
+        n_b, n_i = after["batches"] - before["batches"], after["requests"] - before["requests"]
+        out["http_rps_c32_batched" + sfx], out["mean_batch_size" + sfx] = r1.rps, n_i / n_b if n_b else 0.0
+        unbatched = PolicyUserConfig(max_batch_size=1)
+        await asyncio.to_thread(deploy, [app_config(settings_gw, "bench_gw", batching=unbatched)])
+        await asyncio.sleep(1.0)
+        r2 = await closed_loop(base, "/v1/act", bodies, 32, a.phase_s / 2, headers)
+        out["http_rps_c32_unbatched" + sfx] = r2.rps
+        return errors + r.errors + r1.errors + r2.errors
+
+    async def run() -> None:
+        errors = await warm_up(handle, url)
+        out["handle_p50_ms"] = await handle_p50(handle)
         before = batching()
         r = await closed_loop(url, "/v1/act", bodies, 1, a.phase_s, headers)
         after = batching()
@@ -223,6 +261,7 @@ def main() -> None:
         stop.set()
         await load
         errors += live.errors
+        errors += await in_gateway()
         out["errors"] = errors
 
     asyncio.run(run())

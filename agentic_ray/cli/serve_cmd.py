@@ -31,6 +31,12 @@ def serve_cmd(
     max_batch_size: Annotated[int, typer.Option(help="Largest dynamic batch.")] = 32,
     batch_wait_ms: Annotated[float, typer.Option(help="How long a batch waits to fill (ms).")] = 1.0,
     replicas: Annotated[int, typer.Option(help="Replicas of each policy deployment.")] = 1,
+    in_gateway: Annotated[
+        bool,
+        typer.Option(
+            help="Run the policies inside the gateway replica: one Serve hop less per decision (with --replicas 1)."
+        ),
+    ] = False,
     skills_url: Annotated[
         str | None, typer.Option(help="Agent mode calls this skill server (default: in-process tools).")
     ] = None,
@@ -51,6 +57,7 @@ def serve_cmd(
 
     arm = {
         "num_replicas": replicas,
+        "in_gateway": in_gateway,
         "max_ongoing_requests": max(64, 2 * max_batch_size),
         "batching": {"max_batch_size": max_batch_size, "batch_wait_timeout_s": batch_wait_ms / 1000.0},
     }
@@ -68,7 +75,11 @@ def serve_cmd(
         )
         settings.env_config()
         load_token(settings.auth)
-    except (ValidationError, ValueError, OSError) as e:
+    except ValidationError as e:  # one line: the fields and their problems
+        msgs = [f"{'.'.join(map(str, err['loc'])) or 'settings'}: {err['msg']}" for err in e.errors()]
+        typer.echo(f"error: {'; '.join(msgs)}", err=True)
+        raise typer.Exit(2) from None
+    except (ValueError, OSError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     init_ray(address, None)

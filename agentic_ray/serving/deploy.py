@@ -27,20 +27,20 @@ def app_config(
     import_path: str = APP_IMPORT_PATH,
 ) -> dict[str, Any]:
     """One application of a Serve config file (an ``applications:`` entry): the settings as ``args``;
-    ``strategy_mode`` as the gateway's ``user_config`` and ``batching`` as the policy deployments' (both
-    default to the settings'). Changing only these two reconfigures the running replicas."""
-    arms = {"stable": settings.stable, "candidate": settings.candidate}
+    ``strategy_mode`` as the gateway's ``user_config`` and ``batching`` as the policy deployments' (the
+    gateway's for the ``in_gateway`` arms; both default to the settings'). Changing only these two reconfigures
+    the running replicas."""
     return {
         "name": name,
         "route_prefix": settings.route_prefix,
         "import_path": import_path,
         "args": settings.model_dump(mode="json"),
         "deployments": [
-            {"name": "Gateway", "user_config": {"strategy_mode": strategy_mode or settings.strategy_mode}},
+            {"name": "Gateway", "user_config": settings.gateway_user_config(strategy_mode, batching)},
             *(
                 {"name": arm, "user_config": (batching or a.batching).model_dump()}
-                for arm, a in arms.items()
-                if a is not None
+                for arm, a in settings.arms().items()
+                if not a.in_gateway
             ),
         ],
     }

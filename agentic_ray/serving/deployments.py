@@ -5,14 +5,16 @@ Deployments (thin wrappers; the logic is in :mod:`agentic_ray.serving`):
 
 * ``stable`` and, during a canary, ``candidate``: :class:`PolicyDeployment`, one per policy version, each a
   batched model server (``@serve.batch``, observations in, actions out). Scale them with ``num_replicas``.
+  An arm with ``in_gateway: true`` has no deployment: the gateway replica holds its :class:`BatchedPolicy`
+  (one Serve hop less per decision; its batch settings travel in the gateway's ``user_config``).
 * ``Gateway``: the FastAPI ingress (auth, limits, schemas, trace ids), the canary router, agent-mode sessions
   and the decision/feedback store. It keeps sessions and the canary state in memory, so it runs as one replica.
 
 Runtime switches are Serve ``user_config`` (applied by ``reconfigure``, no restart): ``strategy_mode`` on the
-Gateway, ``max_batch_size`` / ``batch_wait_timeout_s`` on each policy deployment. ``strategy_mode`` can also be
-set at once with ``PUT /v1/strategy`` (the gateway is one replica, so that reaches every request): a redeploy
-reaches the replica only after the controller has rebuilt the application to diff it (352-600 ms measured),
-the endpoint within one request.
+Gateway, ``max_batch_size`` / ``batch_wait_timeout_s`` on each policy deployment (on the gateway for the
+in-gateway arms). ``strategy_mode`` can also be set at once with ``PUT /v1/strategy`` (the gateway is one
+replica, so that reaches every request): a redeploy reaches the replica only after the controller has rebuilt
+the application to diff it (352-600 ms measured), the endpoint within one request.
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ from agentic_ray.serving.live_metrics import RayMetricsSink
 from agentic_ray.serving.policy_runner import PolicyRunner
 from agentic_ray.serving.schemas import ActRequest
 from agentic_ray.serving.service import PolicyService
-from agentic_ray.serving.settings import ArmSettings, GatewayUserConfig, PolicyUserConfig, ServeSettings
+from agentic_ray.serving.settings import (
+    ArmName,
+    ArmSettings,
+    GatewayUserConfig,
+    PolicyUserConfig,
+    ServeSettings,
+)
 
 
 class _Replica:
@@ -62,9 +70,10 @@ def _check_batch_fits(max_batch_size: int) -> None:
         )
 
 
-@serve.deployment
-class PolicyDeployment:
-    """One policy version: batched observations -> actions and skill probabilities."""
+class BatchedPolicy:
+    """One policy version: batched observations -> actions and skill probabilities. Its own deployment
+    (:data:`PolicyDeployment`) or, for an arm with ``in_gateway``, an object inside the gateway replica
+    (``@serve.batch`` works in any replica)."""
 
     def __init__(self, arm: dict[str, Any]) -> None:
         s = ArmSettings.model_validate(arm)
@@ -93,6 +102,10 @@ class PolicyDeployment:
         }
 
 
+PolicyDeployment = serve.deployment(BatchedPolicy)
+"""A policy version as its own deployment (``stable``, ``candidate``): scale it with ``num_replicas``."""
+
+
 http_app = create_app(
     _Replica.get_service,
     ready=lambda: _Replica.get_gateway().ready(),
@@ -106,22 +119,48 @@ class Gateway:
     """The HTTP ingress around :class:`~agentic_ray.serving.service.PolicyService`."""
 
     def __init__(
-        self, settings: dict[str, Any], stable: DeploymentHandle, candidate: DeploymentHandle | None = None
+        self,
+        settings: dict[str, Any],
+        stable: DeploymentHandle | None = None,
+        candidate: DeploymentHandle | None = None,
     ) -> None:
         s = ServeSettings.model_validate(settings)
-        self.handles = {"stable": stable, **({"candidate": candidate} if candidate is not None else {})}
-        versions = {"stable": s.stable.resolved_version()}
-        if s.candidate is not None:
-            versions["candidate"] = s.candidate.resolved_version()
+        arms = s.arms()
+        given = {"stable": stable, "candidate": candidate}
+        # an in-gateway arm's policy lives here; the others are reached through their deployment's handle
+        self.local: dict[ArmName, BatchedPolicy] = {
+            k: BatchedPolicy(a.model_dump(mode="json")) for k, a in arms.items() if a.in_gateway
+        }
+        self.handles: dict[str, DeploymentHandle] = {}
+        for k, a in arms.items():
+            h = given[k]
+            if not a.in_gateway:
+                if h is None:
+                    raise ValueError(
+                        f"arm {k} runs as its own deployment but the gateway got no handle to it"
+                    )
+                self.handles[k] = h
+        self.arm_settings = arms
+        versions: dict[str, str] = {k: a.resolved_version() for k, a in arms.items()}
         self.service = PolicyService(s, self._call_policy, versions, sink=RayMetricsSink())
         self._ready: tuple[bool, dict[str, Any]] | None = None
         _Replica.service, _Replica.gateway = self.service, self
 
     def reconfigure(self, user_config: dict[str, Any]) -> None:
-        self.service.set_strategy(GatewayUserConfig.model_validate(user_config).strategy_mode)
+        cfg = GatewayUserConfig.model_validate(user_config)
+        self.service.set_strategy(cfg.strategy_mode)
+        for arm, policy in self.local.items():
+            policy.reconfigure(cfg.batching.get(arm, self.arm_settings[arm].batching).model_dump())
 
     async def _call_policy(self, arm: str, obs: dict[str, Any]) -> dict[str, Any]:
+        if arm in self.local:
+            return await self.local[arm].act(obs)  # type: ignore[arg-type]
         return await self.handles[arm].act.remote(obs)
+
+    async def _info(self, arm: str) -> dict[str, Any]:
+        if arm in self.local:
+            return self.local[arm].info()
+        return await self.handles[arm].info.remote()
 
     async def decide(self, body: dict[str, Any]) -> dict[str, Any]:
         """``/v1/act`` through a deployment handle (no HTTP): what the benchmark's ``handle_p50_ms`` times."""
@@ -136,9 +175,9 @@ class Gateway:
         want = self.service.pool.template.observation_space
         detail: dict[str, Any] = {"strategy_mode": self.service.strategy_mode, "policies": {}}
         ok = True
-        for arm, h in self.handles.items():
+        for arm in self.arm_settings:
             try:
-                info = await h.info.remote()
+                info = await self._info(arm)
             except Exception as e:
                 ok = False
                 detail["policies"][arm] = f"unreachable: {e!r}"[:300]
@@ -153,9 +192,9 @@ class Gateway:
 
     async def policy_stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for arm, h in self.handles.items():
+        for arm in self.arm_settings:
             try:
-                info = await h.info.remote()
+                info = await self._info(arm)
                 out[arm] = {"version": info["version"], **info["batching"], **info["stats"]}
             except Exception as e:
                 out[arm] = {"error": repr(e)[:300]}
@@ -169,7 +208,9 @@ def build_app(args: dict[str, Any] | ServeSettings) -> Any:
     """The application from its settings (``args`` of ``serve_apps/policy.yaml``, validated here)."""
     s = (args if isinstance(args, ServeSettings) else ServeSettings.model_validate(args)).absolute_paths()
 
-    def policy(name: str, arm: ArmSettings) -> Any:
+    def policy(name: str, arm: ArmSettings | None) -> Any:
+        if arm is None or arm.in_gateway:
+            return None
         return PolicyDeployment.options(  # type: ignore[attr-defined]
             name=name,
             num_replicas=arm.num_replicas,
@@ -178,9 +219,8 @@ def build_app(args: dict[str, Any] | ServeSettings) -> Any:
             user_config=arm.batching.model_dump(),
         ).bind(arm.model_dump(mode="json"))
 
-    candidate = policy("candidate", s.candidate) if s.candidate is not None else None
     return Gateway.options(  # type: ignore[attr-defined]
         max_ongoing_requests=s.gateway_max_ongoing_requests,
         ray_actor_options={"num_cpus": s.gateway_num_cpus},
-        user_config={"strategy_mode": s.strategy_mode},
-    ).bind(s.model_dump(mode="json"), policy("stable", s.stable), candidate)
+        user_config=s.gateway_user_config(),
+    ).bind(s.model_dump(mode="json"), policy("stable", s.stable), policy("candidate", s.candidate))

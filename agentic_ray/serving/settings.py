@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
 
 StrategyMode = Literal["learned", "rules"]
+ArmName = Literal["stable", "candidate"]
 
 
 class _Strict(BaseModel):
@@ -45,6 +46,11 @@ class GatewayUserConfig(_Strict):
         description="learned: the policy modules decide; rules: the domain's scripted expert decides (the "
         "rule-based fallback policy).",
     )
+    batching: dict[ArmName, PolicyUserConfig] = Field(
+        default_factory=dict,
+        description="Batch settings of the arms served inside the gateway (``in_gateway``; the other arms' are "
+        "their own deployments' user_config). An arm not named keeps its settings' batching.",
+    )
 
 
 class ArmSettings(_Strict):
@@ -59,6 +65,13 @@ class ArmSettings(_Strict):
     )
     sample: bool = Field(
         default=False, description="Sample actions from the policy instead of taking the greedy action."
+    )
+    in_gateway: bool = Field(
+        default=False,
+        description="Run this policy inside the gateway replica instead of as its own deployment: one Serve hop "
+        "less per decision, for single-replica low-latency serving (batched there the same way; num_replicas, "
+        "num_cpus and max_ongoing_requests of the arm then do not apply: the gateway's do). Measured on the "
+        "2-CPU box, benchmarks/serve_latency.py: see serve_apps/README.md.",
     )
     num_replicas: int = Field(default=1, ge=1, description="Replicas of this policy deployment.")
     num_cpus: float = Field(default=0.5, ge=0, description="CPUs reserved per replica.")
@@ -75,6 +88,11 @@ class ArmSettings(_Strict):
 
     @model_validator(mode="after")
     def _batch_fits(self) -> ArmSettings:
+        if self.in_gateway and self.num_replicas != 1:
+            raise ValueError(
+                f"in_gateway runs the policy in the one gateway replica: num_replicas must be 1, got "
+                f"{self.num_replicas}"
+            )
         if self.max_ongoing_requests < self.batching.max_batch_size:
             raise ValueError(
                 f"max_ongoing_requests ({self.max_ongoing_requests}) < max_batch_size "
@@ -215,6 +233,23 @@ class ServeSettings(_Strict):
             else self.auth
         )
         return self.model_copy(update={**arms, "auth": auth, "feedback_db": fix(self.feedback_db)})
+
+    def arms(self) -> dict[ArmName, ArmSettings]:
+        """The served policy versions by arm."""
+        return {
+            "stable": self.stable,
+            **({"candidate": self.candidate} if self.candidate is not None else {}),
+        }
+
+    def gateway_user_config(
+        self, strategy_mode: StrategyMode | None = None, batching: PolicyUserConfig | None = None
+    ) -> dict[str, object]:
+        """The gateway's Serve ``user_config``: the strategy, and the batch settings of the in-gateway arms
+        (``batching`` for all of them; default: each arm's own)."""
+        return GatewayUserConfig(
+            strategy_mode=strategy_mode or self.strategy_mode,
+            batching={k: batching or a.batching for k, a in self.arms().items() if a.in_gateway},
+        ).model_dump()
 
     def env_config(self) -> AgentTaskEnvConfig:
         """The served env config: given, or the stable run's (``settings.json`` next to its checkpoints)."""

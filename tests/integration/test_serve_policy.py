@@ -1,8 +1,9 @@
 """The policy service on a real Ray Serve instance (the session's private Ray, its own free HTTP port).
 
-Three applications are deployed together, each a gateway plus its policy deployments: ``main`` (a tiny trained
+Four applications are deployed together, each a gateway plus its policy deployments: ``main`` (a tiny trained
 run as the stable policy), ``bad`` (the same stable policy and a random policy as the canary candidate: an
-untrained module, sampled) and ``good`` (a candidate with the stable policy's own weights).
+untrained module, sampled), ``good`` (a candidate with the stable policy's own weights) and ``local`` (main's
+stable policy inside its gateway replica, ``in_gateway``: no policy deployment).
 """
 
 from __future__ import annotations
@@ -102,6 +103,14 @@ def served(ray_session, tmp_path_factory):
                 "route_prefix": "/good",
             }
         ),
+        "local": ServeSettings.model_validate(
+            {
+                **common,
+                "stable": {**stable, "in_gateway": True},
+                "feedback_db": str(tmp / "local.sqlite"),
+                "route_prefix": "/local",
+            }
+        ),
     }
     port = free_port()
     deploy(
@@ -142,15 +151,17 @@ def test_act_answers_200_and_rejects_bad_requests(served):
         assert c.post("/v1/act", json=huge, headers=AUTH).status_code == 413
 
 
-def test_act_decides_as_the_policy_does_on_the_live_env(served):
+@pytest.mark.parametrize("app", ["main", "local"])
+def test_act_decides_as_the_policy_does_on_the_live_env(served, app):
     """The trained policy drives the env in training code; at every state /v1/act, given the request and the
-    transcript, answers with the policy's own (env-decoded, contract-validated) call."""
-    s = served.settings["main"]
+    transcript, answers with the policy's own (env-decoded, contract-validated) call: through the stable
+    policy's own deployment (main) and with the policy inside the gateway (local)."""
+    s = served.settings[app]
     env = AgentTaskEnv(served_env_config(s))
     policy = ModulePolicy(load_policy_module(served.checkpoint))
     obs, _ = env.reset(seed=5)
     n, skills = 0, set()
-    with served.client() as c:
+    with served.client(s.route_prefix.rstrip("/")) as c:
         for _ in range(3):
             transcript: list[dict] = []
             done = False
@@ -178,7 +189,11 @@ def test_act_decides_as_the_policy_does_on_the_live_env(served):
                 done = term or trunc
                 n += 1
             obs, _ = env.reset()
-    assert n >= 10 and len(skills) >= 2
+        assert n >= 10 and len(skills) >= 2
+        assert c.get("/readyz").json()["policies"] == {"stable": "tiny"}
+        m = c.get("/v1/metrics", headers=AUTH).json()
+    # every decision by the policy (none degraded to rules), batched where it ran
+    assert m["degraded_to_rules"] == 0 and m["batching"]["stable"]["requests"] >= n
 
 
 def test_agent_mode_streams_a_validation_episode_run_through_the_executor(served):

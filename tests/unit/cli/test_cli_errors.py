@@ -114,3 +114,12 @@ def test_click_usage_errors_are_one_line_too(capsys):
 @pytest.mark.parametrize("command", [["skills", "check"], ["skills", "serve"]])
 def test_an_unknown_domain(capsys, command):
     _one_line_error(capsys, [*command, "--domain", "nope"], "unknown domain 'nope'", "ecommerce")
+
+
+def test_serve_in_gateway_with_several_replicas_is_refused(capsys, tmp_path):
+    _one_line_error(
+        capsys,
+        ["serve", str(tmp_path), "--in-gateway", "--replicas", "2"],
+        "in_gateway",
+        "num_replicas must be 1",
+    )

@@ -12,7 +12,14 @@ from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.serving.client import act_body
 from agentic_ray.serving.request_check import ClientError, check_act_request
 from agentic_ray.serving.schemas import ActRequest
-from agentic_ray.serving.settings import ArmSettings, CanarySettings, ServeSettings, run_dir_of
+from agentic_ray.serving.settings import (
+    ArmSettings,
+    CanarySettings,
+    GatewayUserConfig,
+    PolicyUserConfig,
+    ServeSettings,
+    run_dir_of,
+)
 
 
 def test_batch_size_must_fit_max_ongoing_requests():
@@ -21,6 +28,34 @@ def test_batch_size_must_fit_max_ongoing_requests():
     ArmSettings(checkpoint="x", max_ongoing_requests=5, batching={"max_batch_size": 4})
     with pytest.raises(ValidationError, match="gateway_max_ongoing_requests"):
         ServeSettings(stable={"checkpoint": "x"}, gateway_max_ongoing_requests=8)
+
+
+def test_an_in_gateway_arm_has_no_deployment_and_its_batching_rides_on_the_gateway():
+    from agentic_ray.serving.deploy import app_config
+
+    with pytest.raises(ValidationError, match="num_replicas must be 1"):
+        ArmSettings(checkpoint="x", in_gateway=True, num_replicas=2)
+    assert not ArmSettings(checkpoint="x").in_gateway  # default: its own deployment, as before
+    s = ServeSettings(
+        stable={"checkpoint": "s", "in_gateway": True, "batching": {"max_batch_size": 8}},
+        candidate={"checkpoint": "c"},
+    )
+    deployments = {d["name"]: d["user_config"] for d in app_config(s)["deployments"]}
+    assert sorted(deployments) == ["Gateway", "candidate"]
+    assert deployments["Gateway"] == {
+        "strategy_mode": "learned",
+        "batching": {"stable": {"max_batch_size": 8, "batch_wait_timeout_s": 0.001}},
+    }
+    unbatched = PolicyUserConfig(max_batch_size=1)
+    deployments = {d["name"]: d["user_config"] for d in app_config(s, "p", "rules", unbatched)["deployments"]}
+    assert deployments["Gateway"]["strategy_mode"] == "rules"
+    assert deployments["Gateway"]["batching"]["stable"] == deployments["candidate"] == unbatched.model_dump()
+    cfg = GatewayUserConfig.model_validate(deployments["Gateway"])
+    assert cfg.batching["stable"].max_batch_size == 1
+    with pytest.raises(ValidationError):  # arms are named
+        GatewayUserConfig(batching={"canary": {"max_batch_size": 2}})
+    plain = ServeSettings(stable={"checkpoint": "s"})
+    assert app_config(plain)["deployments"][0]["user_config"] == {"strategy_mode": "learned", "batching": {}}
 
 
 def test_canary_steps_must_rise_to_one():
