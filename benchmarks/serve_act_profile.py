@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python benchmarks/...` from the repo root
 
 from agentic_ray.algorithms.build import module_spec
 from agentic_ray.envs.agent_task_env import AgentTaskEnv
