@@ -55,8 +55,9 @@ BUDGET = {
         " --epochs 1 --eval-every 1"
         " --out /tmp/agray_readme_aaac_vs_ppo.md"
     ),
-    "python benchmarks/rl_over_il.py --seeds 0 --methods rl_bc --iterations 6 --set rewards=null": (
-        " --demos 20 --tasks 10 --iterations 1 --cu-pairs 5 --set algo.train_batch_size=128"
+    "python benchmarks/rl_over_il.py --methods rl": (
+        " --seeds 0 --demos 20 --tasks 10 --iterations 1 --cu-pairs 5 --set algo.train_batch_size=128"
+        " --set rewards=null"
     ),
     "python benchmarks/quickstart.py": SMALL_TRAINING,
 }
@@ -101,11 +102,13 @@ def _wait_http(
 
 def _with_budget(cmd: str, budget: str) -> str:
     """``cmd`` with the budget's ``--set key=value`` options: a key the command already sets gets the budget's
-    value in place (the CLI refuses one key given twice), the others are appended."""
+    value in place (the CLI refuses one key given twice), the others are appended. The budget's other options
+    are appended after them (argparse keeps the last value of an option given twice)."""
     for key, value in re.findall(r"--set (\S+?)=(\S+)", budget):
         pat = re.compile(rf"--set {re.escape(key)}=\S+")
         cmd = pat.sub(f"--set {key}={value}", cmd) if pat.search(cmd) else f"{cmd} --set {key}={value}"
-    return cmd
+    rest = " ".join(re.sub(r"--set \S+?=\S+", " ", budget).split())
+    return f"{cmd} {rest}" if rest else cmd
 
 
 def _ok(cmd: str, timeout_s: float = 600, env: dict[str, str] | None = None) -> str:
@@ -403,6 +406,8 @@ def test_budget_replaces_a_set_the_command_already_has() -> None:
         _with_budget("t --set a.b=20 --set c=x", " --set a.b=1 --set d=2")
         == "t --set a.b=1 --set c=x --set d=2"
     )
+    # the budget's other options are kept, after the command's own (argparse keeps the last)
+    assert _with_budget("t --n 6 --set a=1", " --n 1 --set a=2 --m 3") == "t --n 6 --set a=2 --n 1 --m 3"
 
 
 def test_parser_sees_continuations_and_tables(tmp_path: Path) -> None:
