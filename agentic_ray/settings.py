@@ -87,6 +87,14 @@ class ImitationSettings(_Strict):
         ge=0,
         description="Weight of the reflection head's root-cause cross-entropy during imitation.",
     )
+    reflection_dropout: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description="Share of imitation rows whose reflection input is zeroed: the policy also learns the best "
+        "fix without a diagnosis, so the CU ablation (reflection input off) measures what the diagnosis adds "
+        "over that, not a policy on an input it never saw.",
+    )
     gate_tcsr: float = Field(default=0.8, ge=0, le=1, description="Gate: validation TCSR after IL.")
     max_repeats: int = Field(
         default=2, ge=0, description="IL repeats with more demonstrations if the gate fails."

@@ -8,7 +8,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
-from agentic_ray.graph_spec import TOOL_NODE_TYPE, ActionLayout, GraphSpec
+from agentic_ray.graph_spec import TOOL_NODE_TYPE, ActionLayout, GraphSpec, evidence_width
 from agentic_ray.models.flat_mlp_encoder import FlatMLPEncoder
 from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
 from agentic_ray.models.reflection import failed_last_step
@@ -100,10 +100,11 @@ class AAACModelConfig(BaseModel):
         default="env",
         description=(
             "What the policy's state gets as its reflection input. 'env': obs['reflection'], the env's rule-based "
-            "root cause of the last failed step (one-hot; zeros without a failure). 'predicted': the reflection "
-            "head's softmax (detached), predicted from the state computed WITHOUT the reflection input (no label "
-            "leak), and only on rows whose last step failed (obs['reflection'] non-zero), zeros elsewhere. With "
-            "'predicted' the reflection head is part of the inference-only (EnvRunner) module."
+            "root cause of the last failed step (one-hot; zeros without a failure; privileged: it reads the "
+            "world). 'predicted': the reflection head's softmax (detached), predicted from the state computed "
+            "WITHOUT the reflection input and from obs['failure_evidence'] (what the caller saw of the failure; no "
+            "label leak), only on rows whose last step failed (the evidence's 'failed' flag), zeros elsewhere. "
+            "With 'predicted' the reflection head is part of the inference-only (EnvRunner) module."
         ),
     )
     debug_outputs: bool = Field(
@@ -226,8 +227,9 @@ class AAACModel(nn.Module):
         if build_critics:
             self.reward_critic = mlp(h, hh, 1)
             self.risk_critic = mlp(h, hh, 1)
+        self.evidence_dim = evidence_width(layout.num_skills)
         if build_critics or self.predicts_reflection:
-            self.reflection_head = mlp(h, hh, len(spec.root_causes))
+            self.reflection_head = mlp(h + self.evidence_dim, hh, len(spec.root_causes))
         if build_critics:
             if config.separate_critic_encoders:
                 self.reward_critic_encoder = build_state_encoder(spec, config)
@@ -251,6 +253,7 @@ class AAACModel(nn.Module):
         obs: dict[str, torch.Tensor],
         return_debug: bool = False,
         reflection_enabled: bool | None = None,
+        reflection_dropout: float = 0.0,
     ) -> StateEncoderOutput:
         """Policy encoder over a batch of observations; see :class:`StateEncoderOutput` for shapes.
 
@@ -259,21 +262,38 @@ class AAACModel(nn.Module):
             return_debug: Ask the encoder for attention weights and gates.
             reflection_enabled: Overrides :attr:`reflection_enabled` for this call (False = ablation: a zero
                 reflection input).
+            reflection_dropout: Share of rows whose reflection input is zeroed at random (training only: the
+                imitation stage uses it so that the same policy also learns what to do without a diagnosis).
 
-        With ``reflection_source="predicted"`` the output's ``reflection_free_state`` is the reflection head's
-        input and ``state`` was built from its detached prediction on rows whose last step failed.
+        With ``reflection_source="predicted"`` the output's ``reflection_free_state`` (with the evidence) is the
+        reflection head's input and ``state`` was built from its detached prediction on rows whose last step
+        failed.
         """
         enabled = self.reflection_enabled if reflection_enabled is None else reflection_enabled
         if not enabled:
-            obs = {**obs, "reflection": torch.zeros_like(obs["reflection"])}
+            # The ablation: the state a zero reflection vector gives, whatever the source (the head does not run).
+            return self.encoder(
+                {**obs, "reflection": torch.zeros_like(obs["reflection"])}, return_debug=return_debug
+            )
+        keep: torch.Tensor | None = None
+        if reflection_dropout > 0:
+            keep = (
+                torch.rand(obs["reflection"].shape[0], 1, device=obs["reflection"].device)
+                >= reflection_dropout
+            )
         if not self.predicts_reflection:
+            if keep is not None:
+                obs = {**obs, "reflection": obs["reflection"] * keep.to(obs["reflection"].dtype)}
             return self.encoder(obs, return_debug=return_debug)
         head = self.reflection_head
         assert head is not None
         failed = failed_last_step(obs).unsqueeze(-1)
+        if keep is not None:
+            failed = failed & keep
+        evidence = obs["failure_evidence"]
 
         def predicted(free_state: torch.Tensor) -> torch.Tensor:
-            probs = head(free_state).softmax(-1).detach()
+            probs = head(torch.cat([free_state, evidence.to(free_state.dtype)], -1)).softmax(-1).detach()
             return probs * failed.to(probs.dtype)
 
         return self.encoder(obs, return_debug=return_debug, reflection_fn=predicted)
@@ -333,17 +353,19 @@ class AAACModel(nn.Module):
         return self.risk_critic(self._critic_state("risk_critic", obs, enc)).squeeze(-1)
 
     @staticmethod
-    def reflection_state(enc: StateEncoderOutput) -> torch.Tensor:
-        """The reflection head's input: the reflection-free state when predicted, else the policy state."""
-        return enc.reflection_free_state if enc.reflection_free_state is not None else enc.state
+    def reflection_input(obs: dict[str, torch.Tensor], enc: StateEncoderOutput) -> torch.Tensor:
+        """The reflection head's input ``(B, H + E)``: the state (the reflection-free state when predicted, else
+        the policy state) and ``obs["failure_evidence"]``."""
+        state = enc.reflection_free_state if enc.reflection_free_state is not None else enc.state
+        return torch.cat([state, obs["failure_evidence"].to(state.dtype)], -1)
 
     def reflection_logits(
         self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
     ) -> torch.Tensor:
-        """``(B, len(spec.root_causes))`` root-cause class logits (see :meth:`reflection_state` for the input)."""
+        """``(B, len(spec.root_causes))`` root-cause class logits (see :meth:`reflection_input` for the input)."""
         if self.reflection_head is None:
             raise ValueError("this inference-only model has no reflection head (reflection_source='env')")
-        return self.reflection_head(self.reflection_state(enc if enc is not None else self.encode(obs)))
+        return self.reflection_head(self.reflection_input(obs, enc if enc is not None else self.encode(obs)))
 
     def debug_outputs(
         self, enc: StateEncoderOutput, logits: SkillArgumentLogits | None, proto_logits: torch.Tensor | None

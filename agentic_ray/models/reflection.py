@@ -1,13 +1,23 @@
-"""Reflection: the root-cause input of the policy and the reflection head's loss.
+"""Reflection: the root-cause head (the reflection module), its input to the policy and its loss.
 
-The env writes ``obs["reflection"]``: a one-hot of the root cause (``ROOT_CAUSES``) that rule-based failure
-attribution assigns to the last step when it failed, zeros otherwise. The model feeds a reflection vector to the
-state readout (the last input of the readout's first ``Linear``):
+Three observation entries are involved (see :mod:`agentic_ray.graph_spec`):
 
-* ``reflection_source="env"``: the env's one-hot itself (the reflection head reads the resulting state);
+* ``failure_evidence``: what a caller sees of the last step when it failed (the result-code class, whether an
+  entity argument was one the agent never learned, ..., the failed skill); agent-observable, built by the env and
+  by Serve with the same function (:mod:`agentic_ray.envs.failure_evidence`). The reflection head's input, with
+  the reflection-free state. It never enters the policy's state directly: the policy gets only the head's
+  diagnosis, so zeroing the reflection input (the CU ablation) leaves the policy without it.
+* ``reflection``: the env's rule-based root cause of the last failed step (one-hot; zeros without a failure).
+  Privileged (it reads the world's truth), so it is the head's training *label*; the policy reads it only with
+  ``reflection_source="env"``.
+
+The model feeds a reflection vector to the state readout (the last input of the readout's first ``Linear``):
+
+* ``reflection_source="env"``: the env's one-hot itself (the reflection head reads the resulting state and the
+  evidence);
 * ``reflection_source="predicted"``: the reflection head predicts the root cause from the state computed with a
-  ZERO reflection vector (no label leak), and the readout then gets ``softmax(logits).detach() · failed`` with
-  ``failed = obs["reflection"].sum(-1) > 0`` (a failure happened on the last step).
+  ZERO reflection vector and the failure evidence (no label leak), and the readout then gets
+  ``softmax(logits).detach() · failed`` with ``failed`` = the evidence's ``failed`` flag (the last step failed).
 
 :func:`readout_with_reflection` does the second case without running the encoder twice: the reflection enters
 only the readout's first layer, so ``W [x ‖ r] + b = (W_x x + b) + W_r r`` and only the (small) rest of the
@@ -23,15 +33,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from agentic_ray.graph_spec import EVIDENCE_FLAGS
+
 __all__ = ["ReflectionFn", "failed_last_step", "readout_with_reflection", "reflection_loss"]
 
 ReflectionFn = Callable[[torch.Tensor], torch.Tensor]
 """Maps the reflection-free state ``(B, H)`` to the reflection input ``(B, C)`` of the readout."""
 
 
+FAILED = EVIDENCE_FLAGS.index("failed")
+
+
 def failed_last_step(obs: dict[str, torch.Tensor]) -> torch.Tensor:
-    """``(B,)`` bool: the env attributed a root cause to the last step (it failed)."""
-    return obs["reflection"].sum(-1) > 0
+    """``(B,)`` bool: the last step failed (the ``failed`` flag of ``failure_evidence``, agent-observable)."""
+    return obs["failure_evidence"][..., FAILED] > 0
 
 
 def readout_with_reflection(
@@ -92,11 +107,11 @@ def reflection_loss(
     Args:
         module_or_model: An ``AAACRLModule`` or an ``AAACModel`` with a reflection head.
         obs_batch: Batched observations; labels are ``argmax(obs["reflection"])`` on rows where it is non-zero.
-        embeddings: The reflection head's input ``(B, H)`` if already computed (``forward_train``'s
+        embeddings: The reflection head's input ``(B, H + E)`` if already computed (``forward_train``'s
             ``REFLECTION_EMBEDDINGS``); else the policy encoder runs on ``obs_batch``.
         mask: Optional ``(B,)`` bool row mask (e.g. RLlib's ``LOSS_MASK``), and-ed with the label mask.
         train_encoder: Let the gradient reach the encoder the head reads (the policy encoder). False trains the
-            head alone, on detached features.
+            head alone, on detached features (the evidence is an observation: it has no gradient anyway).
 
     Returns:
         ``(loss, stats)``: ``loss`` is the mean cross-entropy over labelled rows (an exact, differentiable 0
@@ -105,7 +120,7 @@ def reflection_loss(
     """
     model = _model_of(module_or_model)
     if embeddings is None:
-        embeddings = model.reflection_state(model.encode(obs_batch))
+        embeddings = model.reflection_input(obs_batch, model.encode(obs_batch))
     if not train_encoder:
         embeddings = embeddings.detach()
     logits = model.reflection_head(embeddings)

@@ -48,6 +48,7 @@ def behaviour_cloning(
     lr: float = 1e-3,
     freeze_encoder: bool = False,
     reflection_coeff: float = 0.0,
+    reflection_dropout: float = 0.0,
     seed: int = 0,
     on_epoch: Callable[[float], None] | None = None,
     max_minibatches: int | None = None,
@@ -57,6 +58,11 @@ def behaviour_cloning(
     With ``reflection_coeff > 0`` the reflection head also learns, by cross-entropy, the root cause the env
     attributed to the previous step on every step that follows a failure (the wrong samples provide those), so
     the policy's predicted-cause input is meaningful from the first RL iteration on.
+
+    With ``reflection_dropout > 0`` that share of the rows, drawn afresh each minibatch, imitate with a zero
+    reflection input: the same policy learns what to do with the diagnosis and without it, so the ablation that
+    zeroes the input (Correction Uplift's "off") is the best blind policy the demonstrations teach, not an input
+    it never saw.
 
     ``on_epoch(nll)`` is called after each epoch with its mean weighted NLL (progress).
 
@@ -91,7 +97,7 @@ def behaviour_cloning(
                 if float(wb.sum()) == 0.0:
                     continue
                 batch = stack_obs([obs[i] for i in idx], device)
-                out = module.forward_train({Columns.OBS: batch})
+                out = module.forward_train({Columns.OBS: batch}, reflection_dropout=reflection_dropout)
                 dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
                 logp = dist.logp(stack_actions([acts[i] for i in idx], device))
                 loss = -(logp * wb).sum() / wb.sum()

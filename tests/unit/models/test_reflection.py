@@ -7,9 +7,14 @@ import pytest
 import torch
 from ray.rllib.core.columns import Columns
 
-from agentic_ray.graph_spec import ROOT_CAUSES, observation_space
+from agentic_ray.graph_spec import EVIDENCE_FLAGS, FAILURE_CODE_CLASSES, ROOT_CAUSES, observation_space
 from agentic_ray.models import AAACModel
-from agentic_ray.models.aaac_rl_module import REFLECTION_EMBEDDINGS, REFLECTION_ENABLED, AAACRLModule
+from agentic_ray.models.aaac_rl_module import (
+    REFLECTION_DROPOUT,
+    REFLECTION_EMBEDDINGS,
+    REFLECTION_ENABLED,
+    AAACRLModule,
+)
 from agentic_ray.models.reflection import readout_with_reflection, reflection_loss
 from agentic_ray.models.skill_argument_functional import (
     PackedActionLayout,
@@ -21,14 +26,30 @@ from tests.unit.models.helpers import TINY, toy_batch
 C = len(ROOT_CAUSES)
 
 
+FAILED = EVIDENCE_FLAGS.index("failed")
+
+
 def _batch(n: int = 8, seed: int = 0, failed_every: int = 2) -> tuple:
-    """Toy batch whose reflection is a one-hot on every ``failed_every``-th row, zeros elsewhere."""
+    """Toy batch whose every ``failed_every``-th row failed: its reflection label is a one-hot and its failure
+    evidence has the ``failed`` flag and a result-code class; zeros elsewhere."""
     spec, layout, obs = toy_batch(n, seed=seed)
     refl = torch.zeros(n, C)
-    rows = torch.arange(0, n, failed_every) if failed_every else torch.arange(0)
+    ev = torch.zeros_like(obs["failure_evidence"])
+    rows = torch.arange(0, n, failed_every) if failed_every else torch.arange(0, dtype=torch.long)
     refl[rows, rows % C] = 1.0
-    obs["reflection"] = refl
+    ev[rows, FAILED] = 1.0
+    ev[rows, len(EVIDENCE_FLAGS) + rows % len(FAILURE_CODE_CLASSES)] = 1.0
+    obs["reflection"], obs["failure_evidence"] = refl, ev
     return spec, layout, obs
+
+
+def _ablated(obs: dict) -> dict:
+    """The observation of a step without a failure: no label, no evidence."""
+    return {
+        **obs,
+        "reflection": torch.zeros_like(obs["reflection"]),
+        "failure_evidence": torch.zeros_like(obs["failure_evidence"]),
+    }
 
 
 def _model(spec, layout, source: str, encoder: str = "gnn", **kw) -> AAACModel:
@@ -69,7 +90,7 @@ def test_split_readout_equals_the_concatenated_one() -> None:
 @pytest.mark.parametrize("encoder", ["gnn", "flat"])
 def test_predicted_input_follows_the_head_not_the_label(encoder: str) -> None:
     spec, layout, obs = _batch(8)
-    failed = obs["reflection"].sum(-1) > 0
+    failed = obs["failure_evidence"][:, FAILED] > 0
     model = _model(spec, layout, "predicted", encoder)
     with torch.no_grad():
         enc = model.encode(obs)
@@ -79,8 +100,14 @@ def test_predicted_input_follows_the_head_not_the_label(encoder: str) -> None:
         torch.testing.assert_close(model.encode(relabelled).state, enc.state)
         torch.testing.assert_close(model.reflection_logits(relabelled), model.reflection_logits(obs))
         # The reflection-free state is the state of an all-zero reflection obs.
-        zero = {**obs, "reflection": torch.zeros_like(obs["reflection"])}
+        zero = _ablated(obs)
         torch.testing.assert_close(enc.reflection_free_state, model.encode(zero).state)
+        # The evidence is what the head reads: other evidence, another diagnosis (and another state on failed rows).
+        other = {**obs, "failure_evidence": obs["failure_evidence"].roll(1, dims=-1)}
+        other["failure_evidence"][:, FAILED] = obs["failure_evidence"][:, FAILED]
+        assert not torch.allclose(
+            model.reflection_logits(other)[failed], model.reflection_logits(obs)[failed]
+        )
         # Changing the head changes the policy's state on failed rows only.
         model.reflection_head[-1].bias.copy_(torch.arange(C, dtype=torch.float32) * 5.0)
         changed = model.encode(obs).state
@@ -93,7 +120,7 @@ def test_ablation_zeroes_the_reflection_input(source: str) -> None:
     _, _, obs = _batch(8, seed=1)
     module = _module(source)
     batch = {Columns.OBS: obs}
-    zero_batch = {Columns.OBS: {**obs, "reflection": torch.zeros_like(obs["reflection"])}}
+    zero_batch = {Columns.OBS: _ablated(obs)}
     on = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
     reference = module.forward_inference(zero_batch)[Columns.ACTION_DIST_INPUTS]
     assert not torch.allclose(on, reference)
@@ -106,6 +133,28 @@ def test_ablation_zeroes_the_reflection_input(source: str) -> None:
     # The kwarg overrides the attribute both ways.
     on_kwarg = module.forward_inference(batch, **{REFLECTION_ENABLED: True})[Columns.ACTION_DIST_INPUTS]
     torch.testing.assert_close(on_kwarg, on)
+    # Ablated, the raw evidence does not reach the policy at all: only the diagnosis made from it does.
+    noisy = {Columns.OBS: {**obs, "failure_evidence": torch.ones_like(obs["failure_evidence"])}}
+    off_noisy = module.forward_inference(noisy, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(off_noisy, reference)
+    # Reflection dropout (imitation): all rows dropped is the ablation, none dropped is the policy as it acts.
+    module.reflection_enabled = True
+    module.eval()
+    drop_all = module.forward_train(batch, **{REFLECTION_DROPOUT: 1.0})[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(drop_all, reference)
+    torch.testing.assert_close(module.forward_train(batch)[Columns.ACTION_DIST_INPUTS], on)
+
+
+def test_the_raw_evidence_reaches_the_policy_only_through_the_diagnosis() -> None:
+    """With the env as the reflection source the head is a probe: the evidence never changes the policy."""
+    _, _, obs = _batch(8, seed=5)
+    module = _module("env")
+    batch = {Columns.OBS: obs}
+    noisy = {Columns.OBS: {**obs, "failure_evidence": torch.ones_like(obs["failure_evidence"])}}
+    torch.testing.assert_close(
+        module.forward_inference(noisy)[Columns.ACTION_DIST_INPUTS],
+        module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS],
+    )
 
 
 @pytest.mark.parametrize("source", ["env", "predicted"])
