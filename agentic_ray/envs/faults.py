@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from agentic_ray.domains.caller_errors import INJECTED_CAUSES
+from agentic_ray.domains.caller_errors import CALLER_ERROR_CAUSES, INJECTED_CAUSES
 from agentic_ray.skills.backends import FaultConfig
 
 __all__ = ["FAULT_KINDS", "FaultScheduleConfig", "backend_faults", "draw_caller_error", "draw_faults"]
@@ -58,10 +58,11 @@ class FaultScheduleConfig(BaseModel):
         description="Share of episodes with one injected caller error (independent of `enabled` and the decay).",
     )
     caller_errors: dict[str, float] = Field(
-        default_factory=lambda: dict.fromkeys(INJECTED_CAUSES, 1.0),
+        default_factory=lambda: dict.fromkeys(CALLER_ERROR_CAUSES, 1.0),
         description="Relative weights of the injected errors: the caller errors wrong_entity, stale_information and "
-        "bad_parameters, and tool_error (the call's tool fails once: the control whose fix is a plain retry). A "
-        "task that cannot carry the drawn kind gets another one it can carry.",
+        "bad_parameters (the default, equal weights), and optionally tool_error (the call's tool fails once: the "
+        "control whose fix is a plain retry; the demonstrations use it). A task that cannot carry the drawn kind "
+        "gets another one it can carry.",
     )
 
     @field_validator("kinds", "caller_errors")

@@ -53,8 +53,8 @@ DEBUG_OUTPUTS = "debug_outputs"
 """Key of the debug dict in inference outputs, and the forward kwarg that asks for it."""
 
 REFLECTION_EMBEDDINGS = "reflection_embeddings"
-"""``forward_train`` output: ``(B, H + E)`` input of the reflection head (the reflection-free state when predicted,
-and the failure evidence)."""
+"""``forward_train`` output: the reflection head's input (:meth:`AAACModel.reflection_input`: the failure evidence,
+after the state when the head reads it)."""
 
 REFLECTION_ENABLED = "reflection_enabled"
 """Forward kwarg: False zeroes the reflection input for this call (the CU ablation)."""

@@ -8,8 +8,8 @@ Four kinds of trajectory (a clean one and three kinds of wrong sample), all on *
 * ``reversed``: the first step runs a goal whose prerequisite is not done yet (a reversed-step plan); the gateway
   rejects it, and from then on the expert follows the correct DAG;
 * ``caller_error``: the env injects one error into the expert's calls (:mod:`agentic_ray.domains.caller_errors`),
-  the causes in turn: a wrong entity, stale information, a parameter above its limit, and the control, a one-off
-  tool failure. Each persists, so the expert's next call is the cause's own fix: after a wrong entity the lookup
+  the causes in turn (``stages.il.caller_error_kinds``): a wrong entity, stale information, a parameter above its
+  limit, and optionally the control, a one-off tool failure (the garbled demos show retries already). Each persists, so the expert's next call is the cause's own fix: after a wrong entity the lookup
   that re-resolves it, then the call; after stale information a re-read, then the call; after a bad parameter the
   call with the value at the revealed limit; after the tool failure the same call.
 
@@ -32,13 +32,13 @@ first failed step; the reflection head itself learns from every step's ``obs["re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from agentic_ray.domains.caller_errors import INJECTED_CAUSES
+from agentic_ray.domains.caller_errors import CALLER_ERROR_CAUSES
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord
@@ -88,9 +88,12 @@ def collect_demos(
     wrong_share: float = 0.18,
     seed: int = 0,
     on_demo: Callable[[], None] | None = None,
+    caller_errors: Sequence[str] = CALLER_ERROR_CAUSES,
 ) -> list[Demo]:
     """``n`` expert trajectories; ``wrong_share`` of them are controlled wrong samples (kinds by
     :data:`WRONG_KIND_WEIGHTS`).
+
+    ``caller_errors``: the injected errors ``caller_error`` demos take in turn (add ``tool_error`` for the control).
 
     ``on_demo`` is called after each trajectory (progress).
     """
@@ -121,7 +124,7 @@ def collect_demos(
                 }
             )
         )
-        for cause in INJECTED_CAUSES
+        for cause in caller_errors
     }
     envs = {"clean": AgentTaskEnv(clean_cfg), "garbled": AgentTaskEnv(garbled_cfg)}
     envs["reversed"] = envs["clean"]
@@ -138,7 +141,7 @@ def collect_demos(
     rng.shuffle(kinds)
     n_caller = 0
     for i, kind in enumerate(kinds):
-        env = envs.get(kind) or caller_envs[INJECTED_CAUSES[n_caller % len(INJECTED_CAUSES)]]
+        env = envs.get(kind) or caller_envs[caller_errors[n_caller % len(caller_errors)]]
         demo_seed = int(seed * 1_000_003 + i)
         wrong_at, wrong = -1, None
         if kind == "caller_error":  # the causes in turn, each on a task that can carry it

@@ -20,7 +20,10 @@ import numpy as np
 import torch
 
 from agentic_ray.eval.evaluator import stack_obs
+from agentic_ray.graph_spec import EVIDENCE_FLAGS
 from agentic_ray.stages.demos import Demo
+
+FAILED = EVIDENCE_FLAGS.index("failed")
 
 
 def stack_actions(actions: list[Any], device: torch.device) -> Any:
@@ -32,10 +35,17 @@ def stack_actions(actions: list[Any], device: torch.device) -> Any:
     return torch.as_tensor(np.asarray(actions, dtype=np.int64)).to(device)
 
 
-def bc_dataset(demos: list[Demo]) -> tuple[list[dict[str, np.ndarray]], list[Any], np.ndarray]:
+def bc_dataset(
+    demos: list[Demo], correction_weight: float = 1.0
+) -> tuple[list[dict[str, np.ndarray]], list[Any], np.ndarray]:
+    """Observations, actions and per-step weights; an imitated step taken right after a failed one (its
+    observation's ``failure_evidence`` says the last step failed: the correction) weighs ``correction_weight``."""
     obs = [o for d in demos for o in d.obs]
     acts = [a for d in demos for a in d.actions]
     w = np.asarray([x for d in demos for x in d.weights], dtype=np.float32)
+    if correction_weight != 1.0:
+        after_failure = np.asarray([float(o["failure_evidence"][FAILED]) > 0 for o in obs])
+        w = np.where(after_failure & (w > 0), w * correction_weight, w).astype(np.float32)
     return obs, acts, w
 
 
@@ -49,6 +59,7 @@ def behaviour_cloning(
     freeze_encoder: bool = False,
     reflection_coeff: float = 0.0,
     reflection_dropout: float = 0.0,
+    correction_weight: float = 1.0,
     seed: int = 0,
     on_epoch: Callable[[float], None] | None = None,
     max_minibatches: int | None = None,
@@ -64,6 +75,9 @@ def behaviour_cloning(
     zeroes the input (Correction Uplift's "off") is the best blind policy the demonstrations teach, not an input
     it never saw.
 
+    ``correction_weight`` weighs the imitated steps right after a failure (see :func:`bc_dataset`): they are few
+    (one or two per wrong sample) and they are what the reflection input is for.
+
     ``on_epoch(nll)`` is called after each epoch with its mean weighted NLL (progress).
 
     ``max_minibatches`` caps the minibatches of each epoch (the RL stage's decaying BC term takes a few).
@@ -73,7 +87,7 @@ def behaviour_cloning(
     """
     from ray.rllib.core.columns import Columns
 
-    obs, acts, w = bc_dataset(demos)
+    obs, acts, w = bc_dataset(demos, correction_weight)
     device = next(module.parameters()).device
     model = module.model
     frozen = list(model.encoder.parameters()) if freeze_encoder else []

@@ -213,7 +213,12 @@ class Pipeline:
             t0 = time.time()
             with self.progress.task("il demonstrations", n, "demos") as bar:
                 demos = collect_demos(
-                    self.s.env, n, il.wrong_sample_share, seed=self.s.seed + attempt, on_demo=bar.advance
+                    self.s.env,
+                    n,
+                    il.wrong_sample_share,
+                    seed=self.s.seed + attempt,
+                    on_demo=bar.advance,
+                    caller_errors=il.caller_error_kinds,
                 )
                 self.demos = demos
             module = current_module(self.algo)
@@ -223,6 +228,7 @@ class Pipeline:
                     demos,
                     reflection_coeff=il.reflection_coeff,
                     reflection_dropout=il.reflection_dropout,
+                    correction_weight=il.correction_weight,
                     epochs=il.epochs,
                     minibatch_size=il.minibatch_size,
                     lr=il.lr,
@@ -369,13 +375,18 @@ class Pipeline:
         rl, il = self.s.stages.rl, self.s.stages.il
         if self.demos is None:  # resumed past imitation: the same demonstrations again (seeded)
             self.demos = collect_demos(
-                self.s.env, self.state.il_demos or il.demos, il.wrong_sample_share, self.s.seed
+                self.s.env,
+                self.state.il_demos or il.demos,
+                il.wrong_sample_share,
+                self.s.seed,
+                caller_errors=il.caller_error_kinds,
             )
         behaviour_cloning(
             current_module(self.algo),
             self.demos,
             reflection_coeff=il.reflection_coeff,
             reflection_dropout=il.reflection_dropout,
+            correction_weight=il.correction_weight,
             epochs=1,
             minibatch_size=il.minibatch_size,
             lr=rl.bc_lr * rl.bc_decay**it,

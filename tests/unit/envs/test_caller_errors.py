@@ -46,7 +46,9 @@ def test_causes_are_root_causes_and_drawn_by_weight() -> None:
     rng = np.random.default_rng(0)
     draws = [draw_caller_error(cfg, rng) for _ in range(600)]
     assert 0.4 < sum(d is not None for d in draws) / 600 < 0.6
-    assert {d for d in draws if d} == set(INJECTED_CAUSES)
+    assert {d for d in draws if d} == set(CALLER_ERROR_CAUSES)  # the control only when asked for
+    cfg = FaultScheduleConfig(caller_error_share=1.0, caller_errors=dict.fromkeys(INJECTED_CAUSES, 1.0))
+    assert {draw_caller_error(cfg, rng) for _ in range(200)} == set(INJECTED_CAUSES)
     assert draw_caller_error(FaultScheduleConfig(), rng) is None
 
 

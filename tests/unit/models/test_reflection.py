@@ -52,14 +52,13 @@ def _ablated(obs: dict) -> dict:
     }
 
 
-def _model(spec, layout, source: str, encoder: str = "gnn", **kw) -> AAACModel:
+def _model(spec, layout, source: str, encoder: str = "gnn", head_input: str = "evidence", **kw) -> AAACModel:
     torch.manual_seed(0)
-    return AAACModel(
-        spec, layout, TINY.model_copy(update={"encoder": encoder, "reflection_source": source}), **kw
-    )
+    update = {"encoder": encoder, "reflection_source": source, "reflection_head_input": head_input}
+    return AAACModel(spec, layout, TINY.model_copy(update=update), **kw)
 
 
-def _module(source: str, inference_only: bool = False) -> AAACRLModule:
+def _module(source: str, inference_only: bool = False, head_input: str = "evidence") -> AAACRLModule:
     spec, layout, _ = toy_batch(1)
     torch.manual_seed(0)
     return AAACRLModule(
@@ -72,6 +71,7 @@ def _module(source: str, inference_only: bool = False) -> AAACRLModule:
             **TINY.model_dump(),
             "device": "cpu",
             "reflection_source": source,
+            "reflection_head_input": head_input,
         },
     )
 
@@ -87,21 +87,24 @@ def test_split_readout_equals_the_concatenated_one() -> None:
     torch.testing.assert_close(free, readout(torch.cat([x, torch.zeros(5, C)], -1)))
 
 
-@pytest.mark.parametrize("encoder", ["gnn", "flat"])
-def test_predicted_input_follows_the_head_not_the_label(encoder: str) -> None:
+@pytest.mark.parametrize(
+    ("encoder", "head_input"), [("gnn", "evidence"), ("flat", "evidence"), ("gnn", "evidence_and_state")]
+)
+def test_predicted_input_follows_the_head_not_the_label(encoder: str, head_input: str) -> None:
     spec, layout, obs = _batch(8)
     failed = obs["failure_evidence"][:, FAILED] > 0
-    model = _model(spec, layout, "predicted", encoder)
+    model = _model(spec, layout, "predicted", encoder, head_input)
     with torch.no_grad():
         enc = model.encode(obs)
-        assert enc.reflection_free_state is not None
         # No label leak: which root cause the env wrote does not matter, only that the last step failed.
         relabelled = {**obs, "reflection": obs["reflection"].roll(1, dims=-1)}
         torch.testing.assert_close(model.encode(relabelled).state, enc.state)
         torch.testing.assert_close(model.reflection_logits(relabelled), model.reflection_logits(obs))
-        # The reflection-free state is the state of an all-zero reflection obs.
-        zero = _ablated(obs)
-        torch.testing.assert_close(enc.reflection_free_state, model.encode(zero).state)
+        if head_input == "evidence_and_state":  # the head reads the state of an all-zero reflection obs
+            assert enc.reflection_free_state is not None
+            torch.testing.assert_close(enc.reflection_free_state, model.encode(_ablated(obs)).state)
+        else:  # the head reads the evidence alone
+            assert model.reflection_input(obs).shape == obs["failure_evidence"].shape
         # The evidence is what the head reads: other evidence, another diagnosis (and another state on failed rows).
         other = {**obs, "failure_evidence": obs["failure_evidence"].roll(1, dims=-1)}
         other["failure_evidence"][:, FAILED] = obs["failure_evidence"][:, FAILED]
@@ -159,8 +162,9 @@ def test_the_raw_evidence_reaches_the_policy_only_through_the_diagnosis() -> Non
 
 @pytest.mark.parametrize("source", ["env", "predicted"])
 def test_reflection_loss_is_finite_masked_and_trains_the_head(source: str) -> None:
+    """With a head that reads the state too (the loss can reach the encoder); see the next test for the default."""
     _, _, obs = _batch(8, seed=2)
-    module = _module(source)
+    module = _module(source, head_input="evidence_and_state")
     out = module.forward_train({Columns.OBS: obs})
     loss, stats = reflection_loss(module, obs, embeddings=out[REFLECTION_EMBEDDINGS])
     assert loss.ndim == 0 and torch.isfinite(loss) and loss > 0
@@ -192,6 +196,18 @@ def test_reflection_loss_is_finite_masked_and_trains_the_head(source: str) -> No
     assert float(stats["reflection_accuracy"]) == 0.0
     zero.backward()  # differentiable, gradients are zeros
     assert all(p.grad is None or p.grad.abs().sum() == 0 for p in head)
+
+
+def test_a_head_on_the_evidence_alone_trains_only_itself() -> None:
+    _, _, obs = _batch(8, seed=6)
+    module = _module("predicted")
+    loss, stats = reflection_loss(module, obs)
+    assert torch.isfinite(loss) and loss > 0 and int(stats["reflection_labelled_rows"]) == 4
+    loss.backward()
+    assert all(
+        p.grad is not None and p.grad.abs().sum() > 0 for p in module.model.reflection_head.parameters()
+    )
+    assert all(p.grad is None or p.grad.abs().sum() == 0 for p in module.model.encoder.parameters())
 
 
 def test_policy_loss_does_not_train_the_head_through_the_predicted_input() -> None:

@@ -18,7 +18,7 @@ REREADS, HANDOFF = ("order.get", "inventory.check"), "human.handoff"
 
 @pytest.fixture(scope="module")
 def demos() -> list[Demo]:
-    return collect_demos(AgentTaskEnvConfig(), n=120, wrong_share=0.5, seed=0)
+    return collect_demos(AgentTaskEnvConfig(), n=120, wrong_share=0.5, seed=0, caller_errors=INJECTED_CAUSES)
 
 
 def _post_failure_steps(demos: list[Demo], caller_error: bool = False) -> dict[str, list[tuple[dict, dict]]]:
