@@ -152,7 +152,8 @@ def test_judge_timeouts_drop_with_reason_never_zero(ray_session, tmp_path):
         assert returned == []  # no episode reaches the learner with an imputed judge score
         audit = pool.audit()
         n = audit.submitted
-        assert n == 6
+        # Each sample() call takes 112 steps (2 sub-envs x 56), whole 7-step episodes: 3 x 16 of them.
+        assert n == 3 * 112 // 7
         assert audit.dropped == n and audit.drop_reasons == {"judge:timeout": n}
         assert audit.missing_layers == n and audit.sealed == 0 and audit.pending == 0
         # The scorer spent the layer's one retry on each episode, then the layer went missing.

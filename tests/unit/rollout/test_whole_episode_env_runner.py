@@ -134,3 +134,23 @@ def test_the_risk_stream_is_written_on_an_episodes_last_chunk() -> None:
     )
     AgenticEpisodeCallbacks().on_episode_end(episode=chunk)
     np.testing.assert_array_equal(chunk.custom_data[keys.RISK_REWARDS], [0.0, -0.5, 0.0, 0.0, 0.0])
+
+
+def test_a_reseed_reset_drops_the_held_chunks_and_counts_their_steps() -> None:
+    """The pipeline reseeds (and so resets) the envs at every iteration: the running episodes end there. Their
+    chunks must not stay held forever (they never complete), and their steps are counted as dropped."""
+    from agentic_ray.rollout.iteration_seeding import reseed_env_runner
+    from agentic_ray.rollout.whole_episode_env_runner import METRIC_STEPS_DROPPED_AT_RESET
+
+    runner = make_runner(WholeEpisodeEnvRunner)
+    sample_steps(runner, calls=3)
+    held_steps = sum(sum(len(c) for c in chunks) for chunks in runner._held.values())
+    assert held_steps > 0
+    held_ids = set(runner._held)
+    before = runner.metrics.peek(METRIC_STEPS_DROPPED_AT_RESET)
+    reseed_env_runner(runner, 123)
+    episodes = runner.sample()
+    assert not held_ids & set(runner._held)
+    assert not held_ids & {e.id_ for e in episodes}
+    assert runner.metrics.peek(METRIC_STEPS_DROPPED_AT_RESET) - before == held_steps
+    assert all(e.t_started == 0 and len(e) == e.get_infos(-1)["length"] for e in episodes)
