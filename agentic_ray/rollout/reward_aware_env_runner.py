@@ -346,6 +346,15 @@ class RewardAwareEnvRunner(WholeEpisodeEnvRunner):
         self._log_reward_metrics(0.0)
         return out
 
+    def abandon_pending(self, reason: str) -> int:
+        """Drop every episode still waiting for a scorer, with ``reason`` (the algorithm calls it when it restores a
+        checkpoint: those episodes belong to the timeline the restored run leaves); returns how many."""
+        if self._reward_client is None or self._reward_passthrough:
+            return 0
+        n = self._reward_client.state.abandon_all(reason)
+        self._reward_client.flush_ledger()
+        return n
+
     def reload_normalizer(self) -> None:
         """Adopt the ledger's normaliser state (the algorithm calls it after restoring a checkpoint)."""
         if self._reward_client is not None:
