@@ -207,7 +207,9 @@ def risk_diagnostics(
     """How the risk stream reaches the policy in one batch (logged per module as learner metrics).
 
     "Risk rows" are the real rows with a negative risk reward: a high-risk step, or an episode's last step carrying
-    a delayed consequence. The means over them are NaN in a batch without one.
+    a delayed consequence. A batch without one returns no means over them (``risk_row_share`` 0 says so) rather
+    than NaN: RLlib's metrics logger would carry a NaN into the iteration's result, where a check for finite
+    learner stats (and strict JSON) fails on it.
 
     Args:
         risk_rewards: ``(N,)`` risk stream.
@@ -224,20 +226,12 @@ def risk_diagnostics(
         ``adv_reward_std`` and ``adv_risk_std`` (raw spreads over the batch).
     """
     rows = real_rows & (risk_rewards < 0)
-    nan = float("nan")
-
-    def on_rows(x: torch.Tensor) -> float:
-        return float(x[rows].mean()) if bool(rows.any()) else nan
-
-    return {
-        keys.AAAC_RISK_ROW_SHARE: float(rows.sum()) / max(1, int(real_rows.sum())),
-        keys.AAAC_ADV_RISK_ON_RISK_ROWS: on_rows(adv_risk),
-        keys.AAAC_ADV_ON_RISK_ROWS: on_rows(advantages),
-        keys.AAAC_VF_LOSS_RISK_ON_RISK_ROWS: on_rows(risk_critic_errors**2),
-        keys.AAAC_ADV_REWARD_STD: float(adv_reward[real_rows].std(unbiased=False))
-        if bool(real_rows.any())
-        else nan,
-        keys.AAAC_ADV_RISK_STD: float(adv_risk[real_rows].std(unbiased=False))
-        if bool(real_rows.any())
-        else nan,
-    }
+    out = {keys.AAAC_RISK_ROW_SHARE: float(rows.sum()) / max(1, int(real_rows.sum()))}
+    if bool(real_rows.any()):
+        out[keys.AAAC_ADV_REWARD_STD] = float(adv_reward[real_rows].std(unbiased=False))
+        out[keys.AAAC_ADV_RISK_STD] = float(adv_risk[real_rows].std(unbiased=False))
+    if bool(rows.any()):
+        out[keys.AAAC_ADV_RISK_ON_RISK_ROWS] = float(adv_risk[rows].mean())
+        out[keys.AAAC_ADV_ON_RISK_ROWS] = float(advantages[rows].mean())
+        out[keys.AAAC_VF_LOSS_RISK_ON_RISK_ROWS] = float((risk_critic_errors[rows] ** 2).mean())
+    return out

@@ -267,6 +267,21 @@ def test_connector_logs_the_risk_stream_diagnostics() -> None:
     assert logged[keys.AAAC_ADV_RISK_ON_RISK_ROWS].peek() < 0
 
 
+def test_a_batch_without_risk_rows_logs_finite_diagnostics_only() -> None:
+    """No risk row: the means over risk rows are left out (a NaN would reach the iteration's learner stats)."""
+    learner = make_learner(gamma=0.9, w_reward=0.7)
+    set_constant_critics(learner.module[MID])
+    episodes = [make_episode([1.0, 0.0, 2.0], terminated=True, risk=[0.0, 0.0, 0.0], seed=1)]
+    metrics = MetricsLogger()
+    learner._learner_connector(
+        rl_module=learner.module, batch={}, episodes=episodes, shared_data={}, metrics=metrics
+    )
+    logged = {k: v.peek() for k, v in metrics.reduce()[MID].items()}
+    assert logged[keys.AAAC_RISK_ROW_SHARE] == 0.0
+    assert keys.AAAC_ADV_ON_RISK_ROWS not in logged and keys.AAAC_VF_LOSS_RISK_ON_RISK_ROWS not in logged
+    assert all(np.isfinite(v) for v in logged.values()), logged
+
+
 def test_connector_on_a_fragment_uses_length_lower_bound_and_global_risk_index() -> None:
     """A 3-step fragment starting at t=10 counts as long (10 + 3 > 8); a whole-episode risk array is sliced."""
     learner = make_learner(lambda_length_threshold=8, gamma=0.9, w_reward=0.5)
