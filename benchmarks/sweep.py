@@ -59,6 +59,8 @@ def main() -> None:
         "wall_s then counts only the resumed part",
     )
     args = ap.parse_args()
+    if args.resume and (args.set or args.sweep_dir):
+        ap.error("--resume continues the sweep as it was started: --set and --sweep-dir do not apply")
     cmd = [sys.executable, "-m", "agentic_ray.cli", "sweep"]
     if args.resume:
         sweep_dir = Path(args.resume)

@@ -6,8 +6,9 @@ shared box) and measures the scripted expert on the same 50 validation tasks (5 
 is the ceiling: every task it fails is an injected outage of a tool the task needs, which no policy can complete.
 
 The quickstart imitates only 25 demonstrations, so imitation leaves room under the expert, and its RL stage must
-close part of it: measured at seed 0 (with whole-episode sampling), imitation 0.64, RL 0.68/0.78/0.84/0.84/0.84/0.84
-at iterations 10-60, the expert 0.94. The bar is RL ≥ imitation + ``MIN_GAIN`` (5 of the 50 tasks); a stage that does nothing gains 0.
+close part of it: measured at seed 0 (with whole-episode sampling), imitation 0.64, RL 0.68/0.78/0.84/0.84/0.84/
+0.84 at iterations 10-60, the expert 0.94. The bar is RL ≥ imitation + ``MIN_GAIN`` (5 of the 50 tasks); a stage
+that does nothing gains 0.
 """
 
 from __future__ import annotations
