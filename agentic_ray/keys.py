@@ -54,6 +54,13 @@ AAAC_IS_WEIGHT_MEAN = "is_weight_mean"
 AAAC_RATIO_MAX = "ratio_max"
 AAAC_ADV_REWARD_MEAN = "adv_reward_mean"
 AAAC_ADV_RISK_MEAN = "adv_risk_mean"
+# Per learner update, over the whole batch (TwoCriticAdvantages); "risk rows" have a negative risk reward.
+AAAC_RISK_ROW_SHARE = "risk_row_share"
+AAAC_ADV_RISK_ON_RISK_ROWS = "adv_risk_on_risk_rows"  # raw risk advantage there (stream units)
+AAAC_ADV_ON_RISK_ROWS = "adv_on_risk_rows"  # the policy's mixed, standardised advantage there
+AAAC_VF_LOSS_RISK_ON_RISK_ROWS = "vf_loss_risk_on_risk_rows"  # risk critic's squared error there
+AAAC_ADV_REWARD_STD = "adv_reward_std"
+AAAC_ADV_RISK_STD = "adv_risk_std"
 AAAC_GRAD_NORM_PREFIX = "grad_norm_"  # + optimizer name: global grad norm before clipping
 
 # Reward pipeline (agentic_ray/rewards, agentic_ray/rollout).

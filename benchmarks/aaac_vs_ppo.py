@@ -20,19 +20,24 @@ step), so every arm that uses it sees the same signal, and PPO on the env reward
 
 Every ``--eval-every`` iterations the current module is evaluated greedily on ``--curve-tasks`` validation tasks;
 ``steps_to_target`` is the env-step count at the first evaluation whose completion reaches ``--target``. At the
-end each run is evaluated on ``--tasks`` validation tasks (default 200: 20 of each of the 10 e-commerce families).
+end each run is evaluated on ``--tasks`` validation tasks (default 200: 20 of each of the 10 e-commerce families)
+twice: greedily (``completion``, ``spt``, ``high_risk_share_greedy``) and with actions sampled from the policy from
+a fixed torch seed per run seed (``high_risk_share``, ``consequences_per_episode``, ``completion_sampled``). The
+high-risk share is the sampled one: it measures the probability the policy still puts on high-risk calls, while a
+greedy policy reads 0 for every arm after ~1k env steps and cannot tell the arms apart.
 ``env_steps_per_s`` is env steps over training wall time (sampling + learning, without evaluation). Each
 (arm, seed) runs in its own subprocess (private Ray, ``num_env_runners=0``).
 
 Prints one JSON line per arm: ``algo``, ``completion`` and ``completion_ci``, ``high_risk_share`` and
 ``high_risk_ci`` (means over seeds, 95% percentile-bootstrap intervals over seeds), ``steps_to_target`` (mean over
-seeds; null when a seed never reached it), ``env_steps_per_s``, ``seeds``, and a few more (``spt``, ``tcsr_policy``,
-``tasks``, ``per_seed``). With every arm run, it also writes a markdown table.
+seeds; null when a seed never reached it), ``env_steps_per_s``, ``seeds``, and a few more (``consequences_*``,
+``high_risk_share_greedy``, ``completion_sampled``, ``spt``, ``tcsr_policy``, ``tasks``). The ``--runs`` file keeps
+each run's ``per_seed`` details, with AAAC's last learner metrics (``learner_final``: β, entropy and the risk
+diagnostics of ``TwoCriticAdvantages``). With every arm run, it also writes a markdown table.
 
 ``--eval-at-start`` also evaluates the untrained module on the final tasks (``start_completion``, ``start_high_risk_share``
-in ``per_seed``); ``--eval-sampled`` samples the evaluations' actions instead of taking greedy ones (greedy
-high-risk shares read 0 for every arm after ~1k env steps). ``tests/learning/test_aaac_soft_risk.py`` runs the AAAC arm
-through :func:`train_arm` with both.
+in ``per_seed``); ``--eval-sampled`` samples every evaluation's actions (curve and final) instead of taking greedy
+ones. ``tests/learning/test_aaac_soft_risk.py`` runs the AAAC arm through :func:`train_arm` with both.
 
 ``--risk-mode hard`` runs the production masks instead (every high-risk shortcut forbidden: no risk signal).
 
@@ -48,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import statistics
@@ -178,7 +184,8 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     """
     import numpy as np
     import torch
-    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+    from ray.rllib.core import DEFAULT_MODULE_ID
+    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
     from agentic_ray.algorithms.build import build_algo_config, current_module
     from agentic_ray.eval.evaluator import ModulePolicy, evaluate_policy
@@ -191,9 +198,14 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     ecfg = eval_env_config(a)
     algo = build_algo_config(s).build_algo()
 
-    def evaluate(tasks: int) -> Any:
-        policy = ModulePolicy(current_module(algo), deterministic=not a.eval_sampled)
+    def evaluate(tasks: int, sampled: bool = a.eval_sampled) -> Any:
+        policy = ModulePolicy(current_module(algo), deterministic=not sampled)
         return evaluate_policy(policy, ecfg, tasks_per_family(tasks, a))
+
+    def evaluate_risk(tasks: int) -> Any:
+        """Sampled actions from a fixed torch seed, so every arm draws from the same random numbers."""
+        torch.manual_seed(SAMPLING_SEED + seed)
+        return evaluate(tasks, sampled=True)
 
     curve: list[tuple[int, float, float]] = []
     steps, it, train_s = 0, 0, 0.0
@@ -203,6 +215,8 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
         if a.eval_at_start:
             m0 = evaluate(a.tasks).metrics
             start = {"start_completion": m0.completion, "start_high_risk_share": m0.high_risk_share}
+            if not a.eval_sampled:
+                start["start_high_risk_share_sampled"] = evaluate_risk(a.tasks).metrics.high_risk_share
         while steps < a.env_steps:
             set_training_progress(algo, min(1.0, steps / a.env_steps))
             t0 = time.perf_counter()
@@ -220,6 +234,8 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
         curve.append((steps, m.completion, m.high_risk_share))
         if steps_to_target is None and m.completion >= a.target:
             steps_to_target = steps
+        risk = final if a.eval_sampled else evaluate_risk(a.tasks)
+        learner = res.get(LEARNER_RESULTS, {}).get(DEFAULT_MODULE_ID, {})
     finally:
         algo.stop()
     return {
@@ -229,8 +245,12 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
         "completion": m.completion,
         "tasks": m.completion_n,
         "spt": m.spt,
-        "high_risk_share": m.high_risk_share,
-        "consequences_per_episode": consequences_per_episode(final.records),
+        "high_risk_share": risk.metrics.high_risk_share,
+        "high_risk_share_greedy": None if a.eval_sampled else m.high_risk_share,
+        "completion_sampled": risk.metrics.completion,
+        "consequences_per_episode": consequences_per_episode(risk.records),
+        # the learner's last update: AAAC's β and how the risk stream reached the policy (None for PPO arms)
+        "learner_final": {k: _round(_float(learner.get(k))) for k in LEARNER_KEYS},
         "tcsr": m.tcsr,
         "tcsr_policy": m.tcsr_policy,
         "dvr": m.dvr,
@@ -241,6 +261,28 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "curve": curve,
     }
+
+
+SAMPLING_SEED = 10_000  # + the run's seed: torch seed of the final sampled evaluation
+# AAAC learner metrics kept from the last update (see agentic_ray/keys.py); PPO arms have none of them.
+LEARNER_KEYS = (
+    "beta",
+    "entropy",
+    "risk_row_share",
+    "adv_risk_on_risk_rows",
+    "adv_on_risk_rows",
+    "vf_loss_risk_on_risk_rows",
+    "adv_reward_std",
+    "adv_risk_std",
+)
+
+
+def _float(v: Any) -> float | None:
+    """A logged metric as a float (None if absent)."""
+    if v is None:
+        return None
+    v = float(v.peek() if hasattr(v, "peek") else v)
+    return None if math.isnan(v) else v
 
 
 def consequences_per_episode(records: list[Any]) -> float:
@@ -274,7 +316,7 @@ def summarize(arm: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     from agentic_ray.eval.bootstrap import bootstrap_mean_ci
 
     def mean(k: str) -> float | None:
-        vals = [r[k] for r in runs if r[k] is not None]
+        vals = [r[k] for r in runs if r.get(k) is not None]
         return round(statistics.fmean(vals), 4) if vals else None
 
     def ci(k: str) -> list[float] | None:
@@ -290,6 +332,8 @@ def summarize(arm: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "high_risk_ci": ci("high_risk_share"),
         "consequences_per_episode": mean("consequences_per_episode"),
         "consequences_ci": ci("consequences_per_episode"),
+        "high_risk_share_greedy": mean("high_risk_share_greedy"),
+        "completion_sampled": mean("completion_sampled"),
         # mean over seeds that reached the target; null when any seed never did (per_seed has each)
         "steps_to_target": None if any(x is None for x in stt) else round(statistics.fmean(stt)),
         "env_steps_per_s": round(statistics.fmean(r["env_steps_per_s"] for r in runs), 1),
@@ -309,9 +353,12 @@ def summarize(arm: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
                     "completion",
                     "spt",
                     "high_risk_share",
+                    "high_risk_share_greedy",
+                    "consequences_per_episode",
                     "steps_to_target",
                     "env_steps",
                     "curve",
+                    "learner_final",
                 )
             }
             for r in runs
@@ -339,16 +386,18 @@ def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Nam
         f"{a.fault_start:.0%}→{a.fault_end:.0%} of training episodes (validation: {a.eval_fault_share:.0%}); "
         f"encoder={a.encoder}, hidden={a.hidden}; batch {a.batch}, minibatch {a.minibatch}, epochs {a.epochs}, "
         f"lr {a.lr}, entropy {a.entropy}; budget {a.env_steps} env steps; seeds {a.seeds}; final validation "
-        f"{a.tasks} tasks, curve {a.curve_tasks} tasks, greedy. Intervals: 95% bootstrap over seeds.",
+        f"{a.tasks} tasks ({'sampled' if a.eval_sampled else 'greedy'} completion; high-risk share and "
+        f"consequences with sampled actions), curve {a.curve_tasks} tasks. Intervals: 95% bootstrap over seeds.",
         "",
-        "| arm | completion [95% CI] | high-risk share [95% CI] | steps to "
+        "| arm | completion [95% CI] | high-risk share [95% CI] | consequences / episode | steps to "
         f"{a.target:.0%} | SPT (successes) | env steps/s |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for arm, r in rows.items():
         lines.append(
             f"| {arm} | {fmt(r['completion'], True)}{fmt_ci(r['completion_ci'])} | "
-            f"{fmt(r['high_risk_share'], True)}{fmt_ci(r['high_risk_ci'])} | {fmt(r['steps_to_target'])} | "
+            f"{fmt(r['high_risk_share'], True)}{fmt_ci(r['high_risk_ci'])} | "
+            f"{r['consequences_per_episode']:.3f} | {fmt(r['steps_to_target'])} | "
             f"{fmt(r['spt'])} | {r['env_steps_per_s']:.1f} |"
         )
     lines += [

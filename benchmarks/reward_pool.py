@@ -13,7 +13,19 @@ in rounds that alternate the modes (zero, async, zero_b, blocking), at least 5 r
    "sampling never waits on slow scorers". Time-capped (``--blocking-max-s``), measured as a rate.
 
 Prints one JSON line per latency with the medians, every run, the noise floor and the ratios, and the ledger audit
-of the async runs (summed). Run from the repository root::
+of the async runs (summed).
+
+``--steps`` defaults to 12,000 env steps per run (the length of a 24-iteration RL stage): the async run's time
+includes the final drain, which waits about one judge latency for the last scores once per run (its median is
+printed as ``async_drain_s_median``): a fixed wait per run, which weighs four times as much on a 3,000-step run.
+
+Training also checkpoints: the pipeline saves a rolling checkpoint after every iteration. A checkpoint that first
+drains the pool (``save_to_path(settle=True)``) waits for the judge at every iteration; the rolling one does not
+(``settle=False``). The ``checkpoint`` object of each line measures that on the quickstart's algorithm (AAAC on the
+e-commerce env, its reward pool with the judge layer on at that latency; ``--checkpoint-iterations`` iterations of
+``train()`` then ``save_to_path`` per mode and round, two rounds, modes alternating):
+the median seconds per iteration and per save in each mode, and ``settle_over_rolling``, the iteration time with
+settling saves over the time with rolling ones. Run from the repository root::
 
     python benchmarks/reward_pool.py                        # e-commerce env, latencies 0, 50 and 800 ms
     python benchmarks/reward_pool.py --env test --rounds 7 --latencies 800
@@ -110,10 +122,58 @@ def run_mode(
         pool.shutdown()
 
 
+def checkpoint_cost(latency_ms: float, args: argparse.Namespace) -> dict[str, Any]:
+    """Median seconds per ``train()`` + ``save_to_path`` iteration of the quickstart's algorithm (AAAC, GNN, the
+    reward pool with the judge layer on at ``latency_ms``), with settling and with rolling saves."""
+    import torch
+
+    from agentic_ray.algorithms.build import build_algo_config
+    from agentic_ray.settings import load_settings
+
+    settings = load_settings(
+        ROOT / "configs" / "quickstart.yaml",
+        {
+            "seed": args.seed,
+            "wandb.mode": "disabled",
+            "rewards.layers.judge.enabled": True,
+            "rewards.judge.latency_ms": latency_ms,
+            "rewards.judge.server_mode": "subprocess",
+            "rewards.judge.batch_size": args.judge_batch,
+        },
+    )
+    torch.set_num_threads(settings.ray.torch_threads)
+    times: dict[str, list[float]] = {"settle": [], "rolling": []}
+    saves: dict[str, list[float]] = {"settle": [], "rolling": []}
+    for _ in range(2):  # two alternating rounds per mode
+        for mode in ("settle", "rolling"):
+            algo = build_algo_config(settings).build_algo()
+            where = tempfile.mkdtemp(prefix="agray_bench_ckpt_")
+            try:
+                algo.train()  # warm-up
+                for _ in range(args.checkpoint_iterations):
+                    t0 = time.perf_counter()
+                    algo.train()
+                    t1 = time.perf_counter()
+                    algo.save_to_path(where, settle=mode == "settle")
+                    t2 = time.perf_counter()
+                    times[mode].append(t2 - t0)
+                    saves[mode].append(t2 - t1)
+            finally:
+                algo.stop()
+    med = {m: statistics.median(v) for m, v in times.items()}
+    return {
+        "algorithm": "quickstart (AAAC, reward pool with the judge layer)",
+        "iterations_per_mode": len(times["settle"]),
+        "iteration_s_median": {m: round(v, 3) for m, v in med.items()},
+        "save_s_median": {m: round(statistics.median(v), 3) for m, v in saves.items()},
+        "settle_over_rolling": round(med["settle"] / med["rolling"], 3),
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", choices=("ecommerce", "test"), default="ecommerce")
-    p.add_argument("--steps", type=int, default=3000, help="env steps per zero/async run")
+    p.add_argument("--steps", type=int, default=12000, help="env steps per zero/async run")
     p.add_argument("--latencies", default="0,50,800", help="judge latencies in ms, comma-separated")
     p.add_argument("--rounds", type=int, default=5, help="alternating rounds; every mode runs once per round")
     p.add_argument("--num-envs", type=int, default=8)
@@ -129,6 +189,12 @@ def main() -> None:
         "'module': the seeded, randomly initialised default PPO RLModule",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--checkpoint-iterations",
+        type=int,
+        default=4,
+        help="iterations per mode and round of the rolling-checkpoint measurement (0: skip it)",
+    )
     args = p.parse_args()
     if args.rounds < 5:
         p.error("--rounds must be at least 5 (medians of fewer runs on a shared box are noise)")
@@ -182,6 +248,8 @@ def main() -> None:
                     "double_counted": sum(a.double_counted for a in audits),
                 },
             }
+            if args.checkpoint_iterations > 0:
+                line["checkpoint"] = checkpoint_cost(lat, args)
             print(json.dumps(line), flush=True)
     finally:
         ray.shutdown()

@@ -5,8 +5,8 @@ For each seed and method the pipeline runs stages ``il`` then ``rl`` on ``config
 same ``--tasks`` validation tasks, and measures CU on RL's final policy (reflection input on minus off over at
 least ``--cu-pairs`` paired first failures on a caller-error validation env, :mod:`agentic_ray.eval.correction`).
 
-Defaults: 25 demonstrations, 60 RL iterations (about 33k env steps) at ``--lr`` 3e-4, since the quickstart config's
-1000 demonstrations reach the expert and its gentle RL (lr 1e-4, 8 iterations) is built to hold that policy. At 100
+Defaults: 25 demonstrations, 60 RL iterations (about 31k env steps) at ``--lr`` 3e-4, the quickstart config's own
+values since 30ea409 (before, its 1000 demonstrations reached the expert and its gentle RL held that policy). At 100
 demonstrations imitation completes 0.865 of the 200 tasks against the expert's 0.895 (``il_headroom`` 0.03), so
 a 10-point gain cannot be shown there; at 25 it completes 0.585.
 

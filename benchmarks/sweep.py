@@ -52,20 +52,23 @@ def main() -> None:
     ap.add_argument("--config", default=str(REPO / "tune_sweeps" / "reward_weights_mobo.yaml"))
     ap.add_argument("--sweep-dir", default=None, help="default: a fresh temporary directory")
     ap.add_argument("--set", action="append", default=[], help="overrides, as for agentic-ray sweep --set")
+    ap.add_argument(
+        "--resume",
+        default=None,
+        help="finish an interrupted run of this benchmark: its SWEEP_DIR/sweep (agentic-ray sweep --resume); "
+        "wall_s then counts only the resumed part",
+    )
     args = ap.parse_args()
-    sweep_dir = Path(args.sweep_dir or tempfile.mkdtemp(prefix="agray_sweep_bench_")) / "sweep"
-    cmd = [
-        sys.executable,
-        "-m",
-        "agentic_ray.cli",
-        "sweep",
-        "--config",
-        args.config,
-        "--sweep-dir",
-        str(sweep_dir),
-    ]
-    for s in args.set:
-        cmd += ["--set", s]
+    if args.resume and (args.set or args.sweep_dir):
+        ap.error("--resume continues the sweep as it was started: --set and --sweep-dir do not apply")
+    cmd = [sys.executable, "-m", "agentic_ray.cli", "sweep"]
+    if args.resume:
+        sweep_dir = Path(args.resume)
+        cmd += ["--resume", str(sweep_dir)]
+    else:
+        sweep_dir = Path(args.sweep_dir or tempfile.mkdtemp(prefix="agray_sweep_bench_")) / "sweep"
+        cmd += ["--config", args.config, "--sweep-dir", str(sweep_dir)]
+        cmd += [arg for s in args.set for arg in ("--set", s)]
     t0 = time.time()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     wall = time.time() - t0
@@ -87,6 +90,7 @@ def main() -> None:
         "default_on_front": vs["default_on_front"],
         "spread": _spread(sweep_dir / "trials.csv"),
         "sweep_dir": str(sweep_dir),
+        "resumed": bool(args.resume),
         "exit_code": proc.returncode,
     }
     print(json.dumps(out))

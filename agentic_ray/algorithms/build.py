@@ -35,6 +35,7 @@ def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
     run as ``RewardPoolPPO``, whose learner is still the config's (risk-folded or Lagrangian)."""
     from agentic_ray.ray_notices import drop_known_ray_notices
     from agentic_ray.rollout.episode_callbacks import AgenticEpisodeCallbacks
+    from agentic_ray.rollout.whole_episode_env_runner import WholeEpisodeEnvRunner
 
     drop_known_ray_notices()
     s = settings
@@ -60,6 +61,9 @@ def build_algo_config(settings: ExperimentSettings) -> AlgorithmConfig:
         num_envs_per_env_runner=s.ray.num_envs_per_env_runner,
         sample_timeout_s=s.ray.sample_timeout_s,
         batch_mode="complete_episodes",
+        # RLlib's own complete_episodes sampling drops the episodes still running at the end of each sample() call
+        # (about half the sampled steps here, and the longest episodes); see whole_episode_env_runner.py.
+        env_runner_cls=WholeEpisodeEnvRunner,
     )
     cfg.rl_module(rl_module_spec=module_spec(s, env))
     # `algo.training` holds algorithm-specific settings; an experiment written for AAAC (w_reward, beta_0, ...)

@@ -365,6 +365,14 @@ class RewardClientState:
         self.counters["released"] += 1
         self.reasons[f"released:{reason}"] += 1
 
+    def abandon_all(self, reason: str) -> int:
+        """Drop every pending episode with ``reason`` (their results, if any still arrive, count as late duplicates);
+        returns how many."""
+        pending = list(self._episodes.values())
+        for p in pending:
+            self._drop(p, reason)
+        return len(pending)
+
     def mark_pending_at_shutdown(self) -> int:
         """Record every episode still waiting for a scorer as pending at shutdown; returns how many."""
         for p in self._episodes.values():

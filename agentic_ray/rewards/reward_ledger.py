@@ -97,6 +97,9 @@ SOURCE_INLINE = "inline"
 # Reasons the ledger writes itself when it learns that an EnvRunner incarnation died.
 REASON_RUNNER_DIED = "env_runner_died"
 REASON_RUNNER_DIED_IN_TRANSIT = "env_runner_died_in_transit"
+# A run resumed from a checkpoint taken while these episodes still waited for scorers: the sampling that would have
+# settled and trained them happened after the checkpoint, in a timeline the resumed run does not continue.
+REASON_PENDING_AT_RESTORED_CHECKPOINT = "pending_at_restored_checkpoint"
 
 
 class RewardLedger:
@@ -135,6 +138,8 @@ class RewardLedger:
         * ``pending_at_shutdown``: episode_id (its runner stopped while it still waited for a scorer)
         * ``scored``: episode_id, layer, value_checksum, scorer, version (written by scorer actors)
         * ``trained``: episode_id, checksum, reward_sum, risk_sum, num_steps, learner, t (written by the learner)
+        * ``abandon_pending``: reason: every episode still pending is dropped with that reason (a run resumed
+          from a checkpoint that did not settle them)
         * ``runner_alive``: prefix, alive (runner id or None): every other runner id with that prefix is dead;
           its pending episodes are dropped (``env_runner_died``) and its sealed, untrained ones are marked
           ``env_runner_died_in_transit``
@@ -252,6 +257,11 @@ class RewardLedger:
                     ev.get("learner"),
                     ev.get("t"),
                 ),
+            )
+        elif kind == "abandon_pending":
+            cur.execute(
+                "UPDATE episodes SET status=?, reason=?, finished_at=? WHERE status=?",
+                (DROPPED, ev["reason"], ev.get("t"), PENDING),
             )
         elif kind == "runner_alive":
             self._runner_alive(cur, ev["prefix"], ev.get("alive"))

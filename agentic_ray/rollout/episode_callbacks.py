@@ -36,7 +36,8 @@ class AgenticEpisodeCallbacks(RLlibCallback):
             return
         rec = EpisodeRecord.from_dict(raw)
         risk = risk_stream(rec)
-        if RISK_REWARDS not in episode.custom_data and len(risk) == len(episode):
+        # The record covers the whole episode; `episode` may be its last chunk (WholeEpisodeEnvRunner joins them).
+        if RISK_REWARDS not in episode.custom_data and len(risk) == episode.t_started + len(episode):
             episode.custom_data[RISK_REWARDS] = risk
         episode.custom_data[ROOT_CAUSE] = root_cause_index(rec)
         if metrics_logger is not None:

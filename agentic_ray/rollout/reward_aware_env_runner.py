@@ -21,7 +21,9 @@ actors and batching, but every ``sample()`` waits for its episodes: the benchmar
 ``zero_latency`` (every layer scored inside ``env.step`` by :class:`BlockingRewardWrapper`, the judge rubric
 in-process: what rewards cost when scorers are free).
 
-Requires ``batch_mode="complete_episodes"``.
+Requires ``batch_mode="complete_episodes"``. Sampling is :class:`WholeEpisodeEnvRunner`'s: every episode that ends in a
+``sample()`` call is submitted whole, also one begun in an earlier call (RLlib's own complete-episodes sampling
+resets every sub-env per call and throws the running episodes away, which biased the batch toward short episodes).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ from agentic_ray.rewards.reward_pool_client import RewardPoolClient
 from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
 from agentic_ray.rewards.reward_vector import combine_layers
 from agentic_ray.rewards.score_messages import STATUS_OK, ScoreResult
+from agentic_ray.rollout.whole_episode_env_runner import WholeEpisodeEnvRunner
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +135,8 @@ def reward_pool_config_from(config: Any) -> RewardPoolConfig:
     return RewardPoolConfig.model_validate(raw or {})
 
 
-class RewardAwareEnvRunner(SingleAgentEnvRunner):
-    """A ``SingleAgentEnvRunner`` that settles layered rewards through the :class:`RewardActorPool`."""
+class RewardAwareEnvRunner(WholeEpisodeEnvRunner):
+    """A ``WholeEpisodeEnvRunner`` that settles layered rewards through the :class:`RewardActorPool`."""
 
     @override(SingleAgentEnvRunner)
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
@@ -218,11 +221,15 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
             if rec.num_steps != len(ep):
                 raise ValueError(f"episode record has {rec.num_steps} steps but the episode has {len(ep)}")
             client.submit(ep.id_, rec, payload=ep, policy_version=version, prescored=info.get(REWARD_RESULTS))
-            submitted.add(id(ep))
-        # Unscored episodes must not enter episode_return_* metrics; they are added back once settled.
+            submitted.add(ep.id_)
+        # Unscored episodes must not enter episode_return_* metrics; they are added back, whole, once settled. An
+        # episode that spans sample() calls left its earlier chunks in RLlib's per-id metrics cache, which would add
+        # their (unscored) returns to the whole episode's: they go too.
         self._done_episodes_for_metrics = [
-            e for e in self._done_episodes_for_metrics if id(e) not in submitted
+            e for e in self._done_episodes_for_metrics if e.id_ not in submitted
         ]
+        for eid in submitted:
+            self._ongoing_episodes_for_metrics.pop(eid, None)
         waited = 0.0
         if self.config.in_evaluation or self._reward_cfg.mode == "blocking":
             t0 = time.perf_counter()
@@ -338,6 +345,15 @@ class RewardAwareEnvRunner(SingleAgentEnvRunner):
         client.flush_ledger()
         self._log_reward_metrics(0.0)
         return out
+
+    def abandon_pending(self, reason: str) -> int:
+        """Drop every episode still waiting for a scorer, with ``reason`` (the algorithm calls it when it restores a
+        checkpoint: those episodes belong to the timeline the restored run leaves); returns how many."""
+        if self._reward_client is None or self._reward_passthrough:
+            return 0
+        n = self._reward_client.state.abandon_all(reason)
+        self._reward_client.flush_ledger()
+        return n
 
     def reload_normalizer(self) -> None:
         """Adopt the ledger's normaliser state (the algorithm calls it after restoring a checkpoint)."""

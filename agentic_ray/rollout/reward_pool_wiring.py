@@ -38,6 +38,7 @@ from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LI
 
 from agentic_ray.rewards.ledger_audit import LedgerAudit
 from agentic_ray.rewards.reward_actor_pool import RewardActorPool
+from agentic_ray.rewards.reward_ledger import REASON_PENDING_AT_RESTORED_CHECKPOINT
 from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
 from agentic_ray.rollout.reward_aware_env_runner import (
     CONFIG_ATTR_POOL,
@@ -185,19 +186,46 @@ class RewardPoolAlgorithmMixin:
             )
         return episodes
 
-    def save_to_path(self, path: Any = None, *args: Any, **kwargs: Any) -> str:
-        self.drain_reward_pool(update_learner=True)
+    def save_to_path(self, path: Any = None, *args: Any, settle: bool = True, **kwargs: Any) -> str:
+        """RLlib's checkpoint plus the reward ledger (with the normaliser state).
+
+        Args:
+            settle: First drain the EnvRunners and train once on what they held, so the checkpoint has nothing
+                pending (stage ends, shutdown, an audit). False saves without waiting for a scorer: the rolling
+                checkpoint after every training iteration, which would otherwise wait at least one judge latency
+                per iteration (sampling must never wait on slow scorers). The episodes still pending then go on
+                settling in this run as usual; a run *resumed* from such a checkpoint drops them in the ledger with
+                ``pending_at_restored_checkpoint`` (see :meth:`restore_from_path`).
+        """
+        if settle:
+            self.drain_reward_pool(update_learner=True)
         out = super().save_to_path(path, *args, **kwargs)  # type: ignore[misc]
         if self._reward_pool is not None:
             self._reward_pool.save(Path(out) / REWARD_POOL_DIR)
         return out
 
     def restore_from_path(self, path: Any, *args: Any, **kwargs: Any) -> None:
+        """RLlib's restore plus the reward ledger and normaliser. Episodes pending in the restored ledger (a
+        checkpoint saved with ``settle=False``), and any the EnvRunners hold now, are dropped with the reason
+        ``pending_at_restored_checkpoint``: the sampling that would have settled them is not part of the restored
+        run, and nothing is imputed for them."""
+        import ray
+
         super().restore_from_path(path, *args, **kwargs)  # type: ignore[misc]
         saved = Path(path) / REWARD_POOL_DIR
         if self._reward_pool is not None and saved.exists():
             self._reward_pool.restore(saved)
             algo: Any = self
+            reason = REASON_PENDING_AT_RESTORED_CHECKPOINT
+            algo.env_runner_group.foreach_env_runner(
+                lambda er: er.abandon_pending(reason) if isinstance(er, RewardAwareEnvRunner) else None,
+                local_env_runner=True,
+            )
+            ray.get(
+                self._reward_pool.ledger.apply.remote(
+                    f"restore-{uuid.uuid4().hex}", [{"kind": "abandon_pending", "reason": reason}], {}
+                )
+            )
             algo.env_runner_group.foreach_env_runner(
                 lambda er: er.reload_normalizer() if isinstance(er, RewardAwareEnvRunner) else None,
                 local_env_runner=True,

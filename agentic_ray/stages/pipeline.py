@@ -51,6 +51,7 @@ from agentic_ray.eval.report import EXPERT_FILE, write_report
 from agentic_ray.eval.traces import append_traces, trace_reward_layers
 from agentic_ray.progress import RunProgress, as_progress
 from agentic_ray.rollout.iteration_seeding import iteration_seed, reseed_iteration
+from agentic_ray.rollout.reward_pool_wiring import RewardPoolAlgorithmMixin
 from agentic_ray.settings import ExperimentSettings
 from agentic_ray.stages.run_storage import RunStorage, new_run_location
 
@@ -134,8 +135,14 @@ class Pipeline:
         set_reflection_input(self.algo, True)
 
     def _checkpoint(self, name: str) -> str:
+        """Save ``checkpoints/<name>``. The rolling ``latest`` checkpoint after each iteration does not wait for the
+        reward pool's pending episodes (see ``RewardPoolAlgorithmMixin.save_to_path``); every other one settles them
+        first."""
         path = (self.run_dir / "checkpoints" / name).resolve()
-        self.algo.save_to_path(str(path))
+        if name == "latest" and isinstance(self.algo, RewardPoolAlgorithmMixin):
+            self.algo.save_to_path(str(path), settle=False)
+        else:
+            self.algo.save_to_path(str(path))
         self.state.checkpoint = str(path)
         self.state.auto_pause = self.auto_pause.get_state()
         self.state.save(self.run_dir)

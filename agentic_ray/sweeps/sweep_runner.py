@@ -175,8 +175,7 @@ def _run_config(
     if sweep.wandb.mode != "disabled":
         from ray.air.integrations.wandb import WandbLoggerCallback
 
-        # The API-key check is skipped only through the environment variable (docs/rllib-notes.md §7).
-        os.environ["WANDB_MODE"] = sweep.wandb.mode
+        _wandb_environment(sweep)
         callbacks.append(
             WandbLoggerCallback(project=sweep.wandb.project, mode=sweep.wandb.mode, log_config=True)
         )
@@ -190,6 +189,14 @@ def _run_config(
         callbacks=callbacks,
         verbose=0,
     )
+
+
+def _wandb_environment(sweep: SweepSettings) -> None:
+    """WandbLoggerCallback skips its API-key check only through ``WANDB_MODE`` in the environment
+    (docs/rllib-notes.md §7). A resumed sweep unpickles the callback without rebuilding the run config, so
+    :func:`resume_sweep` sets it too; without it an offline sweep's resume stops at "No WandB API key found"."""
+    if sweep.wandb.mode != "disabled":
+        os.environ["WANDB_MODE"] = sweep.wandb.mode
 
 
 def build_tune_config(
@@ -282,6 +289,7 @@ def resume_sweep(sweep_dir: Path, say: Callable[[str], None] = echo) -> SweepOut
     if not tune.Tuner.can_restore(tune_path):
         say("[sweep] Tune had not started yet: starting the trials now")
         return run_sweep(sweep, sweep_dir, say)
+    _wandb_environment(sweep)
     tuner = tune.Tuner.restore(tune_path, trainable=trainable, resume_unfinished=True, resume_errored=True)
     return _finish(tuner.fit(), sweep, sweep_dir, space, base_raw, t0, say)
 

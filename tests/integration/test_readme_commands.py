@@ -49,7 +49,9 @@ BUDGET = {
     "python benchmarks/encoder.py": " --repeats 1",
     "python benchmarks/gnn_layer.py": " --size small --batches 1 8 --repeats 5 --repeats-b1 5",
     "python benchmarks/gpu_learner.py": " --device-only cpu --batch 64 --cpu-iters 1",
-    "python benchmarks/reward_pool.py": " --steps 100 --latencies 50 --rounds 5 --blocking-max-s 2",
+    "python benchmarks/reward_pool.py": (
+        " --steps 100 --latencies 50 --rounds 5 --blocking-max-s 2 --checkpoint-iterations 1"
+    ),
     "python benchmarks/aaac_vs_ppo.py": (
         " --env-steps 300 --seeds 0 --tasks 10 --curve-tasks 10 --arms aaac ppo_lagrangian --batch 64 --minibatch 32"
         " --epochs 1 --eval-every 1"

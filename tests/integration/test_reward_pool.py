@@ -133,6 +133,45 @@ def test_learner_gets_complete_reward_vectors_and_checkpoints_carry_the_ledger(r
         restored.stop()
 
 
+def test_a_rolling_checkpoint_does_not_wait_for_scorers_and_a_restore_drops_what_it_left_pending(
+    ray_session, tmp_path
+):
+    """``save_to_path(settle=False)`` (the pipeline's per-iteration checkpoint) returns while episodes still wait
+    for an 800 ms judge, which go on settling in this run; restoring that checkpoint drops them in the ledger with
+    ``pending_at_restored_checkpoint``, never imputed, and training goes on with a clean audit."""
+    pool_cfg = RewardPoolConfig(
+        judge=JudgeConfig(latency_ms=800.0, server_mode="thread"),
+        ledger_path=str(tmp_path / "ledger.sqlite"),
+        max_pending_episodes=200,
+    )
+    algo = RewardPoolPPO(config=wire_reward_pool(ppo_config(), pool_cfg))
+    try:
+        for _ in range(2):
+            algo.train()
+        runner: RewardAwareEnvRunner = algo.env_runner
+        ckpt = Path(algo.save_to_path(str(tmp_path / "ckpt"), settle=False))
+        left = runner.reward_client.num_pending
+        assert left > 0  # it did not wait for the judge
+        saved = audit_ledger(RewardLedger(ckpt / REWARD_POOL_DIR / "reward_ledger.sqlite"))
+        assert saved.pending == left and not saved.ok
+
+        algo.train()  # this run goes on: what was pending settles and is trained
+        assert algo.reward_pool.audit().lost == 0
+
+        algo.restore_from_path(str(ckpt))
+        assert runner.reward_client.num_pending == 0
+        audit = algo.reward_pool.audit()
+        assert audit.pending == 0 and audit.imputed == 0 and audit.double_counted == 0, audit
+        assert audit.drop_reasons == {"pending_at_restored_checkpoint": left}, audit
+        algo.train()
+        algo.save_to_path(str(tmp_path / "ckpt2"))  # settles: nothing pending, nothing lost
+        audit = algo.reward_pool.audit()
+        assert audit.ok, audit.problems()
+        assert audit.drop_reasons == {"pending_at_restored_checkpoint": left}, audit
+    finally:
+        algo.stop()
+
+
 def _runner(pool_cfg: RewardPoolConfig, pool: RewardActorPool) -> RewardAwareEnvRunner:
     config = wire_reward_pool(ppo_config(num_envs=2), pool_cfg, pool)
     return RewardAwareEnvRunner(config=config)
@@ -152,7 +191,8 @@ def test_judge_timeouts_drop_with_reason_never_zero(ray_session, tmp_path):
         assert returned == []  # no episode reaches the learner with an imputed judge score
         audit = pool.audit()
         n = audit.submitted
-        assert n == 6
+        # Each sample() call takes 112 steps (2 sub-envs x 56), whole 7-step episodes: 3 x 16 of them.
+        assert n == 3 * 112 // 7
         assert audit.dropped == n and audit.drop_reasons == {"judge:timeout": n}
         assert audit.missing_layers == n and audit.sealed == 0 and audit.pending == 0
         # The scorer spent the layer's one retry on each episode, then the layer went missing.

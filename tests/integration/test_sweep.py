@@ -198,15 +198,15 @@ def _terminated_trials(tune_dir: Path) -> set[str]:
 
 def test_kill_the_sweep_process_and_resume_without_rerunning_finished_trials(tmp_path):
     cfg = tmp_path / "sweep.yaml"
-    cfg.write_text(json.dumps(tiny_sweep(tmp_path / "sweeps", iterations=3, wandb={"mode": "disabled"})))
+    # wandb offline, as the shipped sweeps: the resumed process must set WANDB_MODE itself (no API key here)
+    cfg.write_text(json.dumps(tiny_sweep(tmp_path / "sweeps", iterations=3, wandb={"mode": "offline"})))
     sweep_dir = tmp_path / "sweep"
     tmpdir = Path("/tmp") / f"agray_sweep_{os.getpid()}"
     tmpdir.mkdir(exist_ok=True)
     # Tune saves its experiment state at most every TUNE_GLOBAL_CHECKPOINT_S (default: 10 s or more).
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if not k.startswith("WANDB_")},
         "AGENTIC_RAY_TMPDIR": str(tmpdir),
-        "WANDB_MODE": "offline",
         "TUNE_GLOBAL_CHECKPOINT_S": "1",
     }
     cmd = [sys.executable, "-m", "agentic_ray.cli", "sweep"]

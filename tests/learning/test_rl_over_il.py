@@ -2,16 +2,17 @@
 
 One seed of ``benchmarks/rl_over_il.py`` (:func:`seed_overrides` and :func:`run_seed`: the quickstart config,
 stages ``il`` then ``rl``, the same evaluations): imitation from 25 demonstrations, then 60 RL iterations (about
-33k env steps) at lr 3e-4, both evaluated greedily on the same 200 validation tasks (20 per family, 30% faulty).
+31k env steps) at lr 3e-4, both evaluated greedily on the same 200 validation tasks (20 per family, 30% faulty).
 At 25 demonstrations imitation completes 0.585 of them against the scripted expert's 0.895, so there is room.
 
 Bar: RL's completion at least imitation's + 10 points (the issue's goal), and the 95% bootstrap interval of the
 per-task differences above 0. A no-op RL stage keeps imitation's completion and fails both.
-Measured with ``python benchmarks/rl_over_il.py --methods rl`` (3 seeds, 200 tasks): imitation 0.585 / 0.69 /
-0.655 -> RL 0.805 / 0.775 / 0.645 at seeds 0 / 1 / 2, mean gain +0.098 [0.068, 0.13] (the issue's 3-seed goal of
-+0.10 is just missed: seed 2 does not gain). This test runs seed 0, where the gain is the largest (+0.22; +0.23
-in a second run, 0.815: the asynchronous reward pool makes runs repeat only approximately); it guards the
-capability, and seed 2's -0.01 shows the bar can fail. About 330 s per seed on the shared box.
+Measured with ``python benchmarks/rl_over_il.py --methods rl`` (3 seeds, 200 tasks), with whole-episode sampling:
+imitation 0.585 / 0.69 / 0.655 -> RL 0.825 / 0.85 / 0.81 at seeds 0 / 1 / 2, mean gain +0.185 [0.155, 0.217], the
+issue's 3-seed goal of +0.10 met. Before that fix (the EnvRunner dropped the running episodes at every sample()
+call) the same run read RL 0.805 / 0.775 / 0.645, gain +0.098 [0.068, 0.13]: seed 2's -0.01 showed the bar can
+fail. This test runs seed 0 (the asynchronous reward pool makes runs repeat only approximately). About 330 s per
+seed on the shared box.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ AAAC, as described in seed 002 (``docs/seed-digest.md`` §B):
 
 * TD(λ) advantages with λ chosen per episode from its length (short → 0.95, long → 0.55);
 * two critics, one per stream: the reward critic on the env/reward stream, the risk critic on the risk stream
-  (``episode.custom_data[keys.RISK_REWARDS]``; zeros if absent); ``A = w_reward·A_reward + (1−w_reward)·A_risk``;
+  (``episode.custom_data[keys.RISK_REWARDS]``; zeros if absent); ``A = w_reward·A_reward + (1−w_reward)·A_risk``,
+  each stream's advantage standardised over the batch first (``standardize_streams``);
 * a progressive KL penalty to the behaviour policy, ``β_t = β_0·0.999^t`` (t = policy optimisation steps, one per
   SGD minibatch update; see ``AAACLearner``), plus an entropy
   bonus and importance-weighted advantages for episodes that arrive off-policy (clipped surrogate by default,
@@ -71,7 +72,7 @@ class AAACConfig(AlgorithmConfig):
         algo.train()
 
     AAAC-specific attributes (set through :meth:`training`; Tune may also set them directly):
-    ``w_reward``, ``lambda_short``, ``lambda_long``, ``lambda_length_threshold``, ``lambda_smooth_width``,
+    ``w_reward``, ``standardize_streams``, ``stream_std_floor``, ``lambda_short``, ``lambda_long``, ``lambda_length_threshold``, ``lambda_smooth_width``,
     ``beta_0``, ``beta_decay``, ``entropy_coeff``, ``is_ratio_cap``, ``policy_clip``, ``vf_loss_coeff``, ``critic_lr``,
     ``policy_grad_clip``, ``reward_critic_grad_clip``, ``risk_critic_grad_clip``, ``anchor_kl_coeff``,
     ``normalize_values``, ``value_norm_decay``,
@@ -96,6 +97,11 @@ class AAACConfig(AlgorithmConfig):
 
         # Advantage: two streams, TD(λ) with λ by episode length.
         self.w_reward = 0.7
+        # Each stream's advantage is standardised before the mix, so w_reward is each stream's share of the
+        # advantage's spread (mixed raw, the e-commerce risk stream's spread was ~5% of the reward stream's and
+        # moved the mix by ~2%; see two_critic_advantages.py).
+        self.standardize_streams = True
+        self.stream_std_floor = 0.05
         self.lambda_short = 0.95
         self.lambda_long = 0.55
         self.lambda_length_threshold = 8.0
@@ -144,6 +150,8 @@ class AAACConfig(AlgorithmConfig):
         self,
         *,
         w_reward: float | _NotProvided = NotProvided,
+        standardize_streams: bool | _NotProvided = NotProvided,
+        stream_std_floor: float | _NotProvided = NotProvided,
         lambda_short: float | _NotProvided = NotProvided,
         lambda_long: float | _NotProvided = NotProvided,
         lambda_length_threshold: float | _NotProvided = NotProvided,
@@ -173,6 +181,11 @@ class AAACConfig(AlgorithmConfig):
 
         Args:
             w_reward: Weight of the reward-stream advantage in ``[0, 1]``; the risk weight is ``1 − w_reward``.
+            standardize_streams: Standardise each stream's advantage over the batch before mixing (default
+                True), so ``w_reward`` is each stream's share of the advantage's spread; False mixes the raw
+                advantages in their streams' units (then standardises the mix, as before).
+            stream_std_floor: Lower bound (in the stream's units, ``> 0``) on each stream's standard deviation
+                when it is standardised, so a silent stream's critic noise is not blown up to unit variance.
             lambda_short: TD(λ) λ for short episodes, in ``[0, 1]``.
             lambda_long: TD(λ) λ for long episodes, in ``[0, 1]``.
             lambda_length_threshold: Episodes with at most this many steps are short.
@@ -222,6 +235,10 @@ class AAACConfig(AlgorithmConfig):
         super().training(**kwargs)
         if not isinstance(w_reward, _NotProvided):
             self.w_reward = w_reward
+        if not isinstance(standardize_streams, _NotProvided):
+            self.standardize_streams = standardize_streams
+        if not isinstance(stream_std_floor, _NotProvided):
+            self.stream_std_floor = stream_std_floor
         if not isinstance(lambda_short, _NotProvided):
             self.lambda_short = lambda_short
         if not isinstance(lambda_long, _NotProvided):
@@ -303,7 +320,9 @@ class AAACConfig(AlgorithmConfig):
             self._value_error(f"`fixed_lambda` ({self.fixed_lambda}) must be None or in [0, 1].")
         if not 0.0 <= self.value_norm_decay < 1.0:
             self._value_error(f"`value_norm_decay` ({self.value_norm_decay}) must be in [0, 1).")
-        for name in ("use_risk_critic", "use_beta_kl", "normalize_values"):
+        if not self.stream_std_floor > 0:
+            self._value_error(f"`stream_std_floor` ({self.stream_std_floor}) must be > 0.")
+        for name in ("use_risk_critic", "use_beta_kl", "normalize_values", "standardize_streams"):
             if not isinstance(getattr(self, name), bool):
                 self._value_error(f"`{name}` ({getattr(self, name)!r}) must be a bool.")
         if self.beta_0 < 0:

@@ -18,6 +18,7 @@ import torch
 __all__ = [
     "beta_schedule",
     "masked_standardize",
+    "mix_advantages",
     "pad_episodes",
     "select_lambda",
     "td_lambda_advantages",
@@ -145,6 +146,44 @@ def masked_standardize(x: torch.Tensor, mask: torch.Tensor, min_std: float = 1e-
     mean = selected.mean()
     std = selected.std(unbiased=False).clamp(min=min_std)
     return torch.where(mask, (x - mean) / std, torch.zeros_like(x))
+
+
+def mix_advantages(
+    adv_reward: torch.Tensor,
+    adv_risk: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    w_reward: float,
+    standardize_streams: bool = True,
+    stream_std_floor: float = 0.05,
+    min_std: float = 1e-4,
+) -> torch.Tensor:
+    """AAAC's advantage ``standardise(w·s(A_reward) + (1 − w)·s(A_risk))`` over the rows where ``mask`` is True.
+
+    With ``standardize_streams`` each stream's advantage is first standardised over the batch,
+    ``s(A) = (A − mean) / max(std, stream_std_floor)``, so ``w`` is each stream's share of the advantage's
+    spread, as seed 002's ``0.7·reward_adv + 0.3·risk_adv`` assumes. The floor (in the stream's own units) keeps a
+    silent stream's critic noise small instead of blowing it up to unit variance (a risk stream that is all zeros,
+    or a batch without a risky step). Without ``standardize_streams`` (``s`` = identity) the raw advantages are
+    mixed: a risk stream whose advantages spread 20× less than the reward stream's then moves the mix by ~2%,
+    whatever ``w`` says.
+
+    Args:
+        adv_reward: ``(N,)`` reward-stream TD(λ) advantages.
+        adv_risk: ``(N,)`` risk-stream TD(λ) advantages.
+        mask: ``(N,)`` bool, True for real timesteps (the statistics use these only).
+        w_reward: Weight of the reward stream in ``[0, 1]``; the risk stream gets ``1 − w_reward``.
+        standardize_streams: Standardise each stream before mixing (default) or mix the raw advantages.
+        stream_std_floor: Lower bound on each stream's standard deviation when standardising it, ``> 0``.
+        min_std: Lower bound on the mix's standard deviation (see :func:`masked_standardize`).
+
+    Returns:
+        ``(N,)`` advantages, mean 0 and std 1 over the masked rows, 0 elsewhere.
+    """
+    if standardize_streams:
+        adv_reward = masked_standardize(adv_reward, mask, stream_std_floor)
+        adv_risk = masked_standardize(adv_risk, mask, stream_std_floor)
+    return masked_standardize(w_reward * adv_reward + (1.0 - w_reward) * adv_risk, mask, min_std)
 
 
 def pad_episodes(flat: torch.Tensor, lengths: Sequence[int]) -> torch.Tensor:

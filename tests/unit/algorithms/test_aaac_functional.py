@@ -11,6 +11,7 @@ import torch
 from agentic_ray.algorithms.aaac.functional import (
     beta_schedule,
     masked_standardize,
+    mix_advantages,
     pad_episodes,
     select_lambda,
     td_lambda_advantages,
@@ -163,6 +164,59 @@ def test_masked_standardize() -> None:
     # A constant input does not blow up: std is floored.
     const = masked_standardize(torch.full((3,), 5.0), torch.ones(3, dtype=torch.bool))
     torch.testing.assert_close(const, torch.zeros(3))
+
+
+def _standardize_loop(xs: list[float], keep: list[bool], floor: float) -> list[float]:
+    vals = [x for x, k in zip(xs, keep, strict=True) if k]
+    mean = sum(vals) / len(vals)
+    sd = max(math.sqrt(sum((v - mean) ** 2 for v in vals) / len(vals)), floor)
+    return [(x - mean) / sd if k else 0.0 for x, k in zip(xs, keep, strict=True)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("standardize_streams", [True, False])
+def test_mix_advantages_matches_loop_reference(seed: int, standardize_streams: bool) -> None:
+    rng = np.random.default_rng(seed)
+    n = 40
+    adv_reward = rng.normal(scale=2.5, size=n)
+    # A sparse risk stream: mostly critic noise, a few risky steps far below.
+    adv_risk = rng.normal(scale=0.01, size=n) - 0.6 * (rng.random(n) < 0.1)
+    keep = list(rng.random(n) < 0.85)
+    w, floor = float(rng.uniform(0.3, 0.9)), 0.05
+
+    out = mix_advantages(
+        torch.tensor(adv_reward),
+        torch.tensor(adv_risk),
+        torch.tensor(keep),
+        w_reward=w,
+        standardize_streams=standardize_streams,
+        stream_std_floor=floor,
+    )
+
+    r, k = list(adv_reward), list(adv_risk)
+    if standardize_streams:
+        r, k = _standardize_loop(r, keep, floor), _standardize_loop(k, keep, floor)
+    expected = _standardize_loop([w * a + (1 - w) * b for a, b in zip(r, k, strict=True)], keep, 1e-4)
+    torch.testing.assert_close(out, torch.tensor(expected, dtype=out.dtype))
+
+
+def test_mix_advantages_gives_a_sparse_risk_stream_its_weight() -> None:
+    """Raw mixing drowns a risk stream 20x smaller than the reward stream; standardised streams do not."""
+    rng = np.random.default_rng(0)
+    n = 400
+    risky = torch.tensor(rng.random(n) < 0.05)
+    adv_reward = torch.tensor(rng.normal(scale=2.5, size=n))  # unrelated to risk
+    adv_risk = -0.6 * risky.double()  # std ~0.13
+    mask = torch.ones(n, dtype=torch.bool)
+    raw = mix_advantages(adv_reward, adv_risk, mask, w_reward=0.7, standardize_streams=False)
+    mixed = mix_advantages(adv_reward, adv_risk, mask, w_reward=0.7)
+    assert float(raw[risky].mean()) > -0.3  # the risky rows barely move
+    assert float(mixed[risky].mean()) < -1.0  # they get the risk stream's 0.3 share
+    # A silent stream (critic noise far below the floor) stays small instead of reaching unit variance.
+    noise = torch.tensor(rng.normal(scale=1e-3, size=n))
+    quiet = mix_advantages(adv_reward, noise, mask, w_reward=0.7)
+    only_reward = mix_advantages(adv_reward, torch.zeros(n, dtype=torch.float64), mask, w_reward=0.7)
+    assert float((quiet - only_reward).abs().max()) < 0.05
 
 
 def test_pad_unpad_round_trip() -> None:

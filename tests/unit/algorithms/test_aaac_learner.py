@@ -11,6 +11,7 @@ import pytest
 import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 from agentic_ray import keys
 from agentic_ray.algorithms.aaac.aaac import AAACConfig
@@ -208,11 +209,77 @@ def test_connector_two_streams_adaptive_lambda_and_w_reward_sweep() -> None:
     torch.testing.assert_close(batch[keys.RISK_VALUE_TARGETS], with_bootstrap_row(g_k_a, g_k_b, V_RISK))
     torch.testing.assert_close(batch[keys.TD_LAMBDA], torch.tensor([0.95] * 4 + [0.55] * 5))
 
-    mixed = np.array([0.6 * r + 0.4 * k for r, k in zip(a_r_a + a_r_b, a_k_a + a_k_b, strict=True)])
-    standardized = (mixed - mixed.mean()) / mixed.std()
-    expected_adv = torch.tensor([*standardized[:3], 0.0, *standardized[3:], 0.0], dtype=torch.float32)
+    def standardized(x: np.ndarray, floor: float = 1e-4) -> np.ndarray:
+        return (x - x.mean()) / max(x.std(), floor)
+
+    # Default: each stream standardised over the real rows (std floored at 0.05), then the mix standardised.
+    a_r, a_k = np.array(a_r_a + a_r_b), np.array(a_k_a + a_k_b)
+    mixed = standardized(0.6 * standardized(a_r, 0.05) + 0.4 * standardized(a_k, 0.05))
+    expected_adv = torch.tensor([*mixed[:3], 0.0, *mixed[3:], 0.0], dtype=torch.float32)
     torch.testing.assert_close(batch[Columns.ADVANTAGES], expected_adv)
     assert batch[Columns.LOSS_MASK].tolist() == [True] * 3 + [False] + [True] * 4 + [False]
+
+    # standardize_streams=False: the raw advantages are mixed, then standardised.
+    raw_learner = (
+        cfg.copy().training(standardize_streams=False).build_learner(spaces={MID: (OBS_SPACE, ACT_SPACE)})
+    )
+    set_constant_critics(raw_learner.module[MID])
+    raw_batch = raw_learner._learner_connector(
+        rl_module=raw_learner.module, batch={}, episodes=copy.deepcopy(episodes), shared_data={}
+    )[MID]
+    raw = standardized(0.6 * a_r + 0.4 * a_k)
+    torch.testing.assert_close(
+        raw_batch[Columns.ADVANTAGES], torch.tensor([*raw[:3], 0.0, *raw[3:], 0.0], dtype=torch.float32)
+    )
+
+
+def test_connector_logs_the_risk_stream_diagnostics() -> None:
+    """Risk rows (negative risk reward) are found, and the advantages on them are logged as learner metrics."""
+    learner = make_learner(gamma=0.9, w_reward=0.7, normalize_values=False)
+    set_constant_critics(learner.module[MID])
+    risk = [0.0, -1.0, 0.0, -0.5]  # a high-risk step, and a consequence on the last step
+    episodes = [
+        make_episode([1.0, 0.0, 2.0, 0.0], terminated=True, risk=risk, seed=1),
+        make_episode([0.5, 1.0], terminated=True, seed=2),
+    ]
+    metrics = MetricsLogger()
+    batch = learner._learner_connector(
+        rl_module=learner.module, batch={}, episodes=copy.deepcopy(episodes), shared_data={}, metrics=metrics
+    )[MID]
+    logged = metrics.reduce()[MID]
+    rows = torch.tensor([False, True, False, True, False, False, False, False])  # with the 2 bootstrap rows
+    assert logged[keys.AAAC_RISK_ROW_SHARE].peek() == pytest.approx(2 / 6)
+    assert logged[keys.AAAC_ADV_RISK_ON_RISK_ROWS].peek() == pytest.approx(
+        float(batch[keys.RISK_ADVANTAGES][rows].mean())
+    )
+    assert logged[keys.AAAC_ADV_ON_RISK_ROWS].peek() == pytest.approx(
+        float(batch[Columns.ADVANTAGES][rows].mean())
+    )
+    with torch.no_grad():
+        errors = learner.module[MID].compute_risk_values(batch) - batch[keys.RISK_VALUE_TARGETS]
+    assert logged[keys.AAAC_VF_LOSS_RISK_ON_RISK_ROWS].peek() == pytest.approx(
+        float((errors[rows] ** 2).mean())
+    )
+    real = batch[Columns.LOSS_MASK]
+    assert logged[keys.AAAC_ADV_RISK_STD].peek() == pytest.approx(
+        float(batch[keys.RISK_ADVANTAGES][real].std(unbiased=False))
+    )
+    assert logged[keys.AAAC_ADV_RISK_ON_RISK_ROWS].peek() < 0
+
+
+def test_a_batch_without_risk_rows_logs_finite_diagnostics_only() -> None:
+    """No risk row: the means over risk rows are left out (a NaN would reach the iteration's learner stats)."""
+    learner = make_learner(gamma=0.9, w_reward=0.7)
+    set_constant_critics(learner.module[MID])
+    episodes = [make_episode([1.0, 0.0, 2.0], terminated=True, risk=[0.0, 0.0, 0.0], seed=1)]
+    metrics = MetricsLogger()
+    learner._learner_connector(
+        rl_module=learner.module, batch={}, episodes=episodes, shared_data={}, metrics=metrics
+    )
+    logged = {k: v.peek() for k, v in metrics.reduce()[MID].items()}
+    assert logged[keys.AAAC_RISK_ROW_SHARE] == 0.0
+    assert keys.AAAC_ADV_ON_RISK_ROWS not in logged and keys.AAAC_VF_LOSS_RISK_ON_RISK_ROWS not in logged
+    assert all(np.isfinite(v) for v in logged.values()), logged
 
 
 def test_connector_on_a_fragment_uses_length_lower_bound_and_global_risk_index() -> None:

@@ -174,6 +174,20 @@ def test_pending_at_shutdown_is_recorded_for_what_still_waits():
     assert [e["episode_id"] for e in events_of(state, "pending_at_shutdown")] == ["e1", "e2"]
 
 
+def test_abandon_all_drops_what_waits_with_the_reason_and_late_results_stay_out():
+    state, _ = make_state()
+    state.submit("e1", five_step_record())
+    state.submit("e2", five_step_record(episode_id="ep-2"))
+    assert state.abandon_all("pending_at_restored_checkpoint") == 2
+    assert state.num_pending == 0
+    assert [(e["episode_id"], e["reason"]) for e in events_of(state, "dropped")] == [
+        ("e1", "pending_at_restored_checkpoint"),
+        ("e2", "pending_at_restored_checkpoint"),
+    ]
+    state.on_result(ok("e1", "judge"))  # a judge answer that arrives afterwards settles nothing
+    assert state.collect_settled() == [] and state.counters["late_results"] == 1
+
+
 def test_local_normaliser_is_the_central_state_plus_what_it_lacks():
     state, _ = make_state()
 

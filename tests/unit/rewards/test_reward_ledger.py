@@ -188,6 +188,20 @@ def test_dropped_pending_at_shutdown_and_dead_runners_are_accounted(tmp_path):
     assert a.pending == 1 and a.examples["pending"] == ["new"]  # the live incarnation's work is untouched
 
 
+def test_abandon_pending_drops_only_what_still_waits_with_its_reason(tmp_path):
+    """A run resumed from a checkpoint that did not settle its pending episodes drops exactly those."""
+    led = RewardLedger(tmp_path / "l.sqlite")
+    complete(led, "done", "b1")
+    led.apply("t1", [trained("done")])
+    led.apply("b2", [submitted("wait1"), submitted("wait2"), settled("wait2", "execution")])
+    assert audit_ledger(led).pending == 2
+    led.apply("restore", [{"kind": "abandon_pending", "reason": "pending_at_restored_checkpoint"}])
+    a = audit_ledger(led)
+    assert a.pending == 0 and a.ok, a.problems()
+    assert a.drop_reasons == {"pending_at_restored_checkpoint": 2}
+    assert a.sealed == a.trained == 1 and a.lost == 0
+
+
 def test_events_and_normaliser_state_commit_together(tmp_path):
     actor = LedgerActor(str(tmp_path / "l.sqlite"), {"execution": "scale"}, clip=5.0)
     state = actor.apply("b1", [submitted("e1")], {"execution": (4, 1.0, 2.0)})

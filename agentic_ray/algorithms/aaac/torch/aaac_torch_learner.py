@@ -114,7 +114,8 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
         mu = module.get_exploration_action_dist_cls().from_logits(batch[Columns.ACTION_DIST_INPUTS])
         logp = pi.logp(batch[Columns.ACTIONS])
 
-        # Advantage = standardise(w_reward·adv_reward + w_risk·adv_risk), TD(λ) per stream (connector).
+        # Advantage = standardise(w_reward·s(adv_reward) + w_risk·s(adv_risk)), s = per-stream standardisation,
+        # TD(λ) per stream (connector; see functional.mix_advantages).
         adv_reward = batch[keys.REWARD_ADVANTAGES]
         adv_risk = batch[keys.RISK_ADVANTAGES]
         advantages = batch[Columns.ADVANTAGES]
