@@ -155,6 +155,30 @@ class ReflectionSettings(_Strict):
         description="Share of the stage's training episodes with one injected caller error, so that the root-cause "
         "head trains on labelled failures (without it the batches held none: the imitated policy rarely fails).",
     )
+    correction_demos: int = Field(
+        default=0,
+        ge=0,
+        description="Failure demonstrations the stage imitates before its RL iterations (seed 000's controlled "
+        "wrong samples, labelled with their root causes and corrected by the scripted expert: injected caller "
+        "errors, garbled tool replies, reversed steps; the imitation demonstrations are mixed in). 0: none. The "
+        "imitation stage's few wrong samples (18% of a limited set) are too few to teach each cause its fix.",
+    )
+    correction_epochs: int = Field(
+        default=24, ge=1, description="Epochs over the correction demonstrations (and imitation's)."
+    )
+    reflection_dropout: float = Field(
+        default=0.3,
+        ge=0,
+        lt=1,
+        description="Share of the correction imitation's rows whose reflection input is zeroed (see "
+        "stages.il.reflection_dropout): the policy also learns the best fix without a diagnosis, so the CU "
+        "ablation measures what the diagnosis adds over that.",
+    )
+    correction_weight: float = Field(
+        default=5.0,
+        gt=0,
+        description="Weight of a corrected step (right after a failed one) in the correction imitation.",
+    )
 
 
 class StagesSettings(_Strict):

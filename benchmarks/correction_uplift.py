@@ -38,7 +38,9 @@ def run_seed(settings: Any, cu_pairs: int, cu_after_il: bool) -> dict[str, Any]:
         def evaluate(self, stage: str, iteration: int, extra: dict[str, Any] | None = None) -> Any:
             res = super().evaluate(stage, iteration, extra)
             out["completion"] = res.metrics.completion
-            last = {"il": True, "reflection": iteration == self.s.stages.reflection.iterations}.get(stage, False)
+            last = {"il": True, "reflection": iteration == self.s.stages.reflection.iterations}.get(
+                stage, False
+            )
             if last and (stage == "reflection" or cu_after_il):
                 out[f"cu_{stage}"] = correction_ablation(
                     ModulePolicy(current_module(self.algo)),
@@ -64,7 +66,8 @@ def cu_line(cu: Any) -> dict[str, Any]:
         "cu_fix_on": None if cu.fix_rate_on is None else round(cu.fix_rate_on, 4),
         "cu_fix_off": None if cu.fix_rate_off is None else round(cu.fix_rate_off, 4),
         "cu_by_cause": {
-            c: {k: round(v, 4) for k, v in x.items()} for c, x in d["cu_by_cause"].items()  # type: ignore[union-attr]
+            c: {k: round(v, 4) for k, v in x.items()}
+            for c, x in d["cu_by_cause"].items()  # type: ignore[union-attr]
         },
     }
 
@@ -111,7 +114,10 @@ def main() -> None:
             line.update(cu_line(cu) if stage == "reflection" else {"after_il": cu_line(cu)})
         line["wall_s"] = round(time.time() - t0, 1)
         print(json.dumps(line), flush=True)
-    final = {"seeds": a.seeds, **cu_line(correction_uplift_paired(pooled["reflection"], dropped["reflection"]))}
+    final = {
+        "seeds": a.seeds,
+        **cu_line(correction_uplift_paired(pooled["reflection"], dropped["reflection"])),
+    }
     if pooled["il"]:
         final["after_il"] = cu_line(correction_uplift_paired(pooled["il"], dropped["il"]))
     final["wall_s"] = round(time.time() - t_all, 1)

@@ -208,6 +208,7 @@ class AAACModel(nn.Module):
             whose ``reflection`` is all zeros).
     """
 
+    prototype_skill: torch.Tensor  # buffer: each prototype's skill (with the fix prior)
     NON_INFERENCE_ATTRIBUTES: tuple[str, ...] = (
         "reward_critic",
         "risk_critic",

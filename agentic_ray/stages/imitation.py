@@ -13,6 +13,7 @@ group and synced to the EnvRunners), so there is one model, not two.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ import torch
 
 from agentic_ray.eval.evaluator import stack_obs
 from agentic_ray.graph_spec import EVIDENCE_FLAGS
-from agentic_ray.stages.demos import Demo
+from agentic_ray.stages.demos import Demo, collect_demos
 
 FAILED = EVIDENCE_FLAGS.index("failed")
 
@@ -135,3 +136,55 @@ def behaviour_cloning(
             p.requires_grad_(True)
         module.eval()
     return {"nll": history, "samples": int(w.sum())}
+
+
+CORRECTION_DEMO_SEED = 7919
+"""Offset of the correction demonstrations' seed from the run's (imitation's use seed + attempt)."""
+
+
+def imitate_corrections(
+    module: Any,
+    settings: Any,
+    demos: list[Demo],
+    *,
+    on_demo: Callable[[], None] | None = None,
+    on_epoch: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
+    """The reflection stage's imitation of corrected failures (``stages.reflection.correction_demos``).
+
+    The scripted expert's wrong-sample episodes only (seed 000's controlled wrong samples: every one fails once, on
+    an injected caller error, a garbled reply or a reversed step, and is corrected according to its root cause),
+    mixed with imitation's ``demos``, imitated with the reflection input on, zeroed on
+    ``stages.reflection.reflection_dropout`` of the rows (so the blind policy stays the best one the data
+    teaches), corrected steps weighted ``stages.reflection.correction_weight``, and the root-cause cross-entropy.
+
+    Args:
+        module: an AAAC RLModule (trained in place).
+        settings: the run's :class:`~agentic_ray.settings.ExperimentSettings`.
+        demos: imitation's demonstrations.
+
+    Returns:
+        :func:`behaviour_cloning`'s stats plus ``correction_kinds`` (demonstrations per kind).
+    """
+    il, rf = settings.stages.il, settings.stages.reflection
+    corrections = collect_demos(
+        settings.env,
+        rf.correction_demos,
+        1.0,
+        seed=settings.seed + CORRECTION_DEMO_SEED,
+        on_demo=on_demo,
+        caller_errors=il.caller_error_kinds,
+    )
+    stats = behaviour_cloning(
+        module,
+        [*demos, *corrections],
+        reflection_coeff=rf.reflection_coeff,
+        reflection_dropout=rf.reflection_dropout,
+        correction_weight=rf.correction_weight,
+        epochs=rf.correction_epochs,
+        minibatch_size=il.minibatch_size,
+        lr=il.lr,
+        seed=settings.seed,
+        on_epoch=on_epoch,
+    )
+    return {**stats, "correction_kinds": dict(Counter(d.kind for d in corrections))}

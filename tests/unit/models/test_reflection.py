@@ -149,15 +149,61 @@ def test_ablation_zeroes_the_reflection_input(source: str) -> None:
 
 
 def test_the_raw_evidence_reaches_the_policy_only_through_the_diagnosis() -> None:
-    """With the env as the reflection source the head is a probe: the evidence never changes the policy."""
+    """With the env as the reflection source the head is a probe: the evidence changes the policy only where there
+    is a diagnosis, through the fix prior (which reads the failed skill), and never without one."""
     _, _, obs = _batch(8, seed=5)
     module = _module("env")
-    batch = {Columns.OBS: obs}
-    noisy = {Columns.OBS: {**obs, "failure_evidence": torch.ones_like(obs["failure_evidence"])}}
+    with torch.no_grad():
+        module.model.fix_prior.weight.normal_()
+    noisy_evidence = {**obs, "failure_evidence": torch.ones_like(obs["failure_evidence"])}
+    no_diagnosis = {**obs, "reflection": torch.zeros_like(obs["reflection"])}
     torch.testing.assert_close(
-        module.forward_inference(noisy)[Columns.ACTION_DIST_INPUTS],
-        module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS],
+        module.forward_inference({Columns.OBS: {**noisy_evidence, "reflection": no_diagnosis["reflection"]}})[
+            Columns.ACTION_DIST_INPUTS
+        ],
+        module.forward_inference({Columns.OBS: no_diagnosis})[Columns.ACTION_DIST_INPUTS],
     )
+    with torch.no_grad():
+        module.model.fix_prior.weight.zero_()
+    torch.testing.assert_close(
+        module.forward_inference({Columns.OBS: noisy_evidence})[Columns.ACTION_DIST_INPUTS],
+        module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS],
+    )
+
+
+@pytest.mark.parametrize("source", ["env", "predicted"])
+def test_the_fix_prior_moves_the_skill_logits_of_diagnosed_failures_only(source: str) -> None:
+    """The fix prior (diagnosed cause x failed skill -> next skill) starts at zero, then moves exactly the skill
+    logits of rows with a diagnosis, by the table entry of their cause and failed skill, and nothing when the
+    reflection input is off (the CU ablation)."""
+    _, layout, obs = _batch(8, seed=3)
+    k = layout.num_skills
+    failed_skill = torch.arange(8) % k
+    obs["failure_evidence"][:, -k:] = 0.0
+    obs["failure_evidence"][torch.arange(8), -k + failed_skill] = obs["failure_evidence"][:, FAILED]
+    module = _module(source)
+    module.eval()
+    batch = {Columns.OBS: obs}
+    base = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+    off = module.forward_inference(batch, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS]
+    with torch.no_grad():
+        module.model.fix_prior.weight.normal_()
+    moved = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(
+        module.forward_inference(batch, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS], off
+    )
+    failed = obs["failure_evidence"][:, FAILED] > 0
+    delta = moved[:, :k] - base[:, :k]
+    unmasked = obs["skill_mask"] > 0
+    assert torch.all(delta[~failed] == 0)
+    assert torch.all(delta[failed][unmasked[failed]].abs() > 0)
+    if source == "env":  # the diagnosis is the label: the prior is exactly its table column
+        from agentic_ray.models.aaac_model import FIX_PRIOR_GAIN
+
+        cause = obs["reflection"].argmax(-1)
+        table = module.model.fix_prior.weight.view(k, len(ROOT_CAUSES), k)
+        want = FIX_PRIOR_GAIN * table[:, cause, failed_skill].T
+        torch.testing.assert_close(delta[failed & unmasked.all(-1)], want[failed & unmasked.all(-1)])
 
 
 @pytest.mark.parametrize("source", ["env", "predicted"])
