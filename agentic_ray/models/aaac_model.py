@@ -187,6 +187,36 @@ def build_state_encoder(spec: GraphSpec, config: AAACModelConfig) -> HeteroGNNEn
     )
 
 
+class FixPrior(nn.Module):
+    """The fix the reflection input proposes: a prior over the next skill, ``(B, K)``, from the diagnosis ``r``
+    ``(B, C)`` (root-cause probabilities; zeros without a failure or with the input off) and the failed skill's
+    one-hot ``f`` ``(B, K)``:
+
+    ``prior = FIX_PRIOR_GAIN · (r A + (r b) f + (r ⊗ f) T)``
+
+    * ``A`` ``(C, K)``: a cause proposes a skill whatever failed (stale information: re-read; a wrong entity: the
+      lookup that lists it);
+    * ``b`` ``(C,)``: a cause proposes calling the failed skill again (a tool error) or not (stale information);
+    * ``T`` ``(C·K, K)``: what depends on both (which re-read fits the failed write).
+
+    All zero at start (the policy is unchanged until training moves them). Measured on the quickstart pipeline
+    (seed 0, 123 first-failure pairs): with the table ``T`` alone CU was 0.24 [0.16, 0.31]; the greedy traces retried
+    a stale ``refund.trigger`` and re-read a wrong entity by its wrong id, corrections the table had learned for
+    other writes but could not carry over, which ``A`` and ``b`` do.
+    """
+
+    def __init__(self, num_causes: int, num_skills: int) -> None:
+        super().__init__()
+        self.cause_skill = nn.Parameter(torch.zeros(num_causes, num_skills))
+        self.cause_retry = nn.Parameter(torch.zeros(num_causes))
+        self.table = nn.Parameter(torch.zeros(num_causes * num_skills, num_skills))
+
+    def forward(self, reflection: torch.Tensor, failed_skill: torch.Tensor) -> torch.Tensor:
+        outer = (reflection.unsqueeze(-1) * failed_skill.unsqueeze(-2)).flatten(1)  # (B, C·K)
+        prior = reflection @ self.cause_skill + (reflection @ self.cause_retry).unsqueeze(-1) * failed_skill
+        return FIX_PRIOR_GAIN * (prior + outer @ self.table)
+
+
 class AAACModel(nn.Module):
     """Encoder + skill/argument heads + prototype head + reward critic + risk critic + reflection head.
 
@@ -261,11 +291,9 @@ class AAACModel(nn.Module):
         if build_critics or self.predicts_reflection:
             width = self.evidence_dim + (h if config.reflection_head_input == "evidence_and_state" else 0)
             self.reflection_head = mlp(width, hh, len(spec.root_causes))
-        self.fix_prior: nn.Linear | None = None
+        self.fix_prior: FixPrior | None = None
         if config.reflection_fix_prior:
-            k = layout.num_skills
-            self.fix_prior = nn.Linear(len(spec.root_causes) * k, k, bias=False)
-            nn.init.zeros_(self.fix_prior.weight)
+            self.fix_prior = FixPrior(len(spec.root_causes), layout.num_skills)
             self.register_buffer(
                 "prototype_skill",
                 torch.as_tensor(list(layout.prototype_skills or []), dtype=torch.long),
@@ -354,8 +382,7 @@ class AAACModel(nn.Module):
             return enc
         k = self.layout.num_skills
         failed_skill = obs["failure_evidence"][..., -k:].to(reflection.dtype)  # the evidence ends with it
-        outer = reflection.unsqueeze(-1) * failed_skill.unsqueeze(-2)  # (B, C, K)
-        enc.skill_prior = FIX_PRIOR_GAIN * self.fix_prior(outer.flatten(1))
+        enc.skill_prior = self.fix_prior(reflection, failed_skill)
         return enc
 
     def _critic_state(

@@ -154,7 +154,8 @@ def test_the_raw_evidence_reaches_the_policy_only_through_the_diagnosis() -> Non
     _, _, obs = _batch(8, seed=5)
     module = _module("env")
     with torch.no_grad():
-        module.model.fix_prior.weight.normal_()
+        for p in module.model.fix_prior.parameters():
+            p.normal_()
     noisy_evidence = {**obs, "failure_evidence": torch.ones_like(obs["failure_evidence"])}
     no_diagnosis = {**obs, "reflection": torch.zeros_like(obs["reflection"])}
     torch.testing.assert_close(
@@ -164,7 +165,8 @@ def test_the_raw_evidence_reaches_the_policy_only_through_the_diagnosis() -> Non
         module.forward_inference({Columns.OBS: no_diagnosis})[Columns.ACTION_DIST_INPUTS],
     )
     with torch.no_grad():
-        module.model.fix_prior.weight.zero_()
+        for p in module.model.fix_prior.parameters():
+            p.zero_()
     torch.testing.assert_close(
         module.forward_inference({Columns.OBS: noisy_evidence})[Columns.ACTION_DIST_INPUTS],
         module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS],
@@ -187,7 +189,8 @@ def test_the_fix_prior_moves_the_skill_logits_of_diagnosed_failures_only(source:
     base = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
     off = module.forward_inference(batch, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS]
     with torch.no_grad():
-        module.model.fix_prior.weight.normal_()
+        for p in module.model.fix_prior.parameters():
+            p.normal_()
     moved = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
     torch.testing.assert_close(
         module.forward_inference(batch, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS], off
@@ -201,8 +204,9 @@ def test_the_fix_prior_moves_the_skill_logits_of_diagnosed_failures_only(source:
         from agentic_ray.models.aaac_model import FIX_PRIOR_GAIN
 
         cause = obs["reflection"].argmax(-1)
-        table = module.model.fix_prior.weight.view(k, len(ROOT_CAUSES), k)
-        want = FIX_PRIOR_GAIN * table[:, cause, failed_skill].T
+        fp = module.model.fix_prior
+        retry = torch.nn.functional.one_hot(failed_skill, k).float() * fp.cause_retry[cause].unsqueeze(-1)
+        want = FIX_PRIOR_GAIN * (fp.cause_skill[cause] + retry + fp.table[cause * k + failed_skill])
         torch.testing.assert_close(delta[failed & unmasked.all(-1)], want[failed & unmasked.all(-1)])
 
 
