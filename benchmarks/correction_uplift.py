@@ -11,6 +11,9 @@ Per line: ``cu`` (fix rate on minus off), ``cu_ci`` (95% paired bootstrap interv
 ``cu_pairs_dropped`` (tasks whose first failures differed), ``cu_fix_on``/``cu_fix_off``, ``cu_by_cause`` (pairs
 and fix rates per root cause), ``completion`` (the final policy on the run's validation tasks), ``seed`` (or
 ``seeds`` for the pooled line, whose ``cu`` pools every seed's pairs) and ``wall_s``. Goal (seed 000): CU ≥ 0.40.
+
+Measured (``--seeds 0``, one other job on the box): CU 0.424 [0.341, 0.508] over 132 pairs, fix rate 0.826 on vs
+0.402 off, completion 0.90, 503 s. Before the fix prior had its cause-level terms: 0.236 [0.163, 0.309] over 123.
 """
 
 from __future__ import annotations
