@@ -18,7 +18,12 @@ without custom connectors and the same arrays can be built outside an env (Serve
   type ``layout.skills[k].pointer_types[p]``; the last column is "leave the argument out" (optional arguments).
 * ``list_mask``   int8    ``(K, L, Mp)``: valid members of list slot ``l`` of skill ``k``.
 * ``source_mask`` int8    ``(C,)``: numeric copy sources (see :class:`NumericSource`) whose value is revealed.
-* ``reflection``  float32 ``(num_root_causes,)``: the root cause of the last failed step (zeros if none).
+* ``reflection``  float32 ``(num_root_causes,)``: the root cause the env's rule-based attribution gives the last
+  step when it failed (zeros if none). Privileged (it reads the world): the reflection head's *label*; the policy
+  reads it only with ``reflection_source="env"``.
+* ``failure_evidence`` float32 ``(evidence_width(K),)``: what a caller sees of the last step when it failed, zeros
+  otherwise (see :data:`EVIDENCE_FLAGS`, :data:`FAILURE_CODE_CLASSES`; then a one-hot of the failed skill). The
+  reflection head's input besides the state.
 * ``proto_mask``  int8    ``(num_prototypes,)``: only in prototype mode.
 
 A structured action is a ``Dict``:
@@ -87,6 +92,29 @@ ROOT_CAUSES: tuple[str, ...] = (
 before its prerequisite goal; ``missing_prerequisite``: a business precondition did not hold; ``wrong_entity``: an
 entity argument the request is not about; ``stale_information``: the call relied on a revealed value that has
 changed since it was read; ``risk_violation``: a high-risk action without its safety check."""
+
+
+EVIDENCE_FLAGS: tuple[str, ...] = ("failed", "unknown_entity", "entity_unread", "above_known_limit")
+"""First columns of ``failure_evidence``, agent-observable facts about the last step: it failed; an entity argument
+it carried is one the agent never learned (neither the request nor a tool result named it); every entity argument
+names an entity the agent never looked up (no field of it was revealed); a numeric argument was above the limit
+(the contract's ``max_from`` field) the agent had seen for the entity it refers to."""
+
+FAILURE_CODE_CLASSES: tuple[tuple[str, ...], ...] = (
+    ("NOT_FOUND",),
+    ("CONFLICT",),
+    ("INVALID_INPUT",),
+    ("PRECONDITION_FAILED", "DEPENDENCY_MISSING", "NOT_WHITELISTED"),
+    ("TOOL_TIMEOUT", "UPSTREAM_ERROR", "INVALID_OUTPUT", "RATE_LIMITED", "CIRCUIT_OPEN"),
+)
+"""The result-code classes of ``failure_evidence`` (one-hot after :data:`EVIDENCE_FLAGS`; a code in no class
+sets none): no such entity, a state conflict, an invalid value, a rejected call (precondition, whitelist,
+dependency), the tool unavailable."""
+
+
+def evidence_width(num_skills: int) -> int:
+    """Width of the ``failure_evidence`` input: flags, code classes, then the failed skill's one-hot."""
+    return len(EVIDENCE_FLAGS) + len(FAILURE_CODE_CLASSES) + num_skills
 
 
 def relation_key(src: str, rel: str, dst: str) -> str:
@@ -300,6 +328,7 @@ def observation_space(spec: GraphSpec, layout: ActionLayout) -> gym.spaces.Dict:
     s["list_mask"] = gym.spaces.Box(0, 1, (k, layout.list_slots, layout.max_pointer), dtype=np.int8)
     s["source_mask"] = gym.spaces.Box(0, 1, (max(spec.num_sources, 1),), dtype=np.int8)
     s["reflection"] = gym.spaces.Box(0.0, 1.0, (len(spec.root_causes),), dtype=np.float32)
+    s["failure_evidence"] = gym.spaces.Box(0.0, 1.0, (evidence_width(k),), dtype=np.float32)
     if layout.num_prototypes:
         s["proto_mask"] = gym.spaces.Box(0, 1, (layout.num_prototypes,), dtype=np.int8)
     return gym.spaces.Dict(s)
@@ -345,6 +374,7 @@ def random_observation(
         src[c] = int(i < counts[spec.numeric_sources[j].node_type] and rng.random() < 0.7)
     obs["source_mask"] = src
     obs["reflection"] = np.zeros(len(spec.root_causes), dtype=np.float32)
+    obs["failure_evidence"] = np.zeros(evidence_width(k), dtype=np.float32)
     if layout.num_prototypes:
         pr = (rng.random(layout.num_prototypes) < 0.5).astype(np.int8)
         pr[0] = 1

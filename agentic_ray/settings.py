@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentic_ray.domains.caller_errors import CALLER_ERROR_CAUSES, INJECTED_CAUSES
 from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
 from agentic_ray.models.aaac_model import AAACModelConfig
 from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
@@ -87,7 +88,34 @@ class ImitationSettings(_Strict):
         ge=0,
         description="Weight of the reflection head's root-cause cross-entropy during imitation.",
     )
+    reflection_dropout: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description="Share of imitation rows whose reflection input is zeroed: the policy also learns the best "
+        "fix without a diagnosis, so the CU ablation (reflection input off) measures what the diagnosis adds "
+        "over that, not a policy on an input it never saw.",
+    )
+    correction_weight: float = Field(
+        default=1.0,
+        gt=0,
+        description="Weight in the imitation loss of an expert step taken right after a failed one (the "
+        "correction the reflection input is for; one or two per wrong sample).",
+    )
+    caller_error_kinds: list[str] = Field(
+        default_factory=lambda: list(CALLER_ERROR_CAUSES),
+        description="Injected errors the caller_error demonstrations take in turn (CALLER_ERROR_CAUSES, and "
+        "tool_error, the control whose fix is a plain retry).",
+    )
     gate_tcsr: float = Field(default=0.8, ge=0, le=1, description="Gate: validation TCSR after IL.")
+
+    @field_validator("caller_error_kinds")
+    @classmethod
+    def _known_kinds(cls, v: list[str]) -> list[str]:
+        if not v or set(v) - set(INJECTED_CAUSES):
+            raise ValueError(f"caller_error_kinds must be a non-empty subset of {INJECTED_CAUSES}, got {v}")
+        return v
+
     max_repeats: int = Field(
         default=2, ge=0, description="IL repeats with more demonstrations if the gate fails."
     )
@@ -126,6 +154,30 @@ class ReflectionSettings(_Strict):
         le=1,
         description="Share of the stage's training episodes with one injected caller error, so that the root-cause "
         "head trains on labelled failures (without it the batches held none: the imitated policy rarely fails).",
+    )
+    correction_demos: int = Field(
+        default=0,
+        ge=0,
+        description="Failure demonstrations the stage imitates before its RL iterations (seed 000's controlled "
+        "wrong samples, labelled with their root causes and corrected by the scripted expert: injected caller "
+        "errors, garbled tool replies, reversed steps; the imitation demonstrations are mixed in). 0: none. The "
+        "imitation stage's few wrong samples (18% of a limited set) are too few to teach each cause its fix.",
+    )
+    correction_epochs: int = Field(
+        default=24, ge=1, description="Epochs over the correction demonstrations (and imitation's)."
+    )
+    reflection_dropout: float = Field(
+        default=0.3,
+        ge=0,
+        lt=1,
+        description="Share of the correction imitation's rows whose reflection input is zeroed (see "
+        "stages.il.reflection_dropout): the policy also learns the best fix without a diagnosis, so the CU "
+        "ablation measures what the diagnosis adds over that.",
+    )
+    correction_weight: float = Field(
+        default=5.0,
+        gt=0,
+        description="Weight of a corrected step (right after a failed one) in the correction imitation.",
     )
 
 

@@ -1,32 +1,42 @@
 """Injected caller errors (seed 000's controlled wrong samples, issue 13): contract-level helpers for domains.
 
-A caller error is a call the agent got wrong, as opposed to a tool that failed. Three kinds are injected, each
-with its own correct fix, so the root cause the env attributes (the policy's reflection input) matters:
+A caller error is a call the agent got wrong, as opposed to a tool that failed. Three kinds are injected. Each
+leaves something behind that makes a plain retry fail again, and each has its own correct fix, so the root cause
+matters (a tool error, the fourth failure the reflection module tells apart, is fixed by a plain retry):
 
-* ``wrong_entity``: an entity argument names an entity the task is not about (a look-alike id that exists
-  nowhere). Fix: call again on the request's entity; re-reading first wastes a step.
-* ``stale_information``: the call relies on a revealed value that changed since it was read (the domain changes
-  the world just before the call). Fix: re-read the entity, then call again; retrying at once fails again.
-* ``bad_parameters``: a numeric argument above its limit (a ``max_from`` bound the referenced entity sets).
-  Fix: call again with the value the task needs.
+* ``wrong_entity``: the agent holds a look-alike id for an entity the task is about (seed 000's L4 failure,
+  "remembers the wrong entity"): every call that names the entity sends the look-alike, which exists nowhere, until
+  a lookup re-resolves the entity from a system of record (the env's ``misheld`` ids). Fix: the lookup that lists
+  or identifies the entity, then the call. Retrying or re-reading the entity by its (wrong) id fails again.
+* ``stale_information``: the call relies on what the agent saw of an entity that has changed since (the domain
+  changes the world just before the call). Fix: re-read the entity, then call again; retrying at once fails again.
+* ``bad_parameters``: a numeric argument above a limit the world sets and a lookup revealed (a ``max_from`` bound
+  the referenced entity sets), where the value the call usually takes is above it too. Fix: call again with the
+  value copied from the revealed limit.
 
-:meth:`~agentic_ray.domains.protocol.Domain.caller_error` turns a call into its erroneous version; the helpers
-here do the two contract-level kinds for any domain, so a domain only writes its own stale scenario.
+Domains prepare an episode for its error at reset (:meth:`~agentic_ray.domains.protocol.Domain.caller_error_setup`,
+which also says whether the task can carry it) and turn a call into its erroneous version
+(:meth:`~agentic_ray.domains.protocol.Domain.caller_error`); the helpers here do the two contract-level kinds for
+any domain, so a domain only writes its own stale scenario and limit set-up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 import numpy as np
 
 from agentic_ray.skills.contracts import EntityParam, FloatParam, SkillContract
 
-__all__ = ["CALLER_ERROR_CAUSES", "above_limit", "lookalike_entity"]
+__all__ = ["CALLER_ERROR_CAUSES", "INJECTED_CAUSES", "above_limit", "lookalike_entity"]
 
 CALLER_ERROR_CAUSES: tuple[str, ...] = ("wrong_entity", "stale_information", "bad_parameters")
 """Root causes (names in ``graph_spec.ROOT_CAUSES``) an injected caller error can have."""
+
+INJECTED_CAUSES: tuple[str, ...] = (*CALLER_ERROR_CAUSES, "tool_error")
+"""What error injection can put on a call: the caller errors, and ``tool_error``, the control whose fix is a plain
+retry (the call's tool fails this once; the env makes it, a domain only says which calls can carry it)."""
 
 LIMIT_FACTOR = 1.5
 """An above-limit value is this many times the limit (plus one), far enough to fail any tolerance."""
@@ -38,14 +48,19 @@ def lookalike_entity(
     relevant: Iterable[str],
     existing: Callable[[str], Iterable[str]],
     rng: np.random.Generator,
+    types: Container[str] | None = None,
 ) -> dict[str, Any] | None:
     """``params`` with one entity argument that names a task entity replaced by a look-alike id that exists
-    nowhere (``existing(node_type)`` lists the world's ids), or None when the call names no task entity."""
+    nowhere (``existing(node_type)`` lists the world's ids), or None when the call names no task entity (of one
+    of ``types``, when given: the types a lookup can re-resolve)."""
     rel = set(relevant)
     names = [
         n
         for n, p in contract.input.items()
-        if isinstance(p, EntityParam) and isinstance(params.get(n), str) and params[n] in rel
+        if isinstance(p, EntityParam)
+        and isinstance(params.get(n), str)
+        and params[n] in rel
+        and (types is None or p.node_type in types)
     ]
     if not names:
         return None

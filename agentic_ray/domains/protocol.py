@@ -367,7 +367,17 @@ class Domain(Protocol):
         Error injection (issue 13): the env calls it, for an episode drawn to carry a caller error, on each call
         until one is accepted, then runs the returned params instead. ``stale_information`` may change the world
         (the entity is modified by someone else between the agent's read and its call); the helpers of
-        :mod:`agentic_ray.domains.caller_errors` make the other two from the contracts."""
+        :mod:`agentic_ray.domains.caller_errors` make the other two from the contracts. For ``wrong_entity`` the
+        env keeps sending the look-alike id in place of the real one until a lookup reveals the real one again."""
+        ...
+
+    def caller_error_setup(self, world: Any, task: Task, cause: str, rng: np.random.Generator) -> Task | None:
+        """Prepare a fresh episode to carry a caller error of ``cause``: the task to run (changed when the set-up
+        changes what the goals ask), or None when this task cannot carry the cause (the env then draws another).
+
+        Called at reset, before the world reaches the backend. It may change the world so that the error, once
+        injected, persists for the agent's own next call (``bad_parameters``: a limit that binds, so that the
+        value the call usually takes is above it too); the task's goals then ask for what the fix achieves."""
         ...
 
     def quantiles(self) -> QuantileMap:

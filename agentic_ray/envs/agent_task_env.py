@@ -59,6 +59,7 @@ from agentic_ray.domains.knowledge import Knowledge, reveal_result
 from agentic_ray.domains.protocol import EpisodeView, LastStep, Task
 from agentic_ray.envs.action_codec import ActionCodec, Prototype
 from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, episode_record_dict, match_goals
+from agentic_ray.envs.failure_evidence import failure_evidence
 from agentic_ray.envs.faults import FaultScheduleConfig, backend_faults, draw_caller_error, draw_faults
 from agentic_ray.envs.masks import MaskComputer, Masks, sla_arrays
 from agentic_ray.envs.observation import ObservationBuilder, build_specs
@@ -66,7 +67,7 @@ from agentic_ray.envs.prototypes import load_prototypes
 from agentic_ray.graph_spec import observation_space
 from agentic_ray.keys import BACKEND_ERRORS, EPISODE_RECORD, MASK_REASONS, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
-from agentic_ray.skills.backends import HttpBackend, PythonBackend
+from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
 from agentic_ray.skills.contracts import EntityListParam, EntityParam, load_contracts
 from agentic_ray.skills.executor import CALLER_ERRORS, RealClock, SimClock, ToolExecutor, ToolResult
 from agentic_ray.skills.preconditions import Call, precondition_status
@@ -254,6 +255,11 @@ class AgentTaskEnv(gym.Env):
         self.fault_kind: str | None = None
         self._down: frozenset[str] = frozenset()
         self.caller_error: str | None = None  # the episode's caller error still to inject (issue 13)
+        self._misheld: dict[tuple[str, str], str] = {}  # see misheld
+        self._faults = FaultConfig()  # the episode's backend faults
+        self._stale_refs: set[tuple[str, str]] = (
+            set()
+        )  # entities an injected stale error changed, not re-read
         self._closed = False
         self._warnings: list[str] = []
         self._build_executor()
@@ -373,8 +379,16 @@ class AgentTaskEnv(gym.Env):
             self._health(),
             int(self._rng.integers(2**31)),
         )
+        self._faults = fc
         out = self.backend.set_faults(fc, world_id=self.world_id)
         return None if out.ok else f"{out.error_code}: {out.message}"
+
+    def _set_backend_faults(self, override: FaultConfig | None) -> None:
+        """Replace this world's backend faults by ``override`` for one call (an injected ``tool_error``), or
+        restore the episode's faults (None)."""
+        fc = override if override is not None else self._faults
+        if not (out := self.backend.set_faults(fc, world_id=self.world_id)).ok:
+            self._warnings.append(f"set_faults: {out.error_code}: {out.message}")
 
     # ------------------------------------------------------------------ gym API
     def reset(
@@ -435,7 +449,16 @@ class AgentTaskEnv(gym.Env):
             # Faults that could not be set are not injected, so the episode must not claim them.
             backend_errors.append(f"set_faults: {why}; running without injected faults")
             self.fault_kind, self._down = None, frozenset()
-        self.caller_error = draw_caller_error(self.config.faults, self._rng)
+        self.caller_error, task = self._prepare_caller_error(
+            draw_caller_error(self.config.faults, self._rng), world, task
+        )
+        self.task = task
+        self._misheld = {}
+        self._stale_refs = set()
+        if self.caller_error is not None and not (out := self.backend.put_world(self.world_id, world)).ok:
+            backend_errors.append(
+                f"put_world: {out.error_code}: {out.message}"
+            )  # its set-up changed the world
         budget = max(
             task.optimal_steps + self.config.budget_extra,
             math.ceil(self.config.budget_factor * task.optimal_steps),
@@ -578,6 +601,10 @@ class AgentTaskEnv(gym.Env):
                 "masked: " + "; ".join(reasons),
             )
         injected_cause = None
+        held = False  # the call carries a look-alike id the agent holds (an earlier injected wrong entity)
+        if err is None and self._misheld:
+            sent = self._as_held(skill, params)
+            held, params = sent != params, sent
         if err is None and c is not None and self.caller_error is not None:
             params, injected_cause = self._inject_caller_error(c, params)
         # A high-risk shortcut: the call skips a safety precondition (soft mode lets it run; hard mode masks it,
@@ -590,9 +617,15 @@ class AgentTaskEnv(gym.Env):
             and precondition_status(c, params, st.history, enforce_safety=False)[0]
         )
         if err is None:
+            if (
+                injected_cause == "tool_error"
+            ):  # the call's tool fails this once, every gateway retry included
+                self._set_backend_faults(FaultConfig(per_skill={skill: FaultConfig(failure_rate=1.0)}))
             res = self.executor.call(
                 skill, params, intent_id=self.intent_id, trace_id=trace_id, world_id=self.world_id
             )
+            if injected_cause == "tool_error":
+                self._set_backend_faults(None)
             code, latency, params = res.code, res.latency_ms, (res.params or params)
             if self.config.backend == "http":
                 world, out = self.backend.fetch_world(self.world_id)
@@ -626,6 +659,9 @@ class AgentTaskEnv(gym.Env):
                 st.history.append(call)
                 self.masks.add(call)
                 revealed = reveal_result(know, c, params, res.payload)
+                for r in revealed:  # a lookup re-resolved an entity: its real id replaces the look-alike
+                    self._misheld.pop(r, None)
+                    self._stale_refs.discard(r)
                 satisfied, violation = match_goals(
                     task, st, self.builder.goal_ready(st.goal_done), skill, params
                 )
@@ -658,18 +694,28 @@ class AgentTaskEnv(gym.Env):
             and self.fault_kind is not None
             and (self.fault_kind != "outage" or skill in self._down)
         )
-        cause = attribute_root_cause(
-            code=code,
-            ok=ok,
-            masked=masked,
-            soft_masked=soft_masked,
-            violation=violation,
-            high_risk=high_risk,
-            entities=entities,
-            relevant=set(task.relevant),
-            stale=not ok and code in CALLER_ERRORS and self._stale(skill, params),
-        )
+        if (
+            injected_cause is not None
+            and not ok
+            and (code in CALLER_ERRORS or injected_cause == "tool_error")
+        ):
+            cause: str | None = injected_cause  # the injected error is its own root cause
+        elif held and not ok and code in CALLER_ERRORS:
+            cause = "wrong_entity"  # still the held look-alike, whatever the gateway answered for it
+        else:
+            cause = attribute_root_cause(
+                code=code,
+                ok=ok,
+                masked=masked,
+                soft_masked=soft_masked,
+                violation=violation,
+                high_risk=high_risk,
+                entities=entities,
+                relevant=set(task.relevant),
+                stale=not ok and code in CALLER_ERRORS and self._stale(skill, params),
+            )
         st.set_cause(cause)
+        st.evidence = failure_evidence(len(self.skills), k, c, params, code, know)
         st.last = LastStep(skill, dict(params), code, cause)
         self._steps.append(
             StepRecord(
@@ -760,19 +806,32 @@ class AgentTaskEnv(gym.Env):
         """The episode's caller error on this call when the domain can make it here (see
         :meth:`~agentic_ray.domains.protocol.Domain.caller_error`): ``(params to run, its cause or None)``.
 
-        A wrong call the gateway would reject for a precondition instead is not injected here (its attributed
-        cause would be ``missing_prerequisite``); the next call may carry it."""
+        A wrong call the gateway would reject for a precondition instead is not injected here (its cause would be
+        ``missing_prerequisite``); the next call may carry it. A wrong entity is the exception: every call the agent
+        makes on the entity carries the look-alike (see :attr:`misheld`), so whatever the gateway answers for it
+        (``NOT_FOUND`` from the tool, or ``PRECONDITION_FAILED`` when a precondition names the entity) is that
+        error's answer."""
         assert self.task is not None and self.state is not None and self.caller_error is not None
         cause = self.caller_error
         new = self.domain.caller_error(self.world, self.task, c.name, dict(params), cause, self._rng)
-        if (
-            new is None
-            or not precondition_status(
+        if new is None or (
+            cause != "wrong_entity"
+            and not precondition_status(
                 c, new, self.state.history, enforce_safety=self.config.risk_mode == "hard"
             )[0]
         ):
             return params, None
         self.caller_error = None
+        if cause == "stale_information":  # stale until a lookup touches the entity again
+            self._stale_refs |= {
+                (p.node_type, str(params[n]))
+                for n, p in self._entity_params.get(c.name, [])
+                if isinstance(params.get(n), str)
+            }
+        if cause == "wrong_entity":
+            for n, p in self._entity_params.get(c.name, []):
+                if isinstance(params.get(n), str) and new.get(n) != params[n]:
+                    self._misheld[(p.node_type, params[n])] = str(new[n])
         if (
             self.config.backend == "http"
             and not (out := self.backend.put_world(self.world_id, self.world)).ok
@@ -780,14 +839,56 @@ class AgentTaskEnv(gym.Env):
             self._warnings.append(f"backend sync failed: {out.error_code}: {out.message}")
         return new, cause
 
+    def _prepare_caller_error(self, cause: str | None, world: Any, task: Task) -> tuple[str | None, Task]:
+        """``(cause, task)`` of the episode's caller error after the domain's set-up
+        (:meth:`~agentic_ray.domains.protocol.Domain.caller_error_setup`): the drawn cause, or, when the task
+        cannot carry it, another one drawn by weight among those it can; None when it can carry none."""
+        if cause is None:
+            return None, task
+        weights = self.config.faults.caller_errors
+        others = [c for c in weights if c != cause]
+        if others:
+            w = np.array([weights[c] for c in others], dtype=np.float64)
+            others = [
+                others[int(i)]
+                for i in self._rng.choice(len(others), len(others), replace=False, p=w / w.sum())
+            ]
+        for c in [cause, *others]:
+            prepared = self.domain.caller_error_setup(world, task, c, self._rng)
+            if prepared is not None:
+                return c, prepared
+        return None, task
+
+    def _as_held(self, skill: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with every entity id the agent holds a look-alike of (an injected ``wrong_entity``)
+        replaced by that look-alike: what the agent actually sends until a lookup re-resolves the entity."""
+        out = dict(params)
+        for n, p in self._entity_params.get(skill, []):
+            v = out.get(n)
+            if isinstance(v, list):
+                out[n] = [self._misheld.get((p.node_type, str(x)), x) for x in v]
+            elif isinstance(v, str):
+                out[n] = self._misheld.get((p.node_type, v), v)
+        return out
+
+    @property
+    def misheld(self) -> dict[tuple[str, str], str]:
+        """``(entity type, real id) -> look-alike id`` the agent sends instead (an injected ``wrong_entity``,
+        until a successful lookup reveals the real id again). The observation does not show it: the agent's node
+        for the entity is unchanged, only the id its calls carry is wrong."""
+        return dict(self._misheld)
+
     def _stale(self, skill: str, params: dict[str, Any]) -> bool:
-        """Whether an entity the call refers to was revealed with values that have changed since."""
+        """Whether an entity the call refers to was revealed with values that have changed since (or was changed
+        by an injected stale error and not looked up since)."""
         assert self.knowledge is not None
         for n, p in self._entity_params.get(skill, []):
             vals = params.get(n)
             for v in vals if isinstance(vals, list) else [vals]:
                 if not isinstance(v, str):
                     continue
+                if (p.node_type, v) in self._stale_refs:
+                    return True
                 known = self.knowledge.fields(p.node_type, v)
                 truth = self.domain.entity_fields(self.world, p.node_type, v) or {}
                 if any(f in truth and truth[f] != val for f, val in known.items()):

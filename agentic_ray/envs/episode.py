@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from agentic_ray.domains.protocol import LastStep, Task
-from agentic_ray.graph_spec import ROOT_CAUSES
+from agentic_ray.graph_spec import ROOT_CAUSES, evidence_width
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.skills.executor import CALLER_ERRORS
 from agentic_ray.skills.preconditions import Call
@@ -38,6 +38,8 @@ class EpisodeState:
     last_failed: bool = False
     consecutive_failures: int = 0
     reflection: np.ndarray = field(default_factory=lambda: np.zeros(len(ROOT_CAUSES), dtype=np.float32))
+    evidence: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    """``failure_evidence`` of the last step (:func:`~agentic_ray.envs.failure_evidence.failure_evidence`)."""
     history: list[Call] = field(default_factory=list)
     last: LastStep | None = None
     last_call_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -52,10 +54,11 @@ class EpisodeState:
             goal_done=np.zeros(num_goals, dtype=bool),
             calls=np.zeros(num_skills, dtype=np.int64),
             last_call_time=np.full(num_skills, -1e9),
+            evidence=np.zeros(evidence_width(num_skills), dtype=np.float32),
         )
 
     def set_cause(self, cause: str | None) -> None:
-        """The reflection input holds the root cause of the LAST step only (zeros after a successful one)."""
+        """The ``reflection`` label holds the root cause of the LAST step only (zeros after a successful one)."""
         self.reflection[:] = 0.0
         if cause is not None:
             self.reflection[CAUSE_INDEX[cause]] = 1.0

@@ -6,8 +6,10 @@ with training progress. :func:`backend_faults` turns the episode's fault and the
 into the backend's :class:`~agentic_ray.skills.backends.FaultConfig`.
 
 Caller errors (issue 13) are injected apart from tool faults: ``caller_error_share`` of episodes carry one wrong
-call (a wrong entity, stale information or a parameter above its limit, weighted by ``caller_errors``), which the
-domain makes (:meth:`~agentic_ray.domains.protocol.Domain.caller_error`) on the first call that can carry it.
+call (a wrong entity, stale information or a parameter above its limit, or the control, a one-off failure of the
+call's tool; weighted by ``caller_errors``), which the domain prepares at reset
+(:meth:`~agentic_ray.domains.protocol.Domain.caller_error_setup`) and makes
+(:meth:`~agentic_ray.domains.protocol.Domain.caller_error`) on the first call that can carry it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from agentic_ray.domains.caller_errors import CALLER_ERROR_CAUSES
+from agentic_ray.domains.caller_errors import CALLER_ERROR_CAUSES, INJECTED_CAUSES
 from agentic_ray.skills.backends import FaultConfig
 
 __all__ = ["FAULT_KINDS", "FaultScheduleConfig", "backend_faults", "draw_caller_error", "draw_faults"]
@@ -57,13 +59,16 @@ class FaultScheduleConfig(BaseModel):
     )
     caller_errors: dict[str, float] = Field(
         default_factory=lambda: dict.fromkeys(CALLER_ERROR_CAUSES, 1.0),
-        description="Relative weights of injected caller errors: wrong_entity, stale_information, bad_parameters.",
+        description="Relative weights of the injected errors: the caller errors wrong_entity, stale_information and "
+        "bad_parameters (the default, equal weights), and optionally tool_error (the call's tool fails once: the "
+        "control whose fix is a plain retry; the demonstrations use it). A task that cannot carry the drawn kind "
+        "gets another one it can carry.",
     )
 
     @field_validator("kinds", "caller_errors")
     @classmethod
     def _known_weights(cls, v: dict[str, float], info: ValidationInfo) -> dict[str, float]:
-        known = FAULT_KINDS if info.field_name == "kinds" else CALLER_ERROR_CAUSES
+        known = FAULT_KINDS if info.field_name == "kinds" else INJECTED_CAUSES
         if set(v) - set(known) or not v or sum(v.values()) <= 0:
             raise ValueError(f"{info.field_name} must weight {known} positively, got {v}")
         return v

@@ -454,7 +454,8 @@ class ObservationBuilder:
         Args:
             task: the episode's task.
             knowledge: what is known.
-            state: the episode counters (step, budget, goal status, calls, last outcome, reflection).
+            state: the episode counters (step, budget, goal status, calls, last outcome, the reflection label
+                and the failure evidence of the last step).
             sla: per-skill SLA arrays (``sla_arrays``).
             masks: ``skill_mask (K,)``, ``pointer_mask``, ``list_mask`` and optionally ``proto_mask``.
             sla_key: a token that changes whenever ``sla`` does (None: no caching). With one, the tool rows' SLA
@@ -515,6 +516,7 @@ class ObservationBuilder:
         obs["pointer_mask"] = masks["pointer_mask"].astype(np.int8, copy=True)
         obs["list_mask"] = masks["list_mask"].astype(np.int8, copy=True)
         obs["reflection"] = state.reflection.astype(np.float32, copy=True)
+        obs["failure_evidence"] = state.evidence.astype(np.float32, copy=True)
         if self.layout.num_prototypes:
             obs["proto_mask"] = masks["proto_mask"].astype(np.int8, copy=True)
         return obs

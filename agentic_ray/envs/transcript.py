@@ -11,8 +11,10 @@ replayed:
 * the observation by the same :class:`~agentic_ray.envs.observation.ObservationBuilder`.
 
 What a server cannot know is stated: the world itself (so ``stale_information`` is never attributed, and the
-reflection input marks a failed step with the cause the transcript supports) and the live tool health (callers
-pass the SLA arrays they have, or none: neutral zeros).
+``reflection`` label marks a failed step with the cause the transcript supports) and the live tool health (callers
+pass the SLA arrays they have, or none: neutral zeros). The ``failure_evidence`` input of the reflection module
+needs none of it: :func:`~agentic_ray.envs.failure_evidence.failure_evidence` reads the call, its result code and
+the knowledge, which the transcript carries, so a served policy gets the same diagnosis input as in training.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from agentic_ray.domains.protocol import EpisodeView, LastStep, Task
 from agentic_ray.envs.action_codec import ActionCodec
 from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, match_goals
+from agentic_ray.envs.failure_evidence import failure_evidence
 from agentic_ray.envs.masks import Masks
 from agentic_ray.skills.executor import CALLER_ERRORS
 from agentic_ray.skills.preconditions import Call
@@ -140,6 +143,9 @@ class TranscriptState:
         if not call.ok and call.result_code not in CALLER_ERRORS and cause is None:
             cause = "tool_error"
         st.set_cause(cause)
+        st.evidence = failure_evidence(
+            len(env.skills), k, contract, call.params, call.result_code, self.knowledge
+        )
         st.last = LastStep(call.skill, dict(call.params), call.result_code, cause)
 
     def masks(self, sla: dict[str, np.ndarray] | None = None, now: float = 0.0) -> Masks:

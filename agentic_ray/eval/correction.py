@@ -6,11 +6,15 @@ episode's first failure the reflection input is all zeros, so a deterministic po
 failure in both runs; only what follows can differ. Pairs whose first failures differ (same task, another step,
 skill or cause) are dropped and counted.
 
-A failure is *fixed* when the failed call's skill succeeds again within the cause's fix length
+A failure is *fixed* when the failed call's skill succeeds again, doing what the failed call was for (the
+success is not redundant: it satisfies a goal or reveals something the task needs), within the cause's fix length
 (:data:`FIX_STEPS`) with no failure in between: one step for causes whose fix is the corrected call itself (retry
-a tool error, call on the right entity, call with the task's values after a bad parameter), two for causes
-whose fix reads first (re-read stale information, run the missing prerequisite). A re-read after a wrong entity
-or a bad parameter wastes its step and is not a fix; an immediate retry after stale information fails again.
+a tool error; call with the value copied from the revealed limit after a bad parameter), two for causes whose fix
+looks something up first (re-read the entity after stale information; re-resolve a wrong entity with the lookup
+that lists it; run the missing prerequisite). The injected caller errors persist (:mod:`agentic_ray.domains.
+caller_errors`), so each cause has exactly one fix: a plain retry fixes only a tool error; after stale
+information only a re-read helps, after a wrong entity only the listing lookup (a re-read by the wrong id fails
+again), and after a bad parameter only the value at the limit.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ __all__ = [
 
 FIX_STEPS: dict[str, int] = {
     "tool_error": 1,
-    "wrong_entity": 1,
+    "wrong_entity": 2,
     "bad_parameters": 1,
     "stale_information": 2,
     "missing_prerequisite": 2,
@@ -61,7 +65,7 @@ def fixed(rec: EpisodeRecord, i: int) -> bool:
         if not s.ok:
             return False
         if s.skill == failed.skill:
-            return True
+            return not s.redundant
     return False
 
 

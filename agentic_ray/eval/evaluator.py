@@ -146,7 +146,9 @@ class ModulePolicy:
     Args:
         module: an RLModule with ``forward_inference`` (e.g. :class:`~agentic_ray.models.aaac_rl_module.AAACRLModule`).
         deterministic: greedy actions (evaluation) instead of samples.
-        reflection: feed the reflection input (``obs["reflection"]``); False zeroes it (the CU ablation).
+        reflection: give the policy its reflection input (the reflection head's diagnosis, or ``obs["reflection"]``
+            with ``reflection_source="env"``); False zeroes it (the CU ablation; modules without the
+            ``reflection_enabled`` forward switch get a zeroed ``obs["reflection"]``).
         debug: ask the module for debug outputs (probabilities, attention, gates).
     """
 
@@ -165,9 +167,11 @@ class ModulePolicy:
         from ray.rllib.core.columns import Columns
 
         batch = stack_obs(obs)
-        if not self.reflection and "reflection" in batch:
-            batch["reflection"] = torch.zeros_like(batch["reflection"])
-        kw = {"debug_outputs": True} if self.debug else {}
+        kw: dict[str, Any] = {"debug_outputs": True} if self.debug else {}
+        if not self.reflection:  # the module's own switch: a zero reflection input whatever its source
+            kw["reflection_enabled"] = False
+            if "reflection" in batch:
+                batch["reflection"] = torch.zeros_like(batch["reflection"])
         out = self.module.forward_inference({Columns.OBS: batch}, **kw)
         dist = self.dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
         if self.deterministic:

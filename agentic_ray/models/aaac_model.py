@@ -8,7 +8,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
-from agentic_ray.graph_spec import TOOL_NODE_TYPE, ActionLayout, GraphSpec
+from agentic_ray.graph_spec import TOOL_NODE_TYPE, ActionLayout, GraphSpec, evidence_width
 from agentic_ray.models.flat_mlp_encoder import FlatMLPEncoder
 from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
 from agentic_ray.models.reflection import failed_last_step
@@ -19,6 +19,14 @@ from agentic_ray.models.state_encoder_output import StateEncoderOutput
 from agentic_ray.models.tool_grounded_scorer import ToolGroundedScorer
 
 __all__ = ["AAACModel", "AAACModelConfig", "build_state_encoder", "default_device"]
+
+
+FIX_PRIOR_GAIN = 10.0
+"""Output gain of :attr:`AAACModel.fix_prior`. An Adam step moves each table entry by about ``lr`` whatever its
+gradient's scale, and only the few correction rows reach the table, so without a gain it stays small. Measured on
+the imitation of 1,000 demonstrations (24 epochs, reflection dropout 0.3, correction weight 5; one seed, ~72
+first-failure pairs each): CU 0.23 [0.14, 0.33] without the table, 0.31 [0.21, 0.42] at gain 1, 0.39 [0.28, 0.50]
+at gain 10."""
 
 
 def default_device() -> torch.device:
@@ -100,10 +108,32 @@ class AAACModelConfig(BaseModel):
         default="env",
         description=(
             "What the policy's state gets as its reflection input. 'env': obs['reflection'], the env's rule-based "
-            "root cause of the last failed step (one-hot; zeros without a failure). 'predicted': the reflection "
-            "head's softmax (detached), predicted from the state computed WITHOUT the reflection input (no label "
-            "leak), and only on rows whose last step failed (obs['reflection'] non-zero), zeros elsewhere. With "
-            "'predicted' the reflection head is part of the inference-only (EnvRunner) module."
+            "root cause of the last failed step (one-hot; zeros without a failure; privileged: it reads the "
+            "world). 'predicted': the reflection head's softmax (detached), predicted from the state computed "
+            "WITHOUT the reflection input and from obs['failure_evidence'] (what the caller saw of the failure; no "
+            "label leak), only on rows whose last step failed (the evidence's 'failed' flag), zeros elsewhere. "
+            "With 'predicted' the reflection head is part of the inference-only (EnvRunner) module."
+        ),
+    )
+    reflection_head_input: Literal["evidence", "evidence_and_state"] = Field(
+        default="evidence",
+        description=(
+            "What the reflection head (the root-cause classifier) reads. 'evidence': obs['failure_evidence'] only, "
+            "what the caller saw of the failed call. 'evidence_and_state': also the policy state (the "
+            "reflection-free state when predicted). Measured on the quickstart's imitation (issue 13 s4): with "
+            "the state the head fit the state's patterns, calling 28% of wrong entities and 2 of 5 bad "
+            "parameters tool errors with p > 0.9; on the evidence alone it was right on every one."
+        ),
+    )
+    reflection_fix_prior: bool = Field(
+        default=True,
+        description=(
+            "The reflection input also proposes the fix directly: a learned table, zero at start, maps (diagnosed "
+            "root cause x failed skill) to a prior over the next skill, added to the skill logits (and to each "
+            "prototype's skill). Without it the diagnosis reaches the action only through the state readout, and "
+            "imitation with a few dozen corrections per cause learned to ignore it: on the quickstart's imitation "
+            "(400 demos) the logits moved <= 0.17 between the reflection input on and off, and CU measured 0.0 over "
+            "79 pairs (issue 13 s4). Only with reflection_source='env' or reflection_head_input='evidence'."
         ),
     )
     debug_outputs: bool = Field(
@@ -157,6 +187,37 @@ def build_state_encoder(spec: GraphSpec, config: AAACModelConfig) -> HeteroGNNEn
     )
 
 
+class FixPrior(nn.Module):
+    """The fix the reflection input proposes: a prior over the next skill, ``(B, K)``, from the diagnosis ``r``
+    ``(B, C)`` (root-cause probabilities; zeros without a failure or with the input off) and the failed skill's
+    one-hot ``f`` ``(B, K)``:
+
+    ``prior = FIX_PRIOR_GAIN · (r A + (r b) f + (r ⊗ f) T)``
+
+    * ``A`` ``(C, K)``: a cause proposes a skill whatever failed (stale information: re-read; a wrong entity: the
+      lookup that lists it);
+    * ``b`` ``(C,)``: a cause proposes calling the failed skill again (a tool error) or not (stale information);
+    * ``T`` ``(C·K, K)``: what depends on both (which re-read fits the failed write).
+
+    All zero at start (the policy is unchanged until training moves them). Measured on the quickstart pipeline
+    (seed 0, 123 first-failure pairs): with the table ``T`` alone CU was 0.24 [0.16, 0.31]; the greedy traces retried
+    a stale ``refund.trigger`` and re-read a wrong entity by its wrong id, corrections the table had learned for
+    other writes but could not carry over, which ``A`` and ``b`` do: with all three terms it measured 0.424 [0.341,
+    0.508] over 132 pairs (``benchmarks/correction_uplift.py --seeds 0``).
+    """
+
+    def __init__(self, num_causes: int, num_skills: int) -> None:
+        super().__init__()
+        self.cause_skill = nn.Parameter(torch.zeros(num_causes, num_skills))
+        self.cause_retry = nn.Parameter(torch.zeros(num_causes))
+        self.table = nn.Parameter(torch.zeros(num_causes * num_skills, num_skills))
+
+    def forward(self, reflection: torch.Tensor, failed_skill: torch.Tensor) -> torch.Tensor:
+        outer = (reflection.unsqueeze(-1) * failed_skill.unsqueeze(-2)).flatten(1)  # (B, C·K)
+        prior = reflection @ self.cause_skill + (reflection @ self.cause_retry).unsqueeze(-1) * failed_skill
+        return FIX_PRIOR_GAIN * (prior + outer @ self.table)
+
+
 class AAACModel(nn.Module):
     """Encoder + skill/argument heads + prototype head + reward critic + risk critic + reflection head.
 
@@ -178,6 +239,7 @@ class AAACModel(nn.Module):
             whose ``reflection`` is all zeros).
     """
 
+    prototype_skill: torch.Tensor  # buffer: each prototype's skill (with the fix prior)
     NON_INFERENCE_ATTRIBUTES: tuple[str, ...] = (
         "reward_critic",
         "risk_critic",
@@ -226,8 +288,18 @@ class AAACModel(nn.Module):
         if build_critics:
             self.reward_critic = mlp(h, hh, 1)
             self.risk_critic = mlp(h, hh, 1)
+        self.evidence_dim = evidence_width(layout.num_skills)
         if build_critics or self.predicts_reflection:
-            self.reflection_head = mlp(h, hh, len(spec.root_causes))
+            width = self.evidence_dim + (h if config.reflection_head_input == "evidence_and_state" else 0)
+            self.reflection_head = mlp(width, hh, len(spec.root_causes))
+        self.fix_prior: FixPrior | None = None
+        if config.reflection_fix_prior:
+            self.fix_prior = FixPrior(len(spec.root_causes), layout.num_skills)
+            self.register_buffer(
+                "prototype_skill",
+                torch.as_tensor(list(layout.prototype_skills or []), dtype=torch.long),
+                persistent=False,
+            )
         if build_critics:
             if config.separate_critic_encoders:
                 self.reward_critic_encoder = build_state_encoder(spec, config)
@@ -251,6 +323,7 @@ class AAACModel(nn.Module):
         obs: dict[str, torch.Tensor],
         return_debug: bool = False,
         reflection_enabled: bool | None = None,
+        reflection_dropout: float = 0.0,
     ) -> StateEncoderOutput:
         """Policy encoder over a batch of observations; see :class:`StateEncoderOutput` for shapes.
 
@@ -259,24 +332,59 @@ class AAACModel(nn.Module):
             return_debug: Ask the encoder for attention weights and gates.
             reflection_enabled: Overrides :attr:`reflection_enabled` for this call (False = ablation: a zero
                 reflection input).
+            reflection_dropout: Share of rows whose reflection input is zeroed at random (training only: the
+                imitation stage uses it so that the same policy also learns what to do without a diagnosis).
 
-        With ``reflection_source="predicted"`` the output's ``reflection_free_state`` is the reflection head's
-        input and ``state`` was built from its detached prediction on rows whose last step failed.
+        With ``reflection_source="predicted"`` ``state`` was built from the reflection head's detached prediction
+        on rows whose last step failed (zeros elsewhere); when the head also reads the state
+        (``reflection_head_input="evidence_and_state"``) the output's ``reflection_free_state`` is that state.
         """
         enabled = self.reflection_enabled if reflection_enabled is None else reflection_enabled
         if not enabled:
-            obs = {**obs, "reflection": torch.zeros_like(obs["reflection"])}
+            # The ablation: the state a zero reflection vector gives, whatever the source (the head does not run).
+            return self.encoder(
+                {**obs, "reflection": torch.zeros_like(obs["reflection"])}, return_debug=return_debug
+            )
+        keep: torch.Tensor | None = None
+        if reflection_dropout > 0:
+            keep = (
+                torch.rand(obs["reflection"].shape[0], 1, device=obs["reflection"].device)
+                >= reflection_dropout
+            )
         if not self.predicts_reflection:
-            return self.encoder(obs, return_debug=return_debug)
+            if keep is not None:
+                obs = {**obs, "reflection": obs["reflection"] * keep.to(obs["reflection"].dtype)}
+            return self._with_fix_prior(self.encoder(obs, return_debug=return_debug), obs, obs["reflection"])
         head = self.reflection_head
         assert head is not None
         failed = failed_last_step(obs).unsqueeze(-1)
+        if keep is not None:
+            failed = failed & keep
+        evidence = obs["failure_evidence"]
+        if self.config.reflection_head_input == "evidence":
+            probs = head(evidence.float()).softmax(-1).detach()
+            refl = probs * failed.to(probs.dtype)
+            return self._with_fix_prior(
+                self.encoder({**obs, "reflection": refl}, return_debug=return_debug), obs, refl
+            )
 
         def predicted(free_state: torch.Tensor) -> torch.Tensor:
-            probs = head(free_state).softmax(-1).detach()
+            probs = head(torch.cat([free_state, evidence.to(free_state.dtype)], -1)).softmax(-1).detach()
             return probs * failed.to(probs.dtype)
 
         return self.encoder(obs, return_debug=return_debug, reflection_fn=predicted)
+
+    def _with_fix_prior(
+        self, enc: StateEncoderOutput, obs: dict[str, torch.Tensor], reflection: torch.Tensor
+    ) -> StateEncoderOutput:
+        """``enc`` with ``skill_prior = fix_prior(reflection ⊗ failed skill)`` (``(B, K)``; zero on rows without a
+        reflection input, so the ablation that zeroes it removes the prior too)."""
+        if self.fix_prior is None:
+            return enc
+        k = self.layout.num_skills
+        failed_skill = obs["failure_evidence"][..., -k:].to(reflection.dtype)  # the evidence ends with it
+        enc.skill_prior = self.fix_prior(reflection, failed_skill)
+        return enc
 
     def _critic_state(
         self, which: str, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None
@@ -318,6 +426,8 @@ class AAACModel(nn.Module):
             logits = self.prototype_head(enc.state, enc.nodes[TOOL_NODE_TYPE])
         else:
             logits = self.prototype_head(enc.state)
+        if enc.skill_prior is not None and self.prototype_skill.numel():
+            logits = logits + enc.skill_prior[:, self.prototype_skill]
         return logits.masked_fill(obs["proto_mask"] <= 0, masked_fill_value(logits.dtype))
 
     def reward_values(
@@ -332,18 +442,26 @@ class AAACModel(nn.Module):
         """Risk critic, ``(B,)``."""
         return self.risk_critic(self._critic_state("risk_critic", obs, enc)).squeeze(-1)
 
-    @staticmethod
-    def reflection_state(enc: StateEncoderOutput) -> torch.Tensor:
-        """The reflection head's input: the reflection-free state when predicted, else the policy state."""
-        return enc.reflection_free_state if enc.reflection_free_state is not None else enc.state
+    def reflection_input(
+        self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
+    ) -> torch.Tensor:
+        """The reflection head's input: ``obs["failure_evidence"]`` ``(B, E)``, after the state ``(B, H + E)``
+        with ``reflection_head_input="evidence_and_state"`` (the reflection-free state when predicted, else the
+        policy state; the encoder runs when ``enc`` is None)."""
+        evidence = obs["failure_evidence"].float()
+        if self.config.reflection_head_input == "evidence":
+            return evidence
+        enc = enc if enc is not None else self.encode(obs)
+        state = enc.reflection_free_state if enc.reflection_free_state is not None else enc.state
+        return torch.cat([state, evidence.to(state.dtype)], -1)
 
     def reflection_logits(
         self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
     ) -> torch.Tensor:
-        """``(B, len(spec.root_causes))`` root-cause class logits (see :meth:`reflection_state` for the input)."""
+        """``(B, len(spec.root_causes))`` root-cause class logits (see :meth:`reflection_input` for the input)."""
         if self.reflection_head is None:
             raise ValueError("this inference-only model has no reflection head (reflection_source='env')")
-        return self.reflection_head(self.reflection_state(enc if enc is not None else self.encode(obs)))
+        return self.reflection_head(self.reflection_input(obs, enc))
 
     def debug_outputs(
         self, enc: StateEncoderOutput, logits: SkillArgumentLogits | None, proto_logits: torch.Tensor | None
@@ -384,8 +502,8 @@ class AAACModel(nn.Module):
         return [p for n in names if getattr(self, n, None) is not None for p in getattr(self, n).parameters()]
 
     def policy_parameters(self) -> list[nn.Parameter]:
-        """Encoder, policy heads, prototype head and reflection head."""
-        return self._params("encoder", "policy_heads", "prototype_head", "reflection_head")
+        """Encoder, policy heads, prototype head, reflection head and fix prior."""
+        return self._params("encoder", "policy_heads", "prototype_head", "reflection_head", "fix_prior")
 
     def reward_critic_parameters(self) -> list[nn.Parameter]:
         """Reward critic head (and the critic encoder when separate, also when the risk critic shares it)."""

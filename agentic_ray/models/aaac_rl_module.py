@@ -8,10 +8,11 @@ ignored, anything else unknown is an error):
   ``num_heads``, ``ffn_mult``, ``separate_critic_encoders``, ``reflection_source: "env" | "predicted"``,
   ``debug_outputs``, ``device``, ...).
 
-Reflection: ``forward_train`` also returns ``REFLECTION_EMBEDDINGS``, the reflection head's input, for
-:func:`agentic_ray.models.reflection.reflection_loss`. The Correction-Uplift ablation is
+Reflection: ``forward_train`` also returns ``REFLECTION_EMBEDDINGS``, the reflection head's input (state and
+failure evidence), for :func:`agentic_ray.models.reflection.reflection_loss`. The Correction-Uplift ablation is
 ``module.reflection_enabled = False`` (or the forward kwarg ``reflection_enabled=False``): the reflection input
-is zeroed whatever ``reflection_source``.
+is zeroed whatever ``reflection_source``. ``forward_train(..., reflection_dropout=p)`` zeroes it on a random
+share ``p`` of the rows (imitation trains the policy with and without a diagnosis).
 
 The action space decides the mode: ``Dict`` (``ActionLayout.action_space()``) → structured skill/argument actions
 with :class:`SkillArgumentDistribution`; ``Discrete(num_prototypes)`` → prototype mode with a masked
@@ -41,6 +42,7 @@ from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
 __all__ = [
     "DEBUG_OUTPUTS",
+    "REFLECTION_DROPOUT",
     "REFLECTION_EMBEDDINGS",
     "REFLECTION_ENABLED",
     "AAACRLModule",
@@ -51,10 +53,14 @@ DEBUG_OUTPUTS = "debug_outputs"
 """Key of the debug dict in inference outputs, and the forward kwarg that asks for it."""
 
 REFLECTION_EMBEDDINGS = "reflection_embeddings"
-"""``forward_train`` output: ``(B, H)`` input of the reflection head (the reflection-free state when predicted)."""
+"""``forward_train`` output: the reflection head's input (:meth:`AAACModel.reflection_input`: the failure evidence,
+after the state when the head reads it)."""
 
 REFLECTION_ENABLED = "reflection_enabled"
 """Forward kwarg: False zeroes the reflection input for this call (the CU ablation)."""
+
+REFLECTION_DROPOUT = "reflection_dropout"
+"""``forward_train`` kwarg: share of rows whose reflection input is zeroed at random (imitation only)."""
 
 _RLLIB_MODEL_KEYS = frozenset(f.name for f in dataclasses.fields(DefaultModelConfig)) | {"vf_share_layers"}
 
@@ -132,9 +138,18 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
         self.model.reflection_enabled = bool(value)
 
     def _policy_outputs(
-        self, obs: dict[str, torch.Tensor], return_debug: bool, reflection_enabled: bool | None = None
+        self,
+        obs: dict[str, torch.Tensor],
+        return_debug: bool,
+        reflection_enabled: bool | None = None,
+        reflection_dropout: float = 0.0,
     ) -> tuple[dict[str, Any], StateEncoderOutput]:
-        enc = self.model.encode(obs, return_debug=return_debug, reflection_enabled=reflection_enabled)
+        enc = self.model.encode(
+            obs,
+            return_debug=return_debug,
+            reflection_enabled=reflection_enabled,
+            reflection_dropout=reflection_dropout,
+        )
         if self.prototype_mode:
             logits, proto = None, self.model.prototype_logits(obs, enc)
             out: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: proto}
@@ -175,9 +190,12 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """Action logits plus ``EMBEDDINGS`` = the policy encoder's ``(B, H)`` state, reused by the critics, and
         ``REFLECTION_EMBEDDINGS`` = the reflection head's input (for ``reflection_loss``)."""
-        out, enc = self._policy_outputs(self._obs(batch), False, kwargs.get(REFLECTION_ENABLED))
+        obs = self._obs(batch)
+        out, enc = self._policy_outputs(
+            obs, False, kwargs.get(REFLECTION_ENABLED), float(kwargs.get(REFLECTION_DROPOUT, 0.0))
+        )
         out[Columns.EMBEDDINGS] = enc.state
-        out[REFLECTION_EMBEDDINGS] = self.model.reflection_state(enc)
+        out[REFLECTION_EMBEDDINGS] = self.model.reflection_input(obs, enc)
         return out
 
     # -- critics (TwoCriticAPI / ValueFunctionAPI) ------------------------------------------------------
@@ -212,7 +230,7 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
 
     def compute_reflection_logits(self, batch: dict[str, Any], embeddings: Any | None = None) -> torch.Tensor:
         """``(B, len(ROOT_CAUSES))`` root-cause logits of the reflection head; ``embeddings`` is
-        ``forward_train``'s ``REFLECTION_EMBEDDINGS`` (the reflection-free state when predicted)."""
+        ``forward_train``'s ``REFLECTION_EMBEDDINGS`` (its full input: state and evidence)."""
         if embeddings is not None and self.model.reflection_head is not None:
             return self.model.reflection_head(embeddings)
         return self.model.reflection_logits(self._obs(batch))

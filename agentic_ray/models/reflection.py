@@ -1,17 +1,29 @@
-"""Reflection: the root-cause input of the policy and the reflection head's loss.
+"""Reflection: the root-cause head (the reflection module), its input to the policy and its loss.
 
-The env writes ``obs["reflection"]``: a one-hot of the root cause (``ROOT_CAUSES``) that rule-based failure
-attribution assigns to the last step when it failed, zeros otherwise. The model feeds a reflection vector to the
-state readout (the last input of the readout's first ``Linear``):
+Three observation entries are involved (see :mod:`agentic_ray.graph_spec`):
 
-* ``reflection_source="env"``: the env's one-hot itself (the reflection head reads the resulting state);
-* ``reflection_source="predicted"``: the reflection head predicts the root cause from the state computed with a
-  ZERO reflection vector (no label leak), and the readout then gets ``softmax(logits).detach() · failed`` with
-  ``failed = obs["reflection"].sum(-1) > 0`` (a failure happened on the last step).
+* ``failure_evidence``: what a caller sees of the last step when it failed (the result-code class, whether an
+  entity argument was one the agent never learned, ..., the failed skill); agent-observable, built by the env and
+  by Serve with the same function (:mod:`agentic_ray.envs.failure_evidence`). The reflection head's input (by
+  default the only one; ``reflection_head_input="evidence_and_state"`` adds the reflection-free state). It never
+  enters the policy's state directly: the policy gets only the head's diagnosis, so zeroing the reflection input
+  (the CU ablation) leaves the policy without it.
+* ``reflection``: the env's rule-based root cause of the last failed step (one-hot; zeros without a failure).
+  Privileged (it reads the world's truth), so it is the head's training *label*; the policy reads it only with
+  ``reflection_source="env"``.
 
-:func:`readout_with_reflection` does the second case without running the encoder twice: the reflection enters
-only the readout's first layer, so ``W [x ‖ r] + b = (W_x x + b) + W_r r`` and only the (small) rest of the
-readout runs twice. :func:`reflection_loss` is the cross-entropy the learner adds to the policy loss.
+The model feeds a reflection vector to the state readout (the last input of the readout's first ``Linear``):
+
+* ``reflection_source="env"``: the env's one-hot itself (the reflection head reads the resulting state and the
+  evidence);
+* ``reflection_source="predicted"``: the reflection head predicts the root cause from the failure evidence (and,
+  with ``reflection_head_input="evidence_and_state"``, the state computed with a ZERO reflection vector; no label
+  leak either way), and the readout then gets ``softmax(logits).detach() · failed`` with ``failed`` = the
+  evidence's ``failed`` flag (the last step failed).
+
+:func:`readout_with_reflection` does the state-reading case without running the encoder twice: the reflection
+enters only the readout's first layer, so ``W [x ‖ r] + b = (W_x x + b) + W_r r`` and only the (small) rest of
+the readout runs twice. :func:`reflection_loss` is the cross-entropy the learner adds to the policy loss.
 """
 
 from __future__ import annotations
@@ -23,15 +35,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from agentic_ray.graph_spec import EVIDENCE_FLAGS
+
 __all__ = ["ReflectionFn", "failed_last_step", "readout_with_reflection", "reflection_loss"]
 
 ReflectionFn = Callable[[torch.Tensor], torch.Tensor]
 """Maps the reflection-free state ``(B, H)`` to the reflection input ``(B, C)`` of the readout."""
 
 
+FAILED = EVIDENCE_FLAGS.index("failed")
+
+
 def failed_last_step(obs: dict[str, torch.Tensor]) -> torch.Tensor:
-    """``(B,)`` bool: the env attributed a root cause to the last step (it failed)."""
-    return obs["reflection"].sum(-1) > 0
+    """``(B,)`` bool: the last step failed (the ``failed`` flag of ``failure_evidence``, agent-observable)."""
+    return obs["failure_evidence"][..., FAILED] > 0
 
 
 def readout_with_reflection(
@@ -92,11 +109,13 @@ def reflection_loss(
     Args:
         module_or_model: An ``AAACRLModule`` or an ``AAACModel`` with a reflection head.
         obs_batch: Batched observations; labels are ``argmax(obs["reflection"])`` on rows where it is non-zero.
-        embeddings: The reflection head's input ``(B, H)`` if already computed (``forward_train``'s
-            ``REFLECTION_EMBEDDINGS``); else the policy encoder runs on ``obs_batch``.
+        embeddings: The reflection head's input if already computed (``forward_train``'s
+            ``REFLECTION_EMBEDDINGS``); else it is built from ``obs_batch`` (the policy encoder runs only when the
+            head reads the state).
         mask: Optional ``(B,)`` bool row mask (e.g. RLlib's ``LOSS_MASK``), and-ed with the label mask.
-        train_encoder: Let the gradient reach the encoder the head reads (the policy encoder). False trains the
-            head alone, on detached features.
+        train_encoder: Let the gradient reach the encoder the head reads (the policy encoder), when it reads
+            the state (``reflection_head_input="evidence_and_state"``). False trains the head alone, on detached
+            features. A head on the evidence alone reads an observation: the loss trains the head only.
 
     Returns:
         ``(loss, stats)``: ``loss`` is the mean cross-entropy over labelled rows (an exact, differentiable 0
@@ -105,7 +124,7 @@ def reflection_loss(
     """
     model = _model_of(module_or_model)
     if embeddings is None:
-        embeddings = model.reflection_state(model.encode(obs_batch))
+        embeddings = model.reflection_input(obs_batch)
     if not train_encoder:
         embeddings = embeddings.detach()
     logits = model.reflection_head(embeddings)

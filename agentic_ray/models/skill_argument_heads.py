@@ -180,6 +180,8 @@ class SkillArgumentHeads(nn.Module):
             skill = self.skill_head(state, enc.nodes[TOOL_NODE_TYPE])
         else:
             skill = self.skill_head(state)
+        if enc.skill_prior is not None:
+            skill = skill + enc.skill_prior
         skill = skill.masked_fill(obs["skill_mask"] <= 0, fill)
 
         parts = [

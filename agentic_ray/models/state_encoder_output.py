@@ -20,6 +20,8 @@ class StateEncoderOutput:
         debug: Optional diagnostics (empty unless asked for), e.g. ``{"attention": {...}, "gates": {...}}``.
         reflection_free_state: ``(B, H)`` the state computed with a zero reflection input (what the reflection
             head reads with ``reflection_source="predicted"``); None when the encoder was not asked for it.
+        skill_prior: ``(B, K)`` added to the skill logits (and to each prototype's skill): the fix the reflection
+            input proposes (:attr:`~agentic_ray.models.aaac_model.AAACModel.fix_prior`); None without one.
     """
 
     state: torch.Tensor
@@ -27,3 +29,4 @@ class StateEncoderOutput:
     node_masks: dict[str, torch.Tensor]
     debug: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
     reflection_free_state: torch.Tensor | None = None
+    skill_prior: torch.Tensor | None = None

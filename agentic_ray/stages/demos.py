@@ -1,64 +1,63 @@
 """Scripted-expert demonstrations for imitation, with controlled wrong samples (seed 000: 18%).
 
-Four kinds of trajectory, all on *training* task seeds:
+Four kinds of trajectory (a clean one and three kinds of wrong sample), all on *training* task seeds:
 
 * ``clean``: the expert solves the task;
 * ``garbled``: every tool reply may arrive garbled (a valid JSON shell with garbled content); the expert sees
   the failed call and retries, so the data shows recovery from tool errors (``tool_error``);
 * ``reversed``: the first step runs a goal whose prerequisite is not done yet (a reversed-step plan); the gateway
   rejects it, and from then on the expert follows the correct DAG;
-* ``wrong_args``: one of the expert's calls goes out with a look-alike argument that the gateway rejects: in
-  half of them another enum choice or another entity the customer mentioned (``bad_parameters``: the expert
-  calls again at once with the goal's values), in the other half an entity the task is not about
-  (``wrong_entity``: the expert calls again on the request's entity);
-* ``caller_error``: the env injects one caller error into the expert's calls (a wrong entity, stale
-  information or a parameter above its limit, :mod:`agentic_ray.domains.caller_errors`); the expert's own next
-  call is the cause's fix (the corrected call at once after a wrong entity or a bad parameter; after stale
-  information a re-read, then the call again).
+* ``caller_error``: the env injects one error into the expert's calls (:mod:`agentic_ray.domains.caller_errors`),
+  the causes in turn (``stages.il.caller_error_kinds``): a wrong entity, stale information, a parameter above its
+  limit, and optionally the control, a one-off tool failure (the garbled demos show retries already). Each persists, so the expert's next call is the cause's own fix: after a wrong entity the lookup
+  that re-resolves it, then the call; after stale information a re-read, then the call; after a bad parameter the
+  call with the value at the revealed limit; after the tool failure the same call.
 
-The wrong samples are split evenly between the four kinds. Their corrections differ by root cause (retry, run
-the prerequisite, re-read first, call on the right entity), which is what the policy's reflection input is for.
-The two caller errors leave the same trace in the rest of the observation (a failed call, no tool error), so
-only the root cause tells their corrections apart.
+The wrong samples are split between the kinds by :data:`WRONG_KIND_WEIGHTS`: half of them caller errors, the
+only kind whose fix depends on a diagnosis the rest of the observation does not give. Their corrections differ by
+root cause (retry, run the prerequisite, re-read first, re-resolve the entity, copy the limit), which is what the
+policy's reflection input is for. (An earlier kind, ``wrong_args``, put a look-alike argument into one call and
+imitated the right call at once. It is gone: the injected errors persist, so that fix no longer exists for them;
+most of its look-alikes drew a ``CONFLICT``, which to a caller reads like a stale write whose fix is a re-read;
+and an injected wrong entity or bad parameter is the same mistake with its real fix.)
 
-Every step carries a weight: 1 for an expert action (imitated), 0 for the injected wrong step (never imitated).
+Every step carries a weight: 1 for an expert action (imitated), 0 for the wrong step (never imitated): the
+reversed step, or the call the env made wrong. The latter matters for a bad parameter: the expert chose the
+limit, the env sent more; imitating the expert's choice there would teach the policy to copy the limit before any
+failure, so the demonstrations would never show what the diagnosis changes (the usual value first, the limit
+after the failure).
 Each wrong-sample episode is labelled with the root-cause class (``ROOT_CAUSES``) that the env attributed to its
 first failed step; the reflection head itself learns from every step's ``obs["reflection"]``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from agentic_ray.domains.protocol import Expert
+from agentic_ray.domains.caller_errors import CALLER_ERROR_CAUSES
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
-from agentic_ray.graph_spec import ROOT_CAUSES
 from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord
-from agentic_ray.skills.contracts import EntityParam, EnumParam
 
 GARBLED_RATE = 0.8
 """Per-attempt garble rate of ``garbled`` demos: with two retries, about half of their calls still fail."""
 
-MAX_PROBES = 12
-"""Look-alike arguments tried per task of a ``wrong_args`` demo."""
+MAX_TASKS = 16
+"""Tasks tried per ``caller_error`` demo (a task that cannot carry its cause gets none) before it falls back to a
+clean one."""
 
-MAX_TASKS = 4
-"""Tasks tried per ``wrong_args`` demo (some families have no look-alike the gateway rejects) before it falls
-back to a clean one."""
-
-WRONG_KINDS = ("garbled", "reversed", "wrong_args", "caller_error")
-WRONG_ARG_CAUSES = ("bad_parameters", "wrong_entity")
-"""Root causes of ``wrong_args`` demos, alternating."""
+WRONG_KINDS = ("garbled", "reversed", "caller_error")
+WRONG_KIND_WEIGHTS = {"garbled": 1, "reversed": 1, "caller_error": 2}
+"""Relative shares of the wrong-sample kinds."""
 
 
 @dataclass
 class Demo:
-    kind: str  # clean | garbled | reversed | wrong_args | caller_error
+    kind: str  # clean | garbled | reversed | caller_error
     family: str
     obs: list[dict[str, np.ndarray]] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
@@ -83,64 +82,18 @@ def _wrong_first_action(env: AgentTaskEnv) -> Any | None:
     return None
 
 
-def _look_alikes(env: AgentTaskEnv, skill: str, params: dict[str, Any], cause: str) -> list[dict[str, Any]]:
-    """``params`` with one argument changed so that a rejection would be ``cause``: another enum choice or another
-    relevant entity for ``bad_parameters``, an entity the task is not about for ``wrong_entity``."""
-    assert env.task is not None
-    mentioned = set(env.task.relevant)
-    out = []
-    for name, p in env.by_name[skill].input.items():
-        if isinstance(p, EnumParam) and cause == "bad_parameters":
-            alts: list[Any] = list(p.choices)
-        elif isinstance(p, EntityParam):
-            ids = env.builder.node_index[p.node_type]
-            alts = [e for e in ids if (e in mentioned) == (cause == "bad_parameters")]
-        else:
-            continue
-        out += [{**params, name: v} for v in alts if v != params.get(name)]
-    return out
-
-
-def _wrong_args_step(
-    env: AgentTaskEnv, seed: int, cause: str, expert: Expert, rng: np.random.Generator
-) -> tuple[int, Any] | None:
-    """``(t, action)``: the expert's ``t``-th call with a look-alike argument that the env attributes to ``cause``,
-    or None when none of :data:`MAX_PROBES` random candidates is.
-
-    Probes by replaying the episode, which is deterministic for a fault-free env reset with the same seed.
-    """
-    env.reset(seed=seed)
-    plan: list[tuple[str, dict[str, Any]]] = []
-    cands: list[tuple[int, str, dict[str, Any]]] = []
-    done = False
-    while not done:
-        skill, params = expert.plan(env.view())
-        cands += [(len(plan), skill, p) for p in _look_alikes(env, skill, params, cause)]
-        plan.append((skill, params))
-        _, _, term, trunc, _ = env.step(env.encode_action(skill, params))
-        done = term or trunc
-    target = ROOT_CAUSES.index(cause)
-    for i in rng.permutation(len(cands))[:MAX_PROBES]:
-        t, skill, params = cands[int(i)]
-        env.reset(seed=seed)
-        for s, p in plan[:t]:
-            env.step(env.encode_action(s, p))
-        wrong = env.encode_action(skill, params)
-        env.step(wrong)
-        assert env.state is not None
-        if env.state.last_failed and env.state.reflection[target] > 0:
-            return t, wrong
-    return None
-
-
 def collect_demos(
     env_config: AgentTaskEnvConfig,
     n: int,
     wrong_share: float = 0.18,
     seed: int = 0,
     on_demo: Callable[[], None] | None = None,
+    caller_errors: Sequence[str] = CALLER_ERROR_CAUSES,
 ) -> list[Demo]:
-    """``n`` expert trajectories; ``wrong_share`` of them are controlled wrong samples (a quarter of each kind).
+    """``n`` expert trajectories; ``wrong_share`` of them are controlled wrong samples (kinds by
+    :data:`WRONG_KIND_WEIGHTS`).
+
+    ``caller_errors``: the injected errors ``caller_error`` demos take in turn (add ``tool_error`` for the control).
 
     ``on_demo`` is called after each trajectory (progress).
     """
@@ -161,34 +114,42 @@ def collect_demos(
             )
         }
     )
-    caller_cfg = clean_cfg.model_copy(
-        update={"faults": clean_cfg.faults.model_copy(update={"caller_error_share": 1.0})}
-    )
-    envs = {
-        "clean": AgentTaskEnv(clean_cfg),
-        "garbled": AgentTaskEnv(garbled_cfg),
-        "caller_error": AgentTaskEnv(caller_cfg),
+    caller_envs = {
+        cause: AgentTaskEnv(
+            clean_cfg.model_copy(
+                update={
+                    "faults": clean_cfg.faults.model_copy(
+                        update={"caller_error_share": 1.0, "caller_errors": {cause: 1.0}}
+                    )
+                }
+            )
+        )
+        for cause in caller_errors
     }
-    envs["reversed"] = envs["wrong_args"] = envs["clean"]
+    envs = {"clean": AgentTaskEnv(clean_cfg), "garbled": AgentTaskEnv(garbled_cfg)}
+    envs["reversed"] = envs["clean"]
     expert = envs["clean"].domain.expert()
     demos: list[Demo] = []
     n_wrong = round(n * wrong_share)
     kinds = ["clean"] * (n - n_wrong)
-    for j, kind in enumerate(WRONG_KINDS):
-        kinds += [kind] * ((n_wrong + j) // len(WRONG_KINDS))
+    total = sum(WRONG_KIND_WEIGHTS.values())
+    counts = {k: n_wrong * WRONG_KIND_WEIGHTS[k] // total for k in WRONG_KINDS}
+    for j in range(n_wrong - sum(counts.values())):  # the remainder, one each in kind order
+        counts[WRONG_KINDS[j % len(WRONG_KINDS)]] += 1
+    for kind in WRONG_KINDS:
+        kinds += [kind] * counts[kind]
     rng.shuffle(kinds)
-    n_wrong_args = 0
+    n_caller = 0
     for i, kind in enumerate(kinds):
-        env = envs[kind]
+        env = envs.get(kind) or caller_envs[caller_errors[n_caller % len(caller_errors)]]
         demo_seed = int(seed * 1_000_003 + i)
         wrong_at, wrong = -1, None
-        if kind == "wrong_args":
-            cause = WRONG_ARG_CAUSES[n_wrong_args % len(WRONG_ARG_CAUSES)]
-            n_wrong_args += 1
-            for retry in range(MAX_TASKS):  # other tasks: seeds past the n demos' own
-                found = _wrong_args_step(env, demo_seed + retry * n, cause, expert, rng)
-                if found is not None:
-                    demo_seed, (wrong_at, wrong) = demo_seed + retry * n, found
+        if kind == "caller_error":  # the causes in turn, each on a task that can carry it
+            n_caller += 1
+            for retry in range(MAX_TASKS):
+                env.reset(seed=demo_seed + retry * n)
+                if env.caller_error is not None:
+                    demo_seed += retry * n
                     break
         obs, _ = env.reset(seed=demo_seed)
         if kind == "reversed":
@@ -206,6 +167,7 @@ def collect_demos(
             obs, _, term, trunc, info = env.step(a)
             if info[STEP_TRACE].get("caller_error"):  # the expert's call ran with an injected error
                 d.kind = "caller_error"
+                d.weights[-1] = 0.0  # not imitated: what went out is not what the expert chose
             if d.kind != "clean" and d.root_cause < 0 and obs["reflection"].any():
                 d.root_cause = int(obs["reflection"].argmax())  # the env's cause of the first failed step
             if term or trunc:
@@ -214,6 +176,6 @@ def collect_demos(
         demos.append(d)
         if on_demo is not None:
             on_demo()
-    for e in {id(v): v for v in envs.values()}.values():
+    for e in {id(v): v for v in [*envs.values(), *caller_envs.values()]}.values():
         e.close()
     return demos

@@ -13,6 +13,7 @@ group and synced to the EnvRunners), so there is one model, not two.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,10 @@ import numpy as np
 import torch
 
 from agentic_ray.eval.evaluator import stack_obs
-from agentic_ray.stages.demos import Demo
+from agentic_ray.graph_spec import EVIDENCE_FLAGS
+from agentic_ray.stages.demos import Demo, collect_demos
+
+FAILED = EVIDENCE_FLAGS.index("failed")
 
 
 def stack_actions(actions: list[Any], device: torch.device) -> Any:
@@ -32,10 +36,17 @@ def stack_actions(actions: list[Any], device: torch.device) -> Any:
     return torch.as_tensor(np.asarray(actions, dtype=np.int64)).to(device)
 
 
-def bc_dataset(demos: list[Demo]) -> tuple[list[dict[str, np.ndarray]], list[Any], np.ndarray]:
+def bc_dataset(
+    demos: list[Demo], correction_weight: float = 1.0
+) -> tuple[list[dict[str, np.ndarray]], list[Any], np.ndarray]:
+    """Observations, actions and per-step weights; an imitated step taken right after a failed one (its
+    observation's ``failure_evidence`` says the last step failed: the correction) weighs ``correction_weight``."""
     obs = [o for d in demos for o in d.obs]
     acts = [a for d in demos for a in d.actions]
     w = np.asarray([x for d in demos for x in d.weights], dtype=np.float32)
+    if correction_weight != 1.0:
+        after_failure = np.asarray([float(o["failure_evidence"][FAILED]) > 0 for o in obs])
+        w = np.where(after_failure & (w > 0), w * correction_weight, w).astype(np.float32)
     return obs, acts, w
 
 
@@ -48,6 +59,8 @@ def behaviour_cloning(
     lr: float = 1e-3,
     freeze_encoder: bool = False,
     reflection_coeff: float = 0.0,
+    reflection_dropout: float = 0.0,
+    correction_weight: float = 1.0,
     seed: int = 0,
     on_epoch: Callable[[float], None] | None = None,
     max_minibatches: int | None = None,
@@ -58,6 +71,14 @@ def behaviour_cloning(
     attributed to the previous step on every step that follows a failure (the wrong samples provide those), so
     the policy's predicted-cause input is meaningful from the first RL iteration on.
 
+    With ``reflection_dropout > 0`` that share of the rows, drawn afresh each minibatch, imitate with a zero
+    reflection input: the same policy learns what to do with the diagnosis and without it, so the ablation that
+    zeroes the input (Correction Uplift's "off") is the best blind policy the demonstrations teach, not an input
+    it never saw.
+
+    ``correction_weight`` weighs the imitated steps right after a failure (see :func:`bc_dataset`): they are few
+    (one or two per wrong sample) and they are what the reflection input is for.
+
     ``on_epoch(nll)`` is called after each epoch with its mean weighted NLL (progress).
 
     ``max_minibatches`` caps the minibatches of each epoch (the RL stage's decaying BC term takes a few).
@@ -67,7 +88,7 @@ def behaviour_cloning(
     """
     from ray.rllib.core.columns import Columns
 
-    obs, acts, w = bc_dataset(demos)
+    obs, acts, w = bc_dataset(demos, correction_weight)
     device = next(module.parameters()).device
     model = module.model
     frozen = list(model.encoder.parameters()) if freeze_encoder else []
@@ -91,7 +112,7 @@ def behaviour_cloning(
                 if float(wb.sum()) == 0.0:
                     continue
                 batch = stack_obs([obs[i] for i in idx], device)
-                out = module.forward_train({Columns.OBS: batch})
+                out = module.forward_train({Columns.OBS: batch}, reflection_dropout=reflection_dropout)
                 dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
                 logp = dist.logp(stack_actions([acts[i] for i in idx], device))
                 loss = -(logp * wb).sum() / wb.sum()
@@ -115,3 +136,55 @@ def behaviour_cloning(
             p.requires_grad_(True)
         module.eval()
     return {"nll": history, "samples": int(w.sum())}
+
+
+CORRECTION_DEMO_SEED = 7919
+"""Offset of the correction demonstrations' seed from the run's (imitation's use seed + attempt)."""
+
+
+def imitate_corrections(
+    module: Any,
+    settings: Any,
+    demos: list[Demo],
+    *,
+    on_demo: Callable[[], None] | None = None,
+    on_epoch: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
+    """The reflection stage's imitation of corrected failures (``stages.reflection.correction_demos``).
+
+    The scripted expert's wrong-sample episodes only (seed 000's controlled wrong samples: every one fails once, on
+    an injected caller error, a garbled reply or a reversed step, and is corrected according to its root cause),
+    mixed with imitation's ``demos``, imitated with the reflection input on, zeroed on
+    ``stages.reflection.reflection_dropout`` of the rows (so the blind policy stays the best one the data
+    teaches), corrected steps weighted ``stages.reflection.correction_weight``, and the root-cause cross-entropy.
+
+    Args:
+        module: an AAAC RLModule (trained in place).
+        settings: the run's :class:`~agentic_ray.settings.ExperimentSettings`.
+        demos: imitation's demonstrations.
+
+    Returns:
+        :func:`behaviour_cloning`'s stats plus ``correction_kinds`` (demonstrations per kind).
+    """
+    il, rf = settings.stages.il, settings.stages.reflection
+    corrections = collect_demos(
+        settings.env,
+        rf.correction_demos,
+        1.0,
+        seed=settings.seed + CORRECTION_DEMO_SEED,
+        on_demo=on_demo,
+        caller_errors=il.caller_error_kinds,
+    )
+    stats = behaviour_cloning(
+        module,
+        [*demos, *corrections],
+        reflection_coeff=rf.reflection_coeff,
+        reflection_dropout=rf.reflection_dropout,
+        correction_weight=rf.correction_weight,
+        epochs=rf.correction_epochs,
+        minibatch_size=il.minibatch_size,
+        lr=il.lr,
+        seed=settings.seed,
+        on_epoch=on_epoch,
+    )
+    return {**stats, "correction_kinds": dict(Counter(d.kind for d in corrections))}

@@ -220,7 +220,12 @@ class Pipeline:
             t0 = time.time()
             with self.progress.task("il demonstrations", n, "demos") as bar:
                 demos = collect_demos(
-                    self.s.env, n, il.wrong_sample_share, seed=self.s.seed + attempt, on_demo=bar.advance
+                    self.s.env,
+                    n,
+                    il.wrong_sample_share,
+                    seed=self.s.seed + attempt,
+                    on_demo=bar.advance,
+                    caller_errors=il.caller_error_kinds,
                 )
                 self.demos = demos
             module = current_module(self.algo)
@@ -229,6 +234,8 @@ class Pipeline:
                     module,
                     demos,
                     reflection_coeff=il.reflection_coeff,
+                    reflection_dropout=il.reflection_dropout,
+                    correction_weight=il.correction_weight,
                     epochs=il.epochs,
                     minibatch_size=il.minibatch_size,
                     lr=il.lr,
@@ -375,12 +382,18 @@ class Pipeline:
         rl, il = self.s.stages.rl, self.s.stages.il
         if self.demos is None:  # resumed past imitation: the same demonstrations again (seeded)
             self.demos = collect_demos(
-                self.s.env, self.state.il_demos or il.demos, il.wrong_sample_share, self.s.seed
+                self.s.env,
+                self.state.il_demos or il.demos,
+                il.wrong_sample_share,
+                self.s.seed,
+                caller_errors=il.caller_error_kinds,
             )
         behaviour_cloning(
             current_module(self.algo),
             self.demos,
             reflection_coeff=il.reflection_coeff,
+            reflection_dropout=il.reflection_dropout,
+            correction_weight=il.correction_weight,
             epochs=1,
             minibatch_size=il.minibatch_size,
             lr=rl.bc_lr * rl.bc_decay**it,
@@ -388,6 +401,41 @@ class Pipeline:
             max_minibatches=rl.bc_minibatches,
         )
         sync_env_runners(self.algo)
+
+    def _correction_imitation(self) -> None:
+        """The reflection stage's imitation of corrected failures (:func:`~agentic_ray.stages.imitation.
+        imitate_corrections`); a stage resumed past its first iteration does not repeat it."""
+        from agentic_ray.stages.demos import collect_demos
+        from agentic_ray.stages.imitation import imitate_corrections
+
+        il, rf = self.s.stages.il, self.s.stages.reflection
+        t0 = time.time()
+        if self.demos is None:  # resumed past imitation: the same demonstrations again (seeded)
+            self.demos = collect_demos(
+                self.s.env,
+                self.state.il_demos or il.demos,
+                il.wrong_sample_share,
+                self.s.seed,
+                caller_errors=il.caller_error_kinds,
+            )
+        with (
+            self.progress.task("reflection corrections", rf.correction_demos, "demos") as demo_bar,
+            self.progress.task("reflection imitation", rf.correction_epochs, "epochs") as bar,
+        ):
+            stats = imitate_corrections(
+                current_module(self.algo),
+                self.s,
+                self.demos,
+                on_demo=demo_bar.advance,
+                on_epoch=lambda nll: bar.advance(nll=nll),
+            )
+        sync_env_runners(self.algo)
+        kinds = stats["correction_kinds"]
+        self._log({"stage": "reflection", "iteration": 0, "correction_demos": kinds, "bc_nll": stats["nll"]})
+        self.say(
+            f"[reflection] imitated {rf.correction_demos} corrected failures {kinds} with {len(self.demos)} "
+            f"demonstrations, NLL {stats['nll'][0]:.3f} → {stats['nll'][-1]:.3f} in {time.time() - t0:.0f}s"
+        )
 
     def run_reflection(self) -> None:
         from agentic_ray.rollout.episode_callbacks import set_caller_error_share, set_training_progress
@@ -397,6 +445,8 @@ class Pipeline:
         set_reflection_input(self.algo, True)
         # Labelled failures for the root-cause head: the imitated policy rarely fails on its own.
         set_caller_error_share(self.algo, rf.caller_error_share)
+        if rf.correction_demos and self.state.iteration == 0:
+            self._correction_imitation()
 
         def on_iter(it: int, p: float) -> None:
             set_training_progress(self.algo, 1.0)

@@ -52,6 +52,11 @@ def test_tiny_pipeline_writes_everything(ray_session, tmp_path):
     # so after 3 RL/reflection iterations it is below β_0·0.999^5.
     assert final["learner"]["beta"] < 0.1 * 0.999**5
     assert any("gates" in r for r in rows)
+    # The reflection stage first imitated corrected failures (tiny: 8), caller errors among them.
+    corrections = [r for r in rows if r.get("stage") == "reflection" and "correction_demos" in r]
+    assert len(corrections) == 1 and corrections[0]["correction_demos"].get("caller_error", 0) > 0, (
+        corrections
+    )
     state = PipelineState.load(run)
     assert state.completed == ["il", "rl", "reflection"] and state.gates["il_tcsr_attempt0"]["demos"] == 30
     assert "Plotly.newPlot" in (run / "report.html").read_text()

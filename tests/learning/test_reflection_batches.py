@@ -86,6 +86,8 @@ def test_reflection_batches_contain_labelled_failures(ray_session, tmp_path, mon
             "stages.il.epochs": 8,
             "stages.reflection.iterations": 2,
             "stages.reflection.caller_error_share": 1.0,
+            # The RL batches only: the stage's imitation of corrected failures would add its own labelled rows.
+            "stages.reflection.correction_demos": 0,
             "env.faults.caller_errors": {"wrong_entity": 1.0},
             "algo.train_batch_size": 256,
             "algo.minibatch_size": 64,

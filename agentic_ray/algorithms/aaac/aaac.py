@@ -214,7 +214,8 @@ class AAACConfig(AlgorithmConfig):
             reflection_coeff: Weight of the reflection head's root-cause cross-entropy (0: off), ``>= 0``.
             reflection_trains_encoder: Let the cross-entropy's gradient reach the policy encoder the reflection
                 head reads (default False: the head learns on the policy's detached features, so the root-cause
-                loss cannot reshape the features a trained policy acts on).
+                loss cannot reshape the features a trained policy acts on). Only a head that reads the state has
+                one (``reflection_head_input="evidence_and_state"``); the default head reads the failure evidence.
             critic_warmup_updates: The first this many learner updates train only the two critics (policy,
                 KL and entropy terms weighted 0), so a policy from imitation is not pushed around by the
                 advantages of untrained critics.

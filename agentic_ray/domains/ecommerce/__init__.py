@@ -112,6 +112,9 @@ class EcommerceDomain:
     ) -> dict[str, Any] | None:
         return caller_errors.caller_error(self.contracts(), world, task, skill, params, cause, rng)
 
+    def caller_error_setup(self, world: Any, task: Task, cause: str, rng: np.random.Generator) -> Task | None:
+        return caller_errors.caller_error_setup(world, task, cause, rng)
+
     @functools.cache  # noqa: B019
     def quantiles(self) -> QuantileMap:
         return QuantileMap.from_json(self.data_dir / "quantiles.json")

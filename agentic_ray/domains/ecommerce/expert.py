@@ -9,8 +9,11 @@ when the customer named no order), then runs the most urgent ready goal. Its ste
 After a failure it corrects according to the root cause the env attributed to the last step (the policy's
 reflection input): a tool error is retried as is; after ``stale_information`` it first re-reads the entity the
 rejected call referred to (``order.get`` / ``inventory.check``, the minimal experiment) and then calls again;
-after ``bad_parameters`` it calls again at once with the task's values; a missing prerequisite, dependency
-violation or wrong entity is fixed by the plan itself.
+after ``wrong_entity`` (the call carried an id the agent never learned: it holds a look-alike) it re-resolves
+that entity with the lookup that reveals it (``order.list`` for an order, identifying the customer again for a
+customer) and then calls again; after ``bad_parameters`` it calls again at once with the task's values (a refund
+above what was paid becomes a refund of the order's revealed ``total``); a missing prerequisite or a dependency
+violation is fixed by the plan itself.
 When the skill a goal needs is masked (an outage), it hands off.
 """
 
@@ -34,13 +37,36 @@ READ_FIELD = "total"
 """An order field only ``order.get`` reveals (an order named in the request, or listed, has not been read)."""
 
 
+def resolve_after_failure(view: EpisodeView) -> tuple[str, dict[str, Any]] | None:
+    """The lookup that re-resolves the entity a ``wrong_entity`` step named by an id the agent never learned
+    (an order: ``order.list``; the customer: identify them again), else None."""
+    last = view.last
+    if last is None or last.code == "OK" or last.root_cause != "wrong_entity":
+        return None
+    users = view.knowledge.ids("user")
+    for arg, node_type in (("order_id", "order"), ("user_id", "user")):
+        v = last.params.get(arg)
+        if not isinstance(v, str) or view.knowledge.knows(node_type, v):
+            continue
+        if node_type == "order" and users and view.allowed("order.list"):
+            return "order.list", {"user_id": users[0]}
+        if node_type == "user":
+            return EcommerceExpert._identify(view)
+    return None
+
+
 def reread_after_failure(view: EpisodeView) -> tuple[str, dict[str, Any]] | None:
     """The re-read call after a step attributed to stale information, else None."""
     last = view.last
     if last is None or last.code == "OK" or last.root_cause not in REREAD_CAUSES:
         return None
     for arg, read in REREAD_SKILLS:
-        if arg in last.params and last.skill != read and view.allowed(read):
+        if (
+            arg in last.params
+            and last.skill != read
+            and view.allowed(read)
+            and view.knowledge.type_of(str(last.params[arg]))
+        ):
             return read, {arg: last.params[arg]}
     return None
 
@@ -50,9 +76,9 @@ class EcommerceExpert:
 
     def plan(self, view: EpisodeView) -> tuple[str, dict[str, Any]]:
         """The next call as ``(skill, params)``."""
-        reread = reread_after_failure(view)
-        if reread is not None:
-            return reread
+        fix = reread_after_failure(view) or resolve_after_failure(view)
+        if fix is not None:
+            return fix
         task = view.task
         cands = [i for i in range(len(task.goals)) if view.ready[i]]
         if not cands:
@@ -71,7 +97,8 @@ class EcommerceExpert:
         return g.skill, params
 
     # ------------------------------------------------------------------ lookups
-    def _identify(self, view: EpisodeView) -> tuple[str, dict[str, Any]]:
+    @staticmethod
+    def _identify(view: EpisodeView) -> tuple[str, dict[str, Any]]:
         facts = view.task.request.facts
         if "email" in facts:
             return "user.find", {"email": facts["email"]}

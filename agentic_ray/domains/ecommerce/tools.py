@@ -1,7 +1,8 @@
 """The atomic e-commerce tools: ``handler(world, params) -> payload``, with real effects on a ShopWorld.
 
 Each handler checks the business state and raises :class:`~agentic_ray.skills.backends.ToolError` with a typed
-code on a bad call (``NOT_FOUND``, ``CONFLICT``, ``PRECONDITION_FAILED``); parameters arrive already validated and
+code on a bad call: ``NOT_FOUND`` (no such entity), ``CONFLICT`` (the entity's state forbids it, or it changed
+since it was read), ``INVALID_INPUT`` (a value above its limit), ``PRECONDITION_FAILED``; parameters arrive already validated and
 clipped by the gateway (see ``configs/skills/ecommerce.yaml``). Payload fields match the contracts' ``output``.
 """
 
@@ -208,8 +209,10 @@ def refund_trigger(world: Any, params: dict[str, Any]) -> dict[str, Any]:
         raise ToolError("CONFLICT", f"a {reason} refund needs a delivered order; {o.id} is {o.status}")
     if reason == "late_delivery" and o.days_late <= 0:
         raise ToolError("CONFLICT", f"order {o.id} is not late")
-    if o.refunded + amount > o.total + EPS:
-        raise ToolError("CONFLICT", f"refund {amount:.2f} exceeds the refundable {o.total - o.refunded:.2f}")
+    if o.refunded + amount > o.total + EPS:  # a value above its limit: an invalid input, not a state conflict
+        raise ToolError(
+            "INVALID_INPUT", f"refund {amount:.2f} exceeds the refundable {o.total - o.refunded:.2f}"
+        )
     amount = round(amount, 2)
     o.refunded = round(o.refunded + amount, 2)
     w.user.balance = round(w.user.balance + amount, 2)
@@ -304,7 +307,7 @@ def coupon_issue(world: Any, params: dict[str, Any]) -> dict[str, Any]:
         raise ToolError("INVALID_INPUT", f"coupon value must be positive, got {value}")
     if value > 10.0 * w.user.level + EPS:
         raise ToolError(
-            "CONFLICT", f"coupon {value:.2f} exceeds the level-{w.user.level} cap {10 * w.user.level}"
+            "INVALID_INPUT", f"coupon {value:.2f} exceeds the level-{w.user.level} cap {10 * w.user.level}"
         )
     cid = w.next_id("CP")
     w.user.coupons.append({"coupon_id": cid, "value": value, "kind": params["kind"]})

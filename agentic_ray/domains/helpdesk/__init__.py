@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from agentic_ray.domains.caller_errors import above_limit, lookalike_entity
+from agentic_ray.domains.caller_errors import lookalike_entity
 from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.helpdesk import tasks
 from agentic_ray.domains.helpdesk.expert import HelpdeskExpert
@@ -118,16 +118,20 @@ class HelpdeskDomain:
         cause: str,
         rng: np.random.Generator,
     ) -> dict[str, Any] | None:
-        """A look-alike employee, ticket or asset id, or an amount above a ``max_from`` limit (the help-desk
-        contracts have none today). No stale reads: help-desk tools do not check what the caller read."""
+        """A look-alike employee, ticket or asset id (each re-resolved by a lookup: the caller by email or badge,
+        their assets and tickets by listing them). No stale reads (help-desk tools do not check what the caller
+        read) and no parameter above a limit (no help-desk contract sets a ``max_from`` bound)."""
         c = self.contracts().by_name().get(skill)
-        if c is None:
+        if c is None or cause not in ("wrong_entity", "tool_error"):
             return None
-        if cause == "wrong_entity":
-            return lookalike_entity(c, params, task.relevant, lambda t: entity_ids(world, t), rng)
-        if cause == "bad_parameters":
-            return above_limit(c, params, lambda t, i, f: (entity_fields(world, t, i) or {}).get(f))
-        return None
+        new = lookalike_entity(c, params, task.relevant, lambda t: entity_ids(world, t), rng)
+        return new if cause == "wrong_entity" or new is None else dict(params)
+
+    def caller_error_setup(self, world: Any, task: Task, cause: str, rng: np.random.Generator) -> Task | None:
+        """``wrong_entity`` and the ``tool_error`` control (on the same calls), for a task whose goals name an
+        entity (see :meth:`caller_error`)."""
+        names = any(k in tasks.ENTITY_ARGS for g in task.goals for k in g.args)
+        return task if cause in ("wrong_entity", "tool_error") and names else None
 
     @functools.cache  # noqa: B019
     def quantiles(self) -> QuantileMap:

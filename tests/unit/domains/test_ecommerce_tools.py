@@ -79,11 +79,11 @@ def test_refund_changes_order_and_balance(world: ShopWorld) -> None:
     assert o.refunded == 3.5
     assert world.user.balance == pytest.approx(bal + 3.5)
     assert o.erp_dirty
-    with pytest.raises(ToolError) as e:  # over-refund
+    with pytest.raises(ToolError) as e:  # over-refund: a value above its limit
         tools.refund_trigger(
             world, {"order_id": o.id, "sku": sku, "amount": o.total, "reason_code": "quality"}
         )
-    assert e.value.code == "CONFLICT"
+    assert e.value.code == "INVALID_INPUT"
     assert o.refunded == 3.5
     with pytest.raises(ToolError) as e:  # quality refund on an unshipped order
         tools.refund_trigger(
@@ -172,7 +172,7 @@ def test_inventory_sms_coupon_handoff(world: ShopWorld) -> None:
     world.user.level = 1
     with pytest.raises(ToolError) as e:
         tools.coupon_issue(world, {"user_id": world.user.id, "value": 20.0, "kind": "delay"})
-    assert e.value.code == "CONFLICT" and world.user.coupons == []
+    assert e.value.code == "INVALID_INPUT" and world.user.coupons == []
     tools.coupon_issue(world, {"user_id": world.user.id, "value": 10.0, "kind": "delay"})
     assert world.user.coupons[0]["value"] == 10.0
     with pytest.raises(ToolError) as e:
@@ -226,4 +226,5 @@ def test_tools_through_the_gateway_enforce_preconditions() -> None:
     r = ex.call("refund.trigger", args, intent_id="i", world_id="w")
     assert r.ok and o.refunded == 1.0
     r = ex.call("refund.trigger", {**args, "amount": 99999.0}, intent_id="i", world_id="w")
-    assert not r.ok and r.error_code == "CONFLICT" and r.warnings  # clipped to the contract max, then refused
+    # clipped to the contract max, then refused as above the refundable amount
+    assert not r.ok and r.error_code == "INVALID_INPUT" and r.warnings

@@ -8,8 +8,8 @@ from agentic_ray.eval.correction import correction_pairs, correction_uplift_pair
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 
 
-def _step(skill: str, ok: bool, cause: str | None = None) -> StepRecord:
-    return StepRecord(skill, {}, "OK" if ok else "CONFLICT", ok, 1.0, root_cause=cause)
+def _step(skill: str, ok: bool, cause: str | None = None, redundant: bool = False) -> StepRecord:
+    return StepRecord(skill, {}, "OK" if ok else "CONFLICT", ok, 1.0, root_cause=cause, redundant=redundant)
 
 
 def _rec(*steps: StepRecord) -> EpisodeRecord:
@@ -18,17 +18,30 @@ def _rec(*steps: StepRecord) -> EpisodeRecord:
 
 WRONG = _step("refund", False, "wrong_entity")
 STALE = _step("refund", False, "stale_information")
+BAD = _step("refund", False, "bad_parameters")
+TOOL = _step("refund", False, "tool_error")
+OK, READ, LIST = _step("refund", True), _step("read", True), _step("list", True)
 
 
 def test_a_fix_is_cause_specific() -> None:
-    # wrong entity: the corrected call at once is a fix, a re-read first is not
-    assert fixed(_rec(_step("read", True), WRONG, _step("refund", True)), 1)
-    assert not fixed(_rec(WRONG, _step("read", True), _step("refund", True)), 0)
+    """Hand-made records: each cause's own fix counts, the others' do not (see FIX_STEPS)."""
+    # tool error: the same call at once; a lookup first wastes the step
+    assert fixed(_rec(TOOL, OK), 0)
+    assert not fixed(_rec(TOOL, READ, OK), 0)
+    # wrong entity: the lookup that re-resolves the entity, then the call; a failed retry or two lookups are not
+    assert fixed(_rec(READ, WRONG, LIST, OK), 1)
+    assert not fixed(_rec(WRONG, WRONG, LIST, OK), 0)
+    assert not fixed(_rec(WRONG, READ, LIST, OK), 0)
     # stale information: re-read then call is a fix, an immediate retry that fails is not
-    assert fixed(_rec(STALE, _step("read", True), _step("refund", True)), 0)
-    assert not fixed(_rec(STALE, STALE, _step("read", True), _step("refund", True)), 0)
-    assert first_failure(_rec(_step("read", True), STALE, _step("read", True))) == 1
-    assert first_failure(_rec(_step("read", True), STALE)) is None  # no next step
+    assert fixed(_rec(STALE, READ, OK), 0)
+    assert not fixed(_rec(STALE, STALE, READ, OK), 0)
+    # bad parameters: the corrected call at once; a re-read first is not
+    assert fixed(_rec(BAD, OK), 0)
+    assert not fixed(_rec(BAD, READ, OK), 0)
+    # the call succeeding without doing what it was for (redundant: no goal, nothing revealed) is no fix
+    assert not fixed(_rec(BAD, _step("refund", True, redundant=True)), 0)
+    assert first_failure(_rec(READ, STALE, READ)) == 1
+    assert first_failure(_rec(READ, STALE)) is None  # no next step
 
 
 def test_pairs_uplift_and_interval() -> None:

@@ -14,13 +14,14 @@ TINY = AAACModelConfig(
 
 
 def toy_batch(batch_size: int, seed: int = 0) -> tuple[GraphSpec, ActionLayout, dict[str, torch.Tensor]]:
-    """``toy_specs()`` and a batch of ``random_observation``s with random reflection vectors."""
+    """``toy_specs()`` and a batch of ``random_observation``s with random reflection vectors and failure evidence."""
     spec, layout = toy_specs()
     rng = np.random.default_rng(seed)
     obs = []
     for _ in range(batch_size):
         o = random_observation(spec, layout, rng)
         o["reflection"] = rng.random(o["reflection"].shape, dtype=np.float32)
+        o["failure_evidence"] = (rng.random(o["failure_evidence"].shape) < 0.5).astype(np.float32)
         obs.append(o)
     return spec, layout, stack_observations(obs)
 

@@ -7,9 +7,14 @@ import pytest
 import torch
 from ray.rllib.core.columns import Columns
 
-from agentic_ray.graph_spec import ROOT_CAUSES, observation_space
+from agentic_ray.graph_spec import EVIDENCE_FLAGS, FAILURE_CODE_CLASSES, ROOT_CAUSES, observation_space
 from agentic_ray.models import AAACModel
-from agentic_ray.models.aaac_rl_module import REFLECTION_EMBEDDINGS, REFLECTION_ENABLED, AAACRLModule
+from agentic_ray.models.aaac_rl_module import (
+    REFLECTION_DROPOUT,
+    REFLECTION_EMBEDDINGS,
+    REFLECTION_ENABLED,
+    AAACRLModule,
+)
 from agentic_ray.models.reflection import readout_with_reflection, reflection_loss
 from agentic_ray.models.skill_argument_functional import (
     PackedActionLayout,
@@ -21,24 +26,39 @@ from tests.unit.models.helpers import TINY, toy_batch
 C = len(ROOT_CAUSES)
 
 
+FAILED = EVIDENCE_FLAGS.index("failed")
+
+
 def _batch(n: int = 8, seed: int = 0, failed_every: int = 2) -> tuple:
-    """Toy batch whose reflection is a one-hot on every ``failed_every``-th row, zeros elsewhere."""
+    """Toy batch whose every ``failed_every``-th row failed: its reflection label is a one-hot and its failure
+    evidence has the ``failed`` flag and a result-code class; zeros elsewhere."""
     spec, layout, obs = toy_batch(n, seed=seed)
     refl = torch.zeros(n, C)
-    rows = torch.arange(0, n, failed_every) if failed_every else torch.arange(0)
+    ev = torch.zeros_like(obs["failure_evidence"])
+    rows = torch.arange(0, n, failed_every) if failed_every else torch.arange(0, dtype=torch.long)
     refl[rows, rows % C] = 1.0
-    obs["reflection"] = refl
+    ev[rows, FAILED] = 1.0
+    ev[rows, len(EVIDENCE_FLAGS) + rows % len(FAILURE_CODE_CLASSES)] = 1.0
+    obs["reflection"], obs["failure_evidence"] = refl, ev
     return spec, layout, obs
 
 
-def _model(spec, layout, source: str, encoder: str = "gnn", **kw) -> AAACModel:
+def _ablated(obs: dict) -> dict:
+    """The observation of a step without a failure: no label, no evidence."""
+    return {
+        **obs,
+        "reflection": torch.zeros_like(obs["reflection"]),
+        "failure_evidence": torch.zeros_like(obs["failure_evidence"]),
+    }
+
+
+def _model(spec, layout, source: str, encoder: str = "gnn", head_input: str = "evidence", **kw) -> AAACModel:
     torch.manual_seed(0)
-    return AAACModel(
-        spec, layout, TINY.model_copy(update={"encoder": encoder, "reflection_source": source}), **kw
-    )
+    update = {"encoder": encoder, "reflection_source": source, "reflection_head_input": head_input}
+    return AAACModel(spec, layout, TINY.model_copy(update=update), **kw)
 
 
-def _module(source: str, inference_only: bool = False) -> AAACRLModule:
+def _module(source: str, inference_only: bool = False, head_input: str = "evidence") -> AAACRLModule:
     spec, layout, _ = toy_batch(1)
     torch.manual_seed(0)
     return AAACRLModule(
@@ -51,6 +71,7 @@ def _module(source: str, inference_only: bool = False) -> AAACRLModule:
             **TINY.model_dump(),
             "device": "cpu",
             "reflection_source": source,
+            "reflection_head_input": head_input,
         },
     )
 
@@ -66,21 +87,30 @@ def test_split_readout_equals_the_concatenated_one() -> None:
     torch.testing.assert_close(free, readout(torch.cat([x, torch.zeros(5, C)], -1)))
 
 
-@pytest.mark.parametrize("encoder", ["gnn", "flat"])
-def test_predicted_input_follows_the_head_not_the_label(encoder: str) -> None:
+@pytest.mark.parametrize(
+    ("encoder", "head_input"), [("gnn", "evidence"), ("flat", "evidence"), ("gnn", "evidence_and_state")]
+)
+def test_predicted_input_follows_the_head_not_the_label(encoder: str, head_input: str) -> None:
     spec, layout, obs = _batch(8)
-    failed = obs["reflection"].sum(-1) > 0
-    model = _model(spec, layout, "predicted", encoder)
+    failed = obs["failure_evidence"][:, FAILED] > 0
+    model = _model(spec, layout, "predicted", encoder, head_input)
     with torch.no_grad():
         enc = model.encode(obs)
-        assert enc.reflection_free_state is not None
         # No label leak: which root cause the env wrote does not matter, only that the last step failed.
         relabelled = {**obs, "reflection": obs["reflection"].roll(1, dims=-1)}
         torch.testing.assert_close(model.encode(relabelled).state, enc.state)
         torch.testing.assert_close(model.reflection_logits(relabelled), model.reflection_logits(obs))
-        # The reflection-free state is the state of an all-zero reflection obs.
-        zero = {**obs, "reflection": torch.zeros_like(obs["reflection"])}
-        torch.testing.assert_close(enc.reflection_free_state, model.encode(zero).state)
+        if head_input == "evidence_and_state":  # the head reads the state of an all-zero reflection obs
+            assert enc.reflection_free_state is not None
+            torch.testing.assert_close(enc.reflection_free_state, model.encode(_ablated(obs)).state)
+        else:  # the head reads the evidence alone
+            assert model.reflection_input(obs).shape == obs["failure_evidence"].shape
+        # The evidence is what the head reads: other evidence, another diagnosis (and another state on failed rows).
+        other = {**obs, "failure_evidence": obs["failure_evidence"].roll(1, dims=-1)}
+        other["failure_evidence"][:, FAILED] = obs["failure_evidence"][:, FAILED]
+        assert not torch.allclose(
+            model.reflection_logits(other)[failed], model.reflection_logits(obs)[failed]
+        )
         # Changing the head changes the policy's state on failed rows only.
         model.reflection_head[-1].bias.copy_(torch.arange(C, dtype=torch.float32) * 5.0)
         changed = model.encode(obs).state
@@ -93,7 +123,7 @@ def test_ablation_zeroes_the_reflection_input(source: str) -> None:
     _, _, obs = _batch(8, seed=1)
     module = _module(source)
     batch = {Columns.OBS: obs}
-    zero_batch = {Columns.OBS: {**obs, "reflection": torch.zeros_like(obs["reflection"])}}
+    zero_batch = {Columns.OBS: _ablated(obs)}
     on = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
     reference = module.forward_inference(zero_batch)[Columns.ACTION_DIST_INPUTS]
     assert not torch.allclose(on, reference)
@@ -106,12 +136,85 @@ def test_ablation_zeroes_the_reflection_input(source: str) -> None:
     # The kwarg overrides the attribute both ways.
     on_kwarg = module.forward_inference(batch, **{REFLECTION_ENABLED: True})[Columns.ACTION_DIST_INPUTS]
     torch.testing.assert_close(on_kwarg, on)
+    # Ablated, the raw evidence does not reach the policy at all: only the diagnosis made from it does.
+    noisy = {Columns.OBS: {**obs, "failure_evidence": torch.ones_like(obs["failure_evidence"])}}
+    off_noisy = module.forward_inference(noisy, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(off_noisy, reference)
+    # Reflection dropout (imitation): all rows dropped is the ablation, none dropped is the policy as it acts.
+    module.reflection_enabled = True
+    module.eval()
+    drop_all = module.forward_train(batch, **{REFLECTION_DROPOUT: 1.0})[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(drop_all, reference)
+    torch.testing.assert_close(module.forward_train(batch)[Columns.ACTION_DIST_INPUTS], on)
+
+
+def test_the_raw_evidence_reaches_the_policy_only_through_the_diagnosis() -> None:
+    """With the env as the reflection source the head is a probe: the evidence changes the policy only where there
+    is a diagnosis, through the fix prior (which reads the failed skill), and never without one."""
+    _, _, obs = _batch(8, seed=5)
+    module = _module("env")
+    with torch.no_grad():
+        for p in module.model.fix_prior.parameters():
+            p.normal_()
+    noisy_evidence = {**obs, "failure_evidence": torch.ones_like(obs["failure_evidence"])}
+    no_diagnosis = {**obs, "reflection": torch.zeros_like(obs["reflection"])}
+    torch.testing.assert_close(
+        module.forward_inference({Columns.OBS: {**noisy_evidence, "reflection": no_diagnosis["reflection"]}})[
+            Columns.ACTION_DIST_INPUTS
+        ],
+        module.forward_inference({Columns.OBS: no_diagnosis})[Columns.ACTION_DIST_INPUTS],
+    )
+    with torch.no_grad():
+        for p in module.model.fix_prior.parameters():
+            p.zero_()
+    torch.testing.assert_close(
+        module.forward_inference({Columns.OBS: noisy_evidence})[Columns.ACTION_DIST_INPUTS],
+        module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS],
+    )
+
+
+@pytest.mark.parametrize("source", ["env", "predicted"])
+def test_the_fix_prior_moves_the_skill_logits_of_diagnosed_failures_only(source: str) -> None:
+    """The fix prior (diagnosed cause x failed skill -> next skill) starts at zero, then moves exactly the skill
+    logits of rows with a diagnosis, by the table entry of their cause and failed skill, and nothing when the
+    reflection input is off (the CU ablation)."""
+    _, layout, obs = _batch(8, seed=3)
+    k = layout.num_skills
+    failed_skill = torch.arange(8) % k
+    obs["failure_evidence"][:, -k:] = 0.0
+    obs["failure_evidence"][torch.arange(8), -k + failed_skill] = obs["failure_evidence"][:, FAILED]
+    module = _module(source)
+    module.eval()
+    batch = {Columns.OBS: obs}
+    base = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+    off = module.forward_inference(batch, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS]
+    with torch.no_grad():
+        for p in module.model.fix_prior.parameters():
+            p.normal_()
+    moved = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(
+        module.forward_inference(batch, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS], off
+    )
+    failed = obs["failure_evidence"][:, FAILED] > 0
+    delta = moved[:, :k] - base[:, :k]
+    unmasked = obs["skill_mask"] > 0
+    assert torch.all(delta[~failed] == 0)
+    assert torch.all(delta[failed][unmasked[failed]].abs() > 0)
+    if source == "env":  # the diagnosis is the label: the prior is exactly its table column
+        from agentic_ray.models.aaac_model import FIX_PRIOR_GAIN
+
+        cause = obs["reflection"].argmax(-1)
+        fp = module.model.fix_prior
+        retry = torch.nn.functional.one_hot(failed_skill, k).float() * fp.cause_retry[cause].unsqueeze(-1)
+        want = FIX_PRIOR_GAIN * (fp.cause_skill[cause] + retry + fp.table[cause * k + failed_skill])
+        torch.testing.assert_close(delta[failed & unmasked.all(-1)], want[failed & unmasked.all(-1)])
 
 
 @pytest.mark.parametrize("source", ["env", "predicted"])
 def test_reflection_loss_is_finite_masked_and_trains_the_head(source: str) -> None:
+    """With a head that reads the state too (the loss can reach the encoder); see the next test for the default."""
     _, _, obs = _batch(8, seed=2)
-    module = _module(source)
+    module = _module(source, head_input="evidence_and_state")
     out = module.forward_train({Columns.OBS: obs})
     loss, stats = reflection_loss(module, obs, embeddings=out[REFLECTION_EMBEDDINGS])
     assert loss.ndim == 0 and torch.isfinite(loss) and loss > 0
@@ -143,6 +246,18 @@ def test_reflection_loss_is_finite_masked_and_trains_the_head(source: str) -> No
     assert float(stats["reflection_accuracy"]) == 0.0
     zero.backward()  # differentiable, gradients are zeros
     assert all(p.grad is None or p.grad.abs().sum() == 0 for p in head)
+
+
+def test_a_head_on_the_evidence_alone_trains_only_itself() -> None:
+    _, _, obs = _batch(8, seed=6)
+    module = _module("predicted")
+    loss, stats = reflection_loss(module, obs)
+    assert torch.isfinite(loss) and loss > 0 and int(stats["reflection_labelled_rows"]) == 4
+    loss.backward()
+    assert all(
+        p.grad is not None and p.grad.abs().sum() > 0 for p in module.model.reflection_head.parameters()
+    )
+    assert all(p.grad is None or p.grad.abs().sum() == 0 for p in module.model.encoder.parameters())
 
 
 def test_policy_loss_does_not_train_the_head_through_the_predicted_input() -> None:
