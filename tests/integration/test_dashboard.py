@@ -52,6 +52,14 @@ def _traces(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
 
 
+def _failed_with_pointers(run: Path) -> dict:
+    """The last failed trace that has a step with pointer probabilities (the tiny policy is not a quality target:
+    some of its failed episodes only repeat a call without entity arguments, e.g. ``user.find`` by email)."""
+    failed = [t for t in _traces(run) if t["failed"] and any(s.get("pointer") for s in t["steps"])]
+    assert failed, "no step of any failed episode has pointer probabilities"
+    return failed[-1]
+
+
 def test_endpoints_equal_the_run_files(run):
     c = TestClient(create_app(run))
     assert c.get("/api/metrics").json() == read_metrics(run / "metrics.jsonl")
@@ -97,9 +105,8 @@ def test_failed_episodes_are_all_traced_with_pointer_probabilities_and_reward_la
     # every failed episode of every evaluation is kept (tiny: cap 32 per evaluation is never reached)
     assert len(failed) == sum(round(r["episodes"] * (1 - r["completion"])) for r in rows)
     assert {t["task_family"] for t in traces} == set(load_settings(TINY).env.family_list())
-    t = failed[-1]
+    t = _failed_with_pointers(run)
     steps_with_pointer = [s for s in t["steps"] if s.get("pointer")]
-    assert steps_with_pointer, "no step of a failed episode has pointer probabilities"
     for s in steps_with_pointer:
         for name, dist in s["pointer"].items():
             assert all(0.0 < p <= 1.0 for _, p in dist) and sum(p for _, p in dist) <= 1.0 + 1e-6
@@ -168,7 +175,7 @@ def test_a_failed_trace_opens_by_its_id(served, run):
     from selenium.webdriver.support.ui import WebDriverWait
 
     url, d = served
-    t = [t for t in _traces(run) if t["failed"]][-1]
+    t = _failed_with_pointers(run)
     d.get(url + "/traces")
     WebDriverWait(d, 30).until(lambda x: x.execute_script("return document.body.dataset.traces"))
     box = d.find_element(By.ID, "trace-search")

@@ -62,6 +62,10 @@ BUDGET = {
         " --set rewards=null"
     ),
     "python benchmarks/quickstart.py": SMALL_TRAINING,
+    "python benchmarks/correction_uplift.py --seeds 0": (
+        SMALL_TRAINING
+        + " --set stages.reflection.correction_demos=8 --set stages.reflection.correction_epochs=1 --cu-pairs 5"
+    ),
 }
 # The RL gate is off at this budget, as in configs/tiny.yaml: one RL iteration after 40 demonstrations x 2 epochs
 # leaves the policy below gate_dvr 0.9, and `agentic-ray sweep` now exits 3 when a trial stops at a failed gate
