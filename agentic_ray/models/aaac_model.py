@@ -23,10 +23,9 @@ __all__ = ["AAACModel", "AAACModelConfig", "build_state_encoder", "default_devic
 
 FIX_PRIOR_GAIN = 10.0
 """Output gain of :attr:`AAACModel.fix_prior`. An Adam step moves each table entry by about ``lr`` whatever its
-gradient's scale, and only the few correction rows reach the table, so without a gain it stays small. Measured on
-the imitation of 1,000 demonstrations (24 epochs, reflection dropout 0.3, correction weight 5; one seed, ~72
-first-failure pairs each): CU 0.23 [0.14, 0.33] without the table, 0.31 [0.21, 0.42] at gain 1, 0.39 [0.28, 0.50]
-at gain 10."""
+gradient's scale, and only the few correction rows reach the table, so without a gain it stays small. 10 was chosen
+in one-seed imitation experiments (CU rose with the gain from 0 to 10) with an earlier, table-only prior; no shipped
+benchmark sweeps it, and it is not re-tuned for :class:`FixPrior`."""
 
 
 def default_device() -> torch.device:
@@ -128,12 +127,12 @@ class AAACModelConfig(BaseModel):
     reflection_fix_prior: bool = Field(
         default=True,
         description=(
-            "The reflection input also proposes the fix directly: a learned table, zero at start, maps (diagnosed "
-            "root cause x failed skill) to a prior over the next skill, added to the skill logits (and to each "
-            "prototype's skill). Without it the diagnosis reaches the action only through the state readout, and "
-            "imitation with a few dozen corrections per cause learned to ignore it: on the quickstart's imitation "
-            "(400 demos) the logits moved <= 0.17 between the reflection input on and off, and CU measured 0.0 over "
-            "79 pairs (issue 13 s4). Only with reflection_source='env' or reflection_head_input='evidence'."
+            "The reflection input also proposes the fix directly (FixPrior): from the diagnosed root cause and the "
+            "failed skill, a learned prior over the next skill, zero at start, added to the skill logits (and to "
+            "each prototype's skill). Without it the diagnosis reaches the action only through the state readout, "
+            "which imitation with a few dozen corrections per cause learned to ignore (CU near 0; FixPrior's "
+            "docstring has the benchmark figures). Only with reflection_source='env' or "
+            "reflection_head_input='evidence'."
         ),
     )
     debug_outputs: bool = Field(

@@ -372,15 +372,12 @@ class Pipeline:
                 gate=self.state.gates["rl_dvr"],
             )
 
-    def _bc_step(self, it: int) -> None:
-        """DAPG-style decaying BC term (``stages.rl.bc_lr``): a few BC minibatches on the demonstrations at
-        ``bc_lr · bc_decay**it`` after RL iteration ``it``, then the new weights go to the EnvRunners. Alternated
-        with the RL update rather than summed into the learner's loss, so any algorithm gets it unchanged."""
+    def _imitation_demos(self) -> list[Any]:
+        """Imitation's demonstrations; a run resumed past imitation collects the same ones again (seeded)."""
         from agentic_ray.stages.demos import collect_demos
-        from agentic_ray.stages.imitation import behaviour_cloning
 
-        rl, il = self.s.stages.rl, self.s.stages.il
-        if self.demos is None:  # resumed past imitation: the same demonstrations again (seeded)
+        if self.demos is None:
+            il = self.s.stages.il
             self.demos = collect_demos(
                 self.s.env,
                 self.state.il_demos or il.demos,
@@ -388,9 +385,18 @@ class Pipeline:
                 self.s.seed,
                 caller_errors=il.caller_error_kinds,
             )
+        return self.demos
+
+    def _bc_step(self, it: int) -> None:
+        """DAPG-style decaying BC term (``stages.rl.bc_lr``): a few BC minibatches on the demonstrations at
+        ``bc_lr · bc_decay**it`` after RL iteration ``it``, then the new weights go to the EnvRunners. Alternated
+        with the RL update rather than summed into the learner's loss, so any algorithm gets it unchanged."""
+        from agentic_ray.stages.imitation import behaviour_cloning
+
+        rl, il = self.s.stages.rl, self.s.stages.il
         behaviour_cloning(
             current_module(self.algo),
-            self.demos,
+            self._imitation_demos(),
             reflection_coeff=il.reflection_coeff,
             reflection_dropout=il.reflection_dropout,
             correction_weight=il.correction_weight,
@@ -405,19 +411,11 @@ class Pipeline:
     def _correction_imitation(self) -> None:
         """The reflection stage's imitation of corrected failures (:func:`~agentic_ray.stages.imitation.
         imitate_corrections`); a stage resumed past its first iteration does not repeat it."""
-        from agentic_ray.stages.demos import collect_demos
         from agentic_ray.stages.imitation import imitate_corrections
 
-        il, rf = self.s.stages.il, self.s.stages.reflection
+        rf = self.s.stages.reflection
         t0 = time.time()
-        if self.demos is None:  # resumed past imitation: the same demonstrations again (seeded)
-            self.demos = collect_demos(
-                self.s.env,
-                self.state.il_demos or il.demos,
-                il.wrong_sample_share,
-                self.s.seed,
-                caller_errors=il.caller_error_kinds,
-            )
+        demos = self._imitation_demos()
         with (
             self.progress.task("reflection corrections", rf.correction_demos, "demos") as demo_bar,
             self.progress.task("reflection imitation", rf.correction_epochs, "epochs") as bar,
@@ -425,7 +423,7 @@ class Pipeline:
             stats = imitate_corrections(
                 current_module(self.algo),
                 self.s,
-                self.demos,
+                demos,
                 on_demo=demo_bar.advance,
                 on_epoch=lambda nll: bar.advance(nll=nll),
             )
@@ -433,7 +431,7 @@ class Pipeline:
         kinds = stats["correction_kinds"]
         self._log({"stage": "reflection", "iteration": 0, "correction_demos": kinds, "bc_nll": stats["nll"]})
         self.say(
-            f"[reflection] imitated {rf.correction_demos} corrected failures {kinds} with {len(self.demos)} "
+            f"[reflection] imitated {rf.correction_demos} corrected failures {kinds} with {len(demos)} "
             f"demonstrations, NLL {stats['nll'][0]:.3f} → {stats['nll'][-1]:.3f} in {time.time() - t0:.0f}s"
         )
 
