@@ -32,8 +32,9 @@ Prints one JSON line per arm: ``algo``, ``completion`` and ``completion_ci``, ``
 ``high_risk_ci`` (means over seeds, 95% percentile-bootstrap intervals over seeds), ``steps_to_target`` (mean over
 seeds; null when a seed never reached it), ``env_steps_per_s``, ``seeds``, and a few more (``consequences_*``,
 ``high_risk_share_greedy``, ``completion_sampled``, ``spt``, ``tcsr_policy``, ``tasks``). The ``--runs`` file keeps
-each run's ``per_seed`` details, with AAAC's last learner metrics (``learner_final``: β, entropy and the risk
-diagnostics of ``TwoCriticAdvantages``). With every arm run, it also writes a markdown table.
+each run's ``per_seed`` details, with the last learner metrics (``learner_final``: AAAC's β, entropy and the
+risk diagnostics of ``TwoCriticAdvantages``; PPO-Lagrangian's multiplier and episode cost). With every arm run,
+it also writes a markdown table.
 
 ``--eval-at-start`` also evaluates the untrained module on the final tasks (``start_completion``, ``start_high_risk_share``
 in ``per_seed``); ``--eval-sampled`` samples every evaluation's actions (curve and final) instead of taking greedy
@@ -264,7 +265,9 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
 
 
 SAMPLING_SEED = 10_000  # + the run's seed: torch seed of the final sampled evaluation
-# AAAC learner metrics kept from the last update (see agentic_ray/keys.py); PPO arms have none of them.
+# Learner metrics kept from the last update (see agentic_ray/keys.py): AAAC's β, entropy and risk diagnostics, and
+# PPO-Lagrangian's multiplier with the episode cost its dual ascent compares to ``--cost-limit`` (None where an arm
+# does not log a key).
 LEARNER_KEYS = (
     "beta",
     "entropy",
@@ -274,6 +277,8 @@ LEARNER_KEYS = (
     "vf_loss_risk_on_risk_rows",
     "adv_reward_std",
     "adv_risk_std",
+    "lagrange_multiplier",
+    "episode_cost_mean",
 )
 
 
