@@ -13,7 +13,8 @@ and fix rates per root cause), ``completion`` (the final policy on the run's val
 ``seeds`` for the pooled line, whose ``cu`` pools every seed's pairs) and ``wall_s``. Goal (seed 000): CU ≥ 0.40.
 
 Measured (``--seeds 0``, one other job on the box): CU 0.424 [0.341, 0.508] over 132 pairs, fix rate 0.826 on vs
-0.402 off, completion 0.90, 503 s. Before the fix prior had its cause-level terms: 0.236 [0.163, 0.309] over 123.
+0.402 off, completion 0.90, 503 s. ``--seeds 1``: CU 0.508 [0.419, 0.597] over 124 pairs, 0.935 on vs 0.427 off,
+completion 0.94, 509 s. Before the fix prior had its cause-level terms: 0.236 [0.163, 0.309] over 123 (seed 0).
 """
 
 from __future__ import annotations
