@@ -251,7 +251,7 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
         "completion_sampled": risk.metrics.completion,
         "consequences_per_episode": consequences_per_episode(risk.records),
         # the learner's last update: AAAC's β and how the risk stream reached the policy (None for PPO arms)
-        "learner_final": {k: _round(_float(learner.get(k))) for k in LEARNER_KEYS},
+        "learner_final": {k: _round(_float(learner.get(k))) for k in learner_keys()},
         "tcsr": m.tcsr,
         "tcsr_policy": m.tcsr_policy,
         "dvr": m.dvr,
@@ -265,21 +265,26 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
 
 
 SAMPLING_SEED = 10_000  # + the run's seed: torch seed of the final sampled evaluation
-# Learner metrics kept from the last update (see agentic_ray/keys.py): AAAC's β, entropy and risk diagnostics, and
-# PPO-Lagrangian's multiplier with the episode cost its dual ascent compares to ``--cost-limit`` (None where an arm
-# does not log a key).
-LEARNER_KEYS = (
-    "beta",
-    "entropy",
-    "risk_row_share",
-    "adv_risk_on_risk_rows",
-    "adv_on_risk_rows",
-    "vf_loss_risk_on_risk_rows",
-    "adv_reward_std",
-    "adv_risk_std",
-    "lagrange_multiplier",
-    "episode_cost_mean",
-)
+
+
+def learner_keys() -> tuple[str, ...]:
+    """Learner metrics kept from the last update: AAAC's β, entropy and risk diagnostics, and PPO-Lagrangian's
+    multiplier with the episode cost its dual ascent compares to ``--cost-limit`` (None where an arm does not log
+    a key). Imported here, like every ``agentic_ray`` import of this script, so ``--help`` stays fast."""
+    from agentic_ray import keys
+
+    return (
+        keys.AAAC_BETA,
+        keys.AAAC_ENTROPY,
+        keys.AAAC_RISK_ROW_SHARE,
+        keys.AAAC_ADV_RISK_ON_RISK_ROWS,
+        keys.AAAC_ADV_ON_RISK_ROWS,
+        keys.AAAC_VF_LOSS_RISK_ON_RISK_ROWS,
+        keys.AAAC_ADV_REWARD_STD,
+        keys.AAAC_ADV_RISK_STD,
+        keys.PPO_LAG_MULTIPLIER,
+        keys.PPO_LAG_EPISODE_COST,
+    )
 
 
 def _float(v: Any) -> float | None:
