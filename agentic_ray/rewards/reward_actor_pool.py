@@ -7,7 +7,8 @@ a small picklable dict that EnvRunners and learners use to look the actors up by
 Placement: the ledger actor is pinned to the driver's node (its SQLite file and the run's checkpoints live there;
 if that node goes, the run goes with it). Scorer actors need no CPU of their own (``num_cpus=0`` by default) and
 follow their group's ``scheduling_strategy``: ``SPREAD`` deals them round-robin over the alive nodes that can
-hold them (:func:`spread_strategies`). Every actor has
+hold them (:func:`spread_strategies`), then checks where each landed and restarts the ones that missed their
+node (:func:`misplaced`). Every actor has
 ``max_restarts`` (default unlimited) and ``max_task_retries=-1``: when an actor or its node dies, Ray restarts it
 (elsewhere, if its node is gone) and re-runs the calls that were in flight.
 
@@ -36,9 +37,9 @@ def spread_strategies(n: int, num_cpus: float, nodes: list[dict[str, Any]], firs
     """Scheduling strategies that put ``n`` actors round-robin on the alive nodes with ``num_cpus`` CPUs.
 
     Ray's own ``"SPREAD"`` is best effort, and it was not enough: in a CI run (2026-12-01) both actors of a
-    two-actor SPREAD group landed on the head of a two-node cluster, most likely because the head's raylet had
-    not yet heard of the worker node's resources when the actors were created. A node affinity is forwarded by
-    the GCS to the named node. It is ``soft``: if that node dies, Ray restarts the actor on another one.
+    two-actor SPREAD group landed on the head of a two-node cluster. The affinity is ``soft``, so that if its
+    node dies Ray restarts the actor on another one; a soft affinity can still land elsewhere at start-up (see
+    :func:`misplaced`), which :meth:`RewardActorPool.create` checks and repairs.
 
     Args:
         n: number of actors.
@@ -59,6 +60,26 @@ def spread_strategies(n: int, num_cpus: float, nodes: list[dict[str, Any]], firs
         ids.remove(first)
         ids.insert(0, first)
     return [NodeAffinitySchedulingStrategy(node_id=ids[i % len(ids)], soft=True) for i in range(n)]
+
+
+SPREAD_PLACEMENT_ATTEMPTS = 4
+
+
+def misplaced(targets: list[str | None], placed: list[str], alive: set[str]) -> list[int]:
+    """Indices of the actors that are not on their target node while that node is alive.
+
+    Why a check is needed: in a CI run (2026-12-02) both actors of a two-actor group landed on the head of a
+    two-node cluster even with the soft affinity. Our reading of Ray 2.60's source (``SelectForwardingNode`` in
+    the GCS actor scheduler, ``NodeAffinitySchedulingPolicy`` in the raylet): an actor that needs no resources
+    is forwarded to a random alive raylet, which applies the affinity with its own view of the cluster; if that
+    view does not hold the target node yet (views are synced a little after a node joins), a soft affinity falls
+    back to Ray's default policy, usually the local node. ``None`` targets (Ray's own SPREAD) are not checked.
+    """
+    return [
+        i
+        for i, (t, p) in enumerate(zip(targets, placed, strict=True))
+        if t is not None and p != t and t in alive
+    ]
 
 
 class RewardActorPool:
@@ -123,9 +144,9 @@ class RewardActorPool:
                     if gcfg.scheduling_strategy == "SPREAD"
                     else ["DEFAULT"] * gcfg.num_actors
                 )
-                for i in range(gcfg.num_actors):
-                    name = f"{prefix}-{group}-{i}"
-                    handle = (
+
+                def start(name: str, strategy: Any, actor_cls: Any = actor_cls, gcfg: Any = gcfg) -> Any:
+                    return (
                         ray.remote(actor_cls)
                         .options(
                             name=name,
@@ -133,12 +154,18 @@ class RewardActorPool:
                             max_concurrency=gcfg.max_concurrency,
                             max_restarts=gcfg.max_restarts,
                             max_task_retries=-1,
-                            scheduling_strategy=strategies[i],
+                            scheduling_strategy=strategy,
                         )
                         .remote(dump, judge_url, ledger_name)
                     )
-                    handles.append(handle)
-                    groups[group].append(name)
+
+                names = [f"{prefix}-{group}-{i}" for i in range(gcfg.num_actors)]
+                group_handles = [start(n, st) for n, st in zip(names, strategies, strict=True)]
+                targets = [getattr(st, "node_id", None) for st in strategies]
+                if any(t is not None for t in targets):
+                    names, group_handles = _repair_spread(names, group_handles, strategies, targets, start)
+                handles.extend(group_handles)
+                groups[group].extend(names)
         spec = {
             "prefix": prefix,
             "ledger": ledger_name,
@@ -195,3 +222,38 @@ class RewardActorPool:
         if self._judge_server is not None:
             self._judge_server.stop()
             self._judge_server = None
+
+
+def _repair_spread(
+    names: list[str], handles: list[Any], strategies: list[Any], targets: list[str | None], start: Any
+) -> tuple[list[str], list[Any]]:
+    """Restart (under a new name) each actor that :func:`misplaced` finds off its target node; a few tries.
+
+    Returns the final names and handles. If an actor is still off target after the last try, it stays where it
+    is (the pool works, only less spread) and a warning says so.
+    """
+    import logging
+    import time
+
+    import ray
+
+    base, names, handles = list(names), list(names), list(handles)
+    for attempt in range(1, SPREAD_PLACEMENT_ATTEMPTS + 1):
+        placed = ray.get([h.node_id.remote() for h in handles], timeout=120)
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        bad = misplaced(targets, placed, alive)
+        if not bad:
+            return names, handles
+        if attempt == SPREAD_PLACEMENT_ATTEMPTS:
+            break
+        time.sleep(0.5 * attempt)  # give the raylets' cluster views time to catch up
+        for i in bad:
+            ray.kill(handles[i], no_restart=True)
+            names[i] = f"{base[i]}-r{attempt}"
+            handles[i] = start(names[i], strategies[i])
+    logging.getLogger(__name__).warning(
+        "reward actors %s are not on their SPREAD target nodes after %d tries",
+        [names[i] for i in bad],
+        SPREAD_PLACEMENT_ATTEMPTS,
+    )
+    return names, handles
