@@ -33,8 +33,10 @@ Prints one JSON line per arm: ``algo``, ``completion`` and ``completion_ci``, ``
 seeds; null when a seed never reached it), ``env_steps_per_s``, ``seeds``, and a few more (``consequences_*``,
 ``high_risk_share_greedy``, ``completion_sampled``, ``spt``, ``tcsr_policy``, ``tasks``). The ``--runs`` file keeps
 each run's ``per_seed`` details, with the last learner metrics (``learner_final``: AAAC's β, entropy and the
-risk diagnostics of ``TwoCriticAdvantages``; PPO-Lagrangian's multiplier and episode cost). With every arm run,
-it also writes a markdown table.
+risk diagnostics of ``TwoCriticAdvantages``; PPO-Lagrangian's multiplier and episode cost). Runs are reused by
+their flags; each new run also records a hash of its arm's fully resolved settings (``resolved``), and each arm's
+line counts the reused runs made under other resolved settings, or before the hash was recorded (``stale_runs``).
+With every arm run, it also writes a markdown table.
 
 ``--eval-at-start`` also evaluates the untrained module on the final tasks (``start_completion``, ``start_high_risk_share``
 in ``per_seed``); ``--eval-sampled`` samples every evaluation's actions (curve and final) instead of taking greedy
@@ -537,6 +539,25 @@ def settings_key(a: argparse.Namespace) -> str:
     return json.dumps({k: v for k, v in sorted(vars(a).items()) if k not in _SELECTION}, sort_keys=True)
 
 
+def resolved_fingerprint(arm: str, a: argparse.Namespace) -> str:
+    """Short hash of the arm's fully resolved settings (every default filled in, seed left out).
+
+    The settings key holds the benchmark's flags only, so a change of a default in the code (e.g. the fix prior
+    that every arm's module got with the reflect merge) does not change it. Each new run records this hash;
+    :func:`stale_runs` counts the reused runs whose hash differs or was not recorded.
+    """
+    import hashlib
+
+    d = settings_for(arm, 0, a).model_dump(mode="json")
+    d.pop("seed", None)
+    return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def stale_runs(runs: list[dict[str, Any]], fingerprint: str) -> int:
+    """Runs made with other resolved settings than ``fingerprint``, or before the hash was recorded."""
+    return sum(r.get("resolved") != fingerprint for r in runs)
+
+
 def load_runs(path: str | None, key: str) -> dict[tuple[str, int], dict[str, Any]]:
     """Finished runs in ``path`` with these settings, by ``(arm, seed)``."""
     if not path or not Path(path).exists():
@@ -564,6 +585,7 @@ def main() -> None:
     passthrough = [x for x in sys.argv[1:]]
     key = settings_key(a)
     done = load_runs(a.runs, key)
+    fingerprints = {arm: resolved_fingerprint(arm, a) for arm in a.arms}
 
     def run(job: tuple[int, str]) -> dict[str, Any]:
         seed, arm = job
@@ -571,6 +593,7 @@ def main() -> None:
             return done[(arm, seed)]
         t0 = time.time()
         r = run_worker(__file__, [*passthrough, "--worker", arm, str(seed)], f"{arm} seed {seed}")
+        r["resolved"] = fingerprints[arm]
         if a.runs:
             with open(a.runs, "a") as f:
                 f.write(json.dumps({**r, "settings_key": key}) + "\n")
@@ -589,6 +612,14 @@ def main() -> None:
         for (_, arm), r in zip(jobs, pool.map(run, jobs), strict=True):
             runs[arm].append(r)
     rows = {k: summarize(k, v) for k, v in runs.items()}
+    for k, v in runs.items():
+        rows[k]["stale_runs"] = n = stale_runs(v, fingerprints[k])
+        if n:
+            print(
+                f"# {k}: {n} of {len(v)} reused runs were made with other resolved settings than the current "
+                "code's (or before the benchmark recorded them)",
+                file=sys.stderr,
+            )
     for k in a.arms:
         print(json.dumps({x: y for x, y in rows[k].items() if x != "per_seed"}))
     if set(ARMS) <= set(rows):  # the results note holds the full comparison only

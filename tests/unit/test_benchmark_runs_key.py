@@ -1,0 +1,27 @@
+"""``benchmarks/aaac_vs_ppo.py`` reuses runs from ``--runs`` by its flags; a run made under other resolved settings
+(a default changed in the code, not a flag) is counted as stale instead of passing silently."""
+
+from __future__ import annotations
+
+from benchmarks.aaac_vs_ppo import parse, resolved_fingerprint, settings_key, stale_runs
+
+
+def test_a_changed_default_changes_the_fingerprint_but_not_the_flags_key():
+    base = parse([])
+    # The fix prior is on by default; writing out the default changes the flags key but not the resolved settings.
+    same = parse(["--set", "model.reflection_fix_prior=true"])
+    other = parse(["--set", "model.reflection_fix_prior=false"])
+    assert resolved_fingerprint("ppo", base) == resolved_fingerprint("ppo", same)
+    assert resolved_fingerprint("ppo", base) != resolved_fingerprint("ppo", other)
+    assert settings_key(base) != settings_key(same)
+
+
+def test_the_fingerprint_ignores_which_seeds_run_and_tells_arms_apart():
+    assert resolved_fingerprint("aaac", parse(["--seeds", "0"])) == resolved_fingerprint("aaac", parse([]))
+    assert resolved_fingerprint("aaac", parse([])) != resolved_fingerprint("ppo", parse([]))
+
+
+def test_stale_runs_counts_other_and_unrecorded_fingerprints():
+    runs = [{"resolved": "abc"}, {"resolved": "xyz"}, {}]
+    assert stale_runs(runs, "abc") == 2
+    assert stale_runs(runs[:1], "abc") == 0
