@@ -147,11 +147,11 @@ def env_fields(a: argparse.Namespace) -> dict[str, Any]:
 
 def eval_env_config(a: argparse.Namespace) -> Any:
     from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
+    from agentic_ray.envs.faults import FaultScheduleConfig
 
     share = a.eval_fault_share
-    return AgentTaskEnvConfig(
-        **env_fields(a), faults={"enabled": share > 0, "start_share": share, "end_share": share}
-    )
+    faults = FaultScheduleConfig(enabled=share > 0, start_share=share, end_share=share)
+    return AgentTaskEnvConfig(**env_fields(a), faults=faults)
 
 
 def tasks_per_family(tasks: int, a: argparse.Namespace) -> int:
