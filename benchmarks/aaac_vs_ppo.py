@@ -42,6 +42,10 @@ With every arm run, it also writes a markdown table.
 in ``per_seed``); ``--eval-sampled`` samples every evaluation's actions (curve and final) instead of taking greedy
 ones. ``tests/learning/test_aaac_soft_risk.py`` runs the AAAC arm through :func:`train_arm` with both.
 
+``--init-demos N`` starts every arm from behaviour cloning of N scripted-expert demonstrations (the same ones for
+every arm at a seed; the pipeline's ``stages.il`` settings, changed with ``--set``) instead of from scratch: the
+setting of seed 002's 68.2% → 83.7%, where RL improves an imitation policy.
+
 ``--risk-mode hard`` runs the production masks instead (every high-risk shortcut forbidden: no risk signal).
 
 Run from the repository root (full run: 7 arms × 5 seeds; quick smoke: fewer seeds and tasks)::
@@ -178,6 +182,44 @@ def run_one(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
         ray.shutdown()
 
 
+def imitate(algo: Any, s: Any, demos: int) -> dict[str, Any]:
+    """Behaviour cloning of ``demos`` scripted-expert demonstrations into the algorithm's module, as the pipeline's
+    imitation stage does (``stages.il`` settings: wrong-sample share, epochs, lr; ``--set`` changes them).
+
+    The demonstrations depend on the seed only, so every arm at a seed imitates the same ones; the arms' modules
+    start from their own initial weights, so the imitation policies are close, not identical (``start_completion``
+    with ``--eval-at-start`` says how close).
+    """
+    from agentic_ray.algorithms.build import current_module
+    from agentic_ray.stages.demos import collect_demos
+    from agentic_ray.stages.imitation import behaviour_cloning
+    from agentic_ray.stages.pipeline import sync_env_runners
+
+    il = s.stages.il
+    t0 = time.perf_counter()
+    rows = collect_demos(
+        s.env, demos, il.wrong_sample_share, seed=s.seed, caller_errors=il.caller_error_kinds
+    )
+    stats = behaviour_cloning(
+        current_module(algo),
+        rows,
+        reflection_coeff=il.reflection_coeff,
+        reflection_dropout=il.reflection_dropout,
+        correction_weight=il.correction_weight,
+        epochs=il.epochs,
+        minibatch_size=il.minibatch_size,
+        lr=il.lr,
+        freeze_encoder=il.freeze_encoder,
+        seed=s.seed,
+    )
+    sync_env_runners(algo)
+    return {
+        "il_demos": demos,
+        "il_nll": round(stats["nll"][-1], 4),
+        "il_s": round(time.perf_counter() - t0, 1),
+    }
+
+
 def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     """Train one (arm, seed) to the env-step budget on the running Ray; returns its curve, final metrics and costs.
 
@@ -213,8 +255,10 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     curve: list[tuple[int, float, float]] = []
     steps, it, train_s = 0, 0, 0.0
     steps_to_target = None
-    start = {}
+    start: dict[str, Any] = {}
     try:
+        if a.init_demos:
+            start |= imitate(algo, s, a.init_demos)
         if a.eval_at_start:
             m0 = evaluate(a.tasks).metrics
             start = {"start_completion": m0.completion, "start_high_risk_share": m0.high_risk_share}
@@ -346,6 +390,12 @@ def summarize(arm: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "consequences_ci": ci("consequences_per_episode"),
         "high_risk_share_greedy": mean("high_risk_share_greedy"),
         "completion_sampled": mean("completion_sampled"),
+        # from imitation (--init-demos) or with --eval-at-start: where the runs started, on the same tasks
+        **(
+            {"start_completion": mean("start_completion")}
+            if any("start_completion" in r for r in runs)
+            else {}
+        ),
         # mean over seeds that reached the target; null when any seed never did (per_seed has each)
         "steps_to_target": None if any(x is None for x in stt) else round(statistics.fmean(stt)),
         "env_steps_per_s": round(statistics.fmean(r["env_steps_per_s"] for r in runs), 1),
@@ -447,6 +497,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="Also evaluate the untrained module on the --tasks (start_completion, start_high_risk_share).",
     )
     p.add_argument(
+        "--init-demos",
+        type=int,
+        default=0,
+        help="Start every arm from imitation of this many scripted-expert demonstrations (the same ones at a seed; "
+        "stages.il settings) instead of from scratch; 0: from scratch.",
+    )
+    p.add_argument(
         "--eval-sampled",
         action="store_true",
         help="Evaluations sample actions from the policy (seeded by the run's seed) instead of greedy ones.",
@@ -534,9 +591,20 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 _SELECTION = {"seeds", "arms", "jobs", "out", "runs", "worker"}
 
 
+# Flags added after runs were recorded: left out of the key at their default, so those runs keep matching.
+_ADDED_LATER = {"init_demos": 0}
+
+
 def settings_key(a: argparse.Namespace) -> str:
     """Every flag that shapes a run, as a string: runs are reused from ``--runs`` only when it matches."""
-    return json.dumps({k: v for k, v in sorted(vars(a).items()) if k not in _SELECTION}, sort_keys=True)
+    return json.dumps(
+        {
+            k: v
+            for k, v in sorted(vars(a).items())
+            if k not in _SELECTION and not (k in _ADDED_LATER and v == _ADDED_LATER[k])
+        },
+        sort_keys=True,
+    )
 
 
 def resolved_fingerprint(arm: str, a: argparse.Namespace) -> str:

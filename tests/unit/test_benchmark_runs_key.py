@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from benchmarks.aaac_vs_ppo import parse, resolved_fingerprint, settings_key, stale_runs
 
 
@@ -25,3 +28,11 @@ def test_stale_runs_counts_other_and_unrecorded_fingerprints():
     runs = [{"resolved": "abc"}, {"resolved": "xyz"}, {}]
     assert stale_runs(runs, "abc") == 2
     assert stale_runs(runs[:1], "abc") == 0
+
+
+def test_the_default_flags_still_find_the_recorded_runs():
+    # A flag added later (at its default) must not orphan the runs already in the results file.
+    runs = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "aaac_vs_ppo_runs.jsonl"
+    keys = {json.loads(line)["settings_key"] for line in runs.read_text().splitlines()}
+    assert settings_key(parse([])) in keys
+    assert settings_key(parse(["--init-demos", "25"])) not in keys
