@@ -63,9 +63,10 @@ def spread_strategies(n: int, num_cpus: float, nodes: list[dict[str, Any]], firs
 
 
 SPREAD_PLACEMENT_ATTEMPTS = 4
+PLACEMENT_WAIT_S = 60.0
 
 
-def misplaced(targets: list[str | None], placed: list[str], alive: set[str]) -> list[int]:
+def misplaced(targets: list[str | None], placed: list[str | None], alive: set[str]) -> list[int]:
     """Indices of the actors that are not on their target node while that node is alive.
 
     Why a check is needed: in a CI run (2026-12-02) both actors of a two-actor group landed on the head of a
@@ -73,12 +74,13 @@ def misplaced(targets: list[str | None], placed: list[str], alive: set[str]) -> 
     the GCS actor scheduler, ``NodeAffinitySchedulingPolicy`` in the raylet): an actor that needs no resources
     is forwarded to a random alive raylet, which applies the affinity with its own view of the cluster; if that
     view does not hold the target node yet (views are synced a little after a node joins), a soft affinity falls
-    back to Ray's default policy, usually the local node. ``None`` targets (Ray's own SPREAD) are not checked.
+    back to Ray's default policy, usually the local node. ``None`` targets (Ray's own SPREAD) and ``None``
+    placements (actors not started yet) are not checked.
     """
     return [
         i
         for i, (t, p) in enumerate(zip(targets, placed, strict=True))
-        if t is not None and p != t and t in alive
+        if t is not None and p is not None and p != t and t in alive
     ]
 
 
@@ -239,7 +241,10 @@ def _repair_spread(
 
     base, names, handles = list(names), list(names), list(handles)
     for attempt in range(1, SPREAD_PLACEMENT_ATTEMPTS + 1):
-        placed = ray.get([h.node_id.remote() for h in handles], timeout=120)
+        refs = [h.node_id.remote() for h in handles]
+        # An actor still waiting for resources (num_cpus > 0 on a busy cluster) is left alone, not waited for.
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=PLACEMENT_WAIT_S)
+        placed = [ray.get(r) if r in ready else None for r in refs]
         alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
         bad = misplaced(targets, placed, alive)
         if not bad:

@@ -43,19 +43,28 @@ def test_misplaced_names_actors_off_their_alive_target():
     # b is alive and missed: repair; None is Ray's own SPREAD: not checked; c is dead: nothing to repair to.
     assert misplaced(targets, placed, {_id("a"), _id("b")}) == [1]
     assert misplaced(targets[:2], [_id("a"), _id("b")], {_id("a"), _id("b")}) == []
+    assert misplaced(targets[:2], [_id("a"), None], {_id("a"), _id("b")}) == []  # not started yet: left alone
+
+
+class _Ref:
+    """Like an ObjectRef: each call gives a distinct reference, equal only to itself."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
 
 
 class _Handle:
     def __init__(self, node: str) -> None:
         self.node = node
-        self.node_id = SimpleNamespace(remote=lambda: node)
+        self.node_id = SimpleNamespace(remote=lambda: _Ref(node))
 
 
 def _fake_ray(monkeypatch, alive: list[str]) -> list[_Handle]:
     import ray
 
     killed: list[_Handle] = []
-    monkeypatch.setattr(ray, "get", lambda refs, timeout=None: list(refs))
+    monkeypatch.setattr(ray, "get", lambda ref, timeout=None: ref.value)
+    monkeypatch.setattr(ray, "wait", lambda refs, num_returns=1, timeout=None: (list(refs), []))
     monkeypatch.setattr(ray, "nodes", lambda: [{"NodeID": n, "Alive": True} for n in alive])
     monkeypatch.setattr(ray, "kill", lambda h, no_restart=False: killed.append(h))
     monkeypatch.setattr("time.sleep", lambda s: None)
@@ -90,3 +99,18 @@ def test_after_the_last_try_the_actor_stays_and_a_warning_says_so(monkeypatch, c
     assert len(killed) == SPREAD_PLACEMENT_ATTEMPTS - 1
     assert names[1] == f"p-io-1-r{SPREAD_PLACEMENT_ATTEMPTS - 1}" and handles[1].node == _id("a")
     assert "not on their SPREAD target nodes" in caplog.text
+
+
+def test_an_actor_still_waiting_for_resources_is_not_restarted(monkeypatch):
+    import ray
+
+    killed = _fake_ray(monkeypatch, [_id("a"), _id("b")])
+    monkeypatch.setattr(
+        ray, "wait", lambda refs, num_returns=1, timeout=None: (list(refs)[:1], list(refs)[1:])
+    )
+    strategies = spread_strategies(2, 1.0, [_node("a"), _node("b")], first=_id("a"))
+    first = [_Handle(_id("a")), _Handle(_id("a"))]  # the second one's placement is not known yet
+    names, handles = _repair_spread(
+        ["p-cpu-0", "p-cpu-1"], first, strategies, [_id("a"), _id("b")], lambda n, s: _Handle(_id("b"))
+    )
+    assert killed == [] and names == ["p-cpu-0", "p-cpu-1"] and handles == first
