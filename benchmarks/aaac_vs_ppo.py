@@ -186,13 +186,13 @@ def imitate(algo: Any, s: Any, demos: int) -> dict[str, Any]:
     """Behaviour cloning of ``demos`` scripted-expert demonstrations into the algorithm's module, as the pipeline's
     imitation stage does (``stages.il`` settings: wrong-sample share, epochs, lr; ``--set`` changes them).
 
-    The demonstrations depend on the seed only, so every arm at a seed imitates the same ones; the arms' modules
-    start from their own initial weights, so the imitation policies are close, not identical (``start_completion``
-    with ``--eval-at-start`` says how close).
+    The demonstrations depend on the seed only, so every arm at a seed imitates the same ones. With
+    ``--eval-at-start`` the runs record where each arm started: at seeds 0-4, AAAC's and PPO's imitation policies
+    had the same ``start_completion`` (``benchmarks/results/aaac_vs_ppo.md``).
     """
     from agentic_ray.algorithms.build import current_module
     from agentic_ray.stages.demos import collect_demos
-    from agentic_ray.stages.imitation import behaviour_cloning
+    from agentic_ray.stages.imitation import imitate_stage
     from agentic_ray.stages.pipeline import sync_env_runners
 
     il = s.stages.il
@@ -200,18 +200,7 @@ def imitate(algo: Any, s: Any, demos: int) -> dict[str, Any]:
     rows = collect_demos(
         s.env, demos, il.wrong_sample_share, seed=s.seed, caller_errors=il.caller_error_kinds
     )
-    stats = behaviour_cloning(
-        current_module(algo),
-        rows,
-        reflection_coeff=il.reflection_coeff,
-        reflection_dropout=il.reflection_dropout,
-        correction_weight=il.correction_weight,
-        epochs=il.epochs,
-        minibatch_size=il.minibatch_size,
-        lr=il.lr,
-        freeze_encoder=il.freeze_encoder,
-        seed=s.seed,
-    )
+    stats = imitate_stage(current_module(algo), rows, il, s.seed)
     sync_env_runners(algo)
     return {
         "il_demos": demos,
@@ -261,7 +250,7 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
             start |= imitate(algo, s, a.init_demos)
         if a.eval_at_start:
             m0 = evaluate(a.tasks).metrics
-            start = {"start_completion": m0.completion, "start_high_risk_share": m0.high_risk_share}
+            start |= {"start_completion": m0.completion, "start_high_risk_share": m0.high_risk_share}
             if not a.eval_sampled:
                 start["start_high_risk_share_sampled"] = evaluate_risk(a.tasks).metrics.high_risk_share
         while steps < a.env_steps:

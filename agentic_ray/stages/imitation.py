@@ -138,6 +138,27 @@ def behaviour_cloning(
     return {"nll": history, "samples": int(w.sum())}
 
 
+def imitate_stage(
+    module: Any, demos: list[Demo], il: Any, seed: int, on_epoch: Callable[[float], None] | None = None
+) -> dict[str, Any]:
+    """:func:`behaviour_cloning` with the imitation stage's settings (``il``: ``stages.il``, an
+    :class:`~agentic_ray.settings.ImitationSettings`), so the pipeline, the benchmarks and the tests imitate alike.
+    """
+    return behaviour_cloning(
+        module,
+        demos,
+        reflection_coeff=il.reflection_coeff,
+        reflection_dropout=il.reflection_dropout,
+        correction_weight=il.correction_weight,
+        epochs=il.epochs,
+        minibatch_size=il.minibatch_size,
+        lr=il.lr,
+        freeze_encoder=il.freeze_encoder,
+        seed=seed,
+        on_epoch=on_epoch,
+    )
+
+
 CORRECTION_DEMO_SEED = 7919
 """Offset of the correction demonstrations' seed from the run's (imitation's use seed + attempt)."""
 

@@ -212,7 +212,7 @@ class Pipeline:
     # ------------------------------------------------------------------ stages
     def run_il(self) -> None:
         from agentic_ray.stages.demos import collect_demos
-        from agentic_ray.stages.imitation import behaviour_cloning
+        from agentic_ray.stages.imitation import imitate_stage
 
         il = self.s.stages.il
         n = self.state.il_demos or il.demos
@@ -230,18 +230,8 @@ class Pipeline:
                 self.demos = demos
             module = current_module(self.algo)
             with self.progress.task("il imitation", il.epochs, "epochs") as bar:
-                stats = behaviour_cloning(
-                    module,
-                    demos,
-                    reflection_coeff=il.reflection_coeff,
-                    reflection_dropout=il.reflection_dropout,
-                    correction_weight=il.correction_weight,
-                    epochs=il.epochs,
-                    minibatch_size=il.minibatch_size,
-                    lr=il.lr,
-                    freeze_encoder=il.freeze_encoder,
-                    seed=self.s.seed,
-                    on_epoch=lambda nll: bar.advance(nll=nll),
+                stats = imitate_stage(
+                    module, demos, il, self.s.seed, on_epoch=lambda nll: bar.advance(nll=nll)
                 )
             sync_env_runners(self.algo)
             self.say(

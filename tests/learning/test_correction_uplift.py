@@ -21,7 +21,7 @@ from agentic_ray.algorithms.build import module_spec
 from agentic_ray.eval.evaluator import ModulePolicy, correction_ablation, cu_env_config, validation_env_config
 from agentic_ray.settings import load_settings
 from agentic_ray.stages.demos import collect_demos
-from agentic_ray.stages.imitation import behaviour_cloning, imitate_corrections
+from agentic_ray.stages.imitation import imitate_corrections, imitate_stage
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
 MIN_PAIRS = 100
@@ -40,17 +40,7 @@ def test_reflection_imitation_learns_cause_specific_fixes() -> None:
     demos = collect_demos(
         s.env, il.demos, il.wrong_sample_share, seed=s.seed, caller_errors=il.caller_error_kinds
     )
-    behaviour_cloning(
-        module,
-        demos,
-        reflection_coeff=il.reflection_coeff,
-        reflection_dropout=il.reflection_dropout,
-        correction_weight=il.correction_weight,
-        epochs=il.epochs,
-        minibatch_size=il.minibatch_size,
-        lr=il.lr,
-        seed=s.seed,
-    )
+    imitate_stage(module, demos, il, s.seed)
     stats = imitate_corrections(module, s, demos)
     assert stats["correction_kinds"].get("caller_error", 0) > 0, stats["correction_kinds"]
     env = cu_env_config(validation_env_config(s.env, s.eval.fault_share), s.eval.cu_caller_error_share)
