@@ -33,6 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from results_record import publish  # noqa: E402 - benchmarks/: the script's own folder is on sys.path
+
 from tests.helpers.browser import (  # noqa: E402
     browser_missing,
     chromium,
@@ -147,8 +149,9 @@ def main() -> None:
     evals = [r for r in rows if "tcsr" in r]
     output = train_log.read_text().splitlines() + dash_log.read_text().splitlines()
     warnings = [line for line in output if WARNING.search(line)]
-    print(
-        json.dumps(
+    publish(
+        "dashboard",
+        [
             {
                 "benchmark": "dashboard",
                 "pages_ok": pages_ok,
@@ -166,7 +169,7 @@ def main() -> None:
                 "screenshots": shots,
                 "run_dir": str(run),
             }
-        )
+        ],
     )
 
 

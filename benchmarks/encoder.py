@@ -18,7 +18,6 @@ Run from the repository root: ``python benchmarks/encoder.py [--threads 2] [--sm
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -33,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 from gpu_learner import actor_critic_loss, make_batch
+from results_record import publish  # benchmarks/: the script's own folder is on sys.path
 
 from agentic_ray.models import (
     AAACModel,
@@ -208,7 +208,7 @@ def main() -> None:
             "batch": args.batch,
             **bench_small(args.batch, max(args.repeats, 4)),
         }
-        print(json.dumps(result_small), flush=True)
+        publish("encoder", [result_small], variant="small")
         return
     spec, layout, source = benchmark_specs()
     torch.manual_seed(0)
@@ -218,7 +218,7 @@ def main() -> None:
     encoders: tuple[Literal["gnn", "flat"], ...] = ("gnn", "flat")
     for encoder in encoders:
         result[encoder] = bench_encoder(encoder, batch, spec, layout, args.repeats)
-    print(json.dumps(result), flush=True)
+    publish("encoder", [result])
 
 
 if __name__ == "__main__":

@@ -14,12 +14,12 @@ mask_p50_ms < 0.05, expert_success = 1, and on e-commerce obs_only_rule_success 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from results_record import publish  # benchmarks/: the script's own folder is on sys.path
 
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.baseline_policies import ObsOnlyRulePolicy, RandomMaskedPolicy
@@ -93,8 +93,12 @@ def main() -> None:
     if args.mode == "structured":
         rule_succ, _ = _episodes(val, ObsOnlyRulePolicy(val.graph_spec, val.layout).act, n_val, seed=0)
     val.close()
-    print(
-        json.dumps(
+    variant = None if args.domain == "ecommerce" else args.domain
+    if args.mode != "structured":
+        variant = f"{args.domain}-{args.mode}"
+    publish(
+        "env_throughput",
+        [
             {
                 "domain": args.domain,
                 "mode": args.mode,
@@ -108,7 +112,8 @@ def main() -> None:
                 "expert_mean_steps": round(exp_steps, 3),
                 "validation_episodes": n_val,
             }
-        )
+        ],
+        variant=variant,
     )
 
 

@@ -9,13 +9,13 @@ Prints one JSON line:
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import yaml
+from results_record import publish  # benchmarks/: the script's own folder is on sys.path
 
 from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
 from agentic_ray.skills.contracts import DomainContracts, load_contracts
@@ -107,7 +107,7 @@ def main() -> None:
         "tcsr_at_30pct": round(tcsr(0.30), 5),
         "http_p50_ms": round(http_p50_ms(), 3),
     }
-    print(json.dumps(out))
+    publish("executor", [out])
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from encoder import SMALL_CONFIGS, expert_batch
+from results_record import publish  # benchmarks/: the script's own folder is on sys.path
 from specs import benchmark_specs
 
 from agentic_ray.graph_spec import random_observation
@@ -200,7 +201,7 @@ def main() -> None:
             print(json.dumps({f"threads{threads}_b{batch}": cell}), file=sys.stderr, flush=True)  # progress
     result["repeats"] = {f"b{b}": args.repeats_b1 if b == 1 else args.repeats for b in args.batches}
     result["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
-    print(json.dumps(result), flush=True)
+    publish("gnn_layer", [result])
 
 
 if __name__ == "__main__":

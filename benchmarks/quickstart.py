@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_record import publish  # benchmarks/: the script's own folder is on sys.path
+
 REPO = Path(__file__).resolve().parents[1]
 KEYS = (
     "tcsr",
@@ -81,17 +83,20 @@ def main() -> None:
     state = json.loads((run_dir / "state.json").read_text())
     final = {k: evals[-1].get(k) for k in KEYS} if evals else {}
     il_c, rl_c = stages.get("il", {}).get("completion"), stages.get("rl", {}).get("completion")
+    expert = expert_on_the_same_tasks(run_dir)
     out = {
         "wall_s": round(wall, 1),
         "rl_gain": None if il_c is None or rl_c is None else round(rl_c - il_c, 4),
+        **{f"completion_{st}": stages.get(st, {}).get("completion") for st in ("il", "rl", "reflection")},
+        "expert_completion": expert["completion"],
         **final,
         "stages": stages,
-        "expert": expert_on_the_same_tasks(run_dir),
+        "expert": expert,
         "status": state["status"],
         "gates": state["gates"],
         "run_dir": str(run_dir),
     }
-    print(json.dumps(out))
+    publish("quickstart", [out])
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ settling saves over the time with rolling ones. Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -42,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from results_record import publish  # benchmarks/: the script's own folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -211,6 +212,7 @@ def main() -> None:
         log_to_driver=False,
     )
     try:
+        lines: list[dict[str, Any]] = []
         for lat in (float(x) for x in args.latencies.split(",")):
             runs: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
             for _ in range(args.rounds):
@@ -250,7 +252,8 @@ def main() -> None:
             }
             if args.checkpoint_iterations > 0:
                 line["checkpoint"] = checkpoint_cost(lat, args)
-            print(json.dumps(line), flush=True)
+            lines.append(line)
+        publish("reward_pool", lines)
     finally:
         ray.shutdown()
 

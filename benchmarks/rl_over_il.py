@@ -22,13 +22,13 @@ at 3 seeds x 200 tasks.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from results_record import publish  # benchmarks/: the script's own folder is on sys.path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -137,6 +137,7 @@ def main() -> None:
     fams = len(ExperimentSettings().env.family_list())
     tpf = max(1, round(a.tasks / fams))
     expert = expert_completion(load_settings(a.config, {"seed": a.seeds[0], "wandb.mode": "disabled"}), tpf)
+    lines: list[dict] = []
     for method in a.methods:
         t0 = time.time()
         il, rl, gains, pairs, dropped, steps = [], [], [], [], 0, []
@@ -175,8 +176,9 @@ def main() -> None:
             "env_steps": int(np.mean(steps)),
             "wall_s": round(time.time() - t0, 1),
         }
-        print(json.dumps(line), flush=True)
+        lines.append(line)
     ray.shutdown()
+    publish("rl_over_il", lines)
 
 
 if __name__ == "__main__":

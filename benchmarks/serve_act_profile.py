@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import tempfile
@@ -31,6 +30,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python benchmarks/...` from the repo root
+
+from results_record import publish
 
 from agentic_ray.algorithms.build import module_spec
 from agentic_ray.envs.agent_task_env import AgentTaskEnv
@@ -109,13 +110,9 @@ def main() -> None:
 
     asyncio.run(run())
     svc.close()
-    print(
-        json.dumps(
-            {
-                "calls": len(ms["validate"]),
-                **{f"{k}_ms": round(float(np.median(v)), 3) for k, v in ms.items()},
-            }
-        )
+    publish(
+        "serve_act_profile",
+        [{"calls": len(ms["validate"]), **{f"{k}_ms": round(float(np.median(v)), 3) for k, v in ms.items()}}],
     )
 
 

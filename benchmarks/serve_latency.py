@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import tempfile
 import time
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from results_record import publish  # benchmarks/: the script's own folder is on sys.path
 
 from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.keys import STEP_TRACE
@@ -268,7 +268,7 @@ def main() -> None:
     out["loadavg_1m_start"], out["loadavg_1m_end"] = load_start, os.getloadavg()[0]
     serve.shutdown()
     ray.shutdown()
-    print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}))
+    publish("serve_latency", [{k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}])
 
 
 if __name__ == "__main__":

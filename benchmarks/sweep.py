@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from results_record import publish  # benchmarks/: the script's own folder is on sys.path
+
 REPO = Path(__file__).resolve().parents[1]
 SHOWN = ("completion", "high_risk_share", "consequence_rate", "tcsr_policy", "spt")
 
@@ -93,7 +95,7 @@ def main() -> None:
         "resumed": bool(args.resume),
         "exit_code": proc.returncode,
     }
-    print(json.dumps(out))
+    publish("sweep", [out])
 
 
 if __name__ == "__main__":

@@ -116,7 +116,11 @@ def configuration_page() -> str:
     for title, model, where in (
         ("Experiment (`agentic-ray train --config ...`)", ExperimentSettings, "`configs/*.yaml`"),
         ("Sweep (`agentic-ray sweep --config ...`)", SweepSettings, "`tune_sweeps/*.yaml`"),
-        ("Serve application (`serve run ...`, `agentic-ray serve`)", ServeSettings, "`serve_apps/policy.yaml`"),
+        (
+            "Serve application (`serve run ...`, `agentic-ray serve`)",
+            ServeSettings,
+            "`serve_apps/policy.yaml`",
+        ),
     ):
         parts.append(f"\n## {title}\n\nFiles: {where}. Model: `{model.__module__}.{model.__name__}`.\n")
         parts.append("| key | type | default | bounds | description |\n|---|---|---|---|---|")
@@ -136,7 +140,10 @@ def cli_page() -> str:
     from agentic_ray.cli import app
 
     root = typer.main.get_command(app)
-    parts = ["# Command line\n", "Generated from the Typer app by `docs/gen_pages.py`: the `--help` of every command.\n"]
+    parts = [
+        "# Command line\n",
+        "Generated from the Typer app by `docs/gen_pages.py`: the `--help` of every command.\n",
+    ]
 
     def walk(cmd: click.Command, path: list[str]) -> None:
         if hasattr(cmd, "rich_markup_mode"):
@@ -161,7 +168,11 @@ API_PAGES: dict[str, tuple[str, list[str]]] = {
     "envs": ("Environment", ["agentic_ray.envs.agent_task_env", "agentic_ray.graph_spec"]),
     "rewards": (
         "Reward pool",
-        ["agentic_ray.rewards.reward_actor_pool", "agentic_ray.rewards.reward_ledger", "agentic_ray.rewards.layers"],
+        [
+            "agentic_ray.rewards.reward_actor_pool",
+            "agentic_ray.rewards.reward_ledger",
+            "agentic_ray.rewards.layers",
+        ],
     ),
     "aaac": (
         "AAAC",
@@ -313,12 +324,22 @@ HEADLINES: tuple[Headline, ...] = (
         "quickstart",
         ("completion_il", "completion_rl", "completion_reflection", "expert_completion"),
     ),
-    Headline("AAAC from scratch (soft risk, 5 seeds)", "aaac_vs_ppo", ("first_pass_completion", "high_risk_share"),
-             ("algo", "aaac")),
-    Headline("PPO from scratch (same budget and seeds)", "aaac_vs_ppo", ("first_pass_completion", "high_risk_share"),
-             ("algo", "ppo")),
+    Headline(
+        "AAAC from scratch (soft risk, 5 seeds)",
+        "aaac_vs_ppo",
+        ("first_pass_completion", "high_risk_share"),
+        ("algo", "aaac"),
+    ),
+    Headline(
+        "PPO from scratch (same budget and seeds)",
+        "aaac_vs_ppo",
+        ("first_pass_completion", "high_risk_share"),
+        ("algo", "ppo"),
+    ),
     Headline("Correction Uplift (3 seeds)", "correction_uplift", ("cu", "cu_ci", "evidence_uplift", "pairs")),
-    Headline("Env throughput, e-commerce", "env_throughput", ("steps_per_s", "expert_success", "random_success")),
+    Headline(
+        "Env throughput, e-commerce", "env_throughput", ("steps_per_s", "expert_success", "random_success")
+    ),
     Headline("Env throughput, help-desk", "env_throughput-helpdesk", ("steps_per_s", "expert_success")),
     Headline("Async reward pool vs zero-latency rewards", "reward_pool", ("async_over_zero",)),
     Headline("Serve latency", "serve_latency", ("handle_p50_ms", "http_p50_ms_c1", "errors")),
@@ -332,7 +353,11 @@ def readme_table(records: dict[str, dict[str, Any]] | None = None) -> str:
     for h in HEADLINES:
         row = h.row(records)
         link = f"[`benchmarks/{records.get(h.record, {}).get('benchmark', h.record.split('-')[0])}.py`]"
-        link += f"(docs/results/{h.record}.md)" if row is not None else f"(benchmarks/{h.record.split('-')[0]}.py)"
+        link += (
+            f"(docs/results/{h.record}.md)"
+            if row is not None
+            else f"(benchmarks/{h.record.split('-')[0]}.py)"
+        )
         if row is None:
             figures = "not recorded yet"
         else:
