@@ -368,17 +368,21 @@ def readme_table(records: dict[str, dict[str, Any]] | None = None) -> str:
     return "\n".join(lines)
 
 
+_README_BLOCK = re.compile(re.escape(README_BEGIN) + r"\n(.*?)" + re.escape(README_END), re.S)
+
+
 def readme_block(text: str) -> str:
-    m = re.search(re.escape(README_BEGIN) + r"\n(.*?)\n" + re.escape(README_END), text, re.S)
+    """The README's headline table as it stands (between the markers)."""
+    m = _README_BLOCK.search(text)
     if m is None:
         raise SystemExit(f"README.md has no block between {README_BEGIN!r} and {README_END!r}")
-    return m.group(1)
+    return m.group(1).rstrip("\n")
 
 
 def write_readme_table() -> None:
     text = README.read_text()
-    old = readme_block(text)
-    README.write_text(text.replace(old, readme_table(), 1))
+    block = f"{README_BEGIN}\n{readme_table()}\n{README_END}"
+    README.write_text(_README_BLOCK.sub(lambda _m: block, text, count=1))
 
 
 # ------------------------------------------------------------------------------------------------ mkdocs
