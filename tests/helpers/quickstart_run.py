@@ -1,12 +1,20 @@
 """Run the README's quickstart training command once per test session, as a user would.
 
 ``agentic-ray train --config configs/quickstart.yaml`` runs in the repository root (relative paths and all) in its
-own process, with its own embedded local Ray. The learning test on the quickstart's figures and the README
-command test both read this one run, so CI pays for the quickstart once.
+own process, with its own embedded local Ray. Every test that needs a policy trained the quickstart's way (the
+quickstart's own learning test, RL over imitation, Correction Uplift, the README commands that read a run) reads
+this one run, so CI pays for it once.
+
+The run is keyed by the hash of the quickstart config and of the committed code (``quickstart_key``). With
+``AGENTIC_RAY_TEST_CACHE=<dir>`` a developer's later sessions reuse a finished run of the same key instead of
+training again; a tree with uncommitted changes under ``agentic_ray/`` or ``configs/`` has no key and always
+trains. CI sets no cache, so it trains once per session.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -60,12 +68,60 @@ def run_dir_of(output: str) -> Path:
     return p if p.is_absolute() else REPO / p
 
 
+def quickstart_key() -> str | None:
+    """sha1 of the quickstart config and of the committed ``agentic_ray/`` and ``configs/`` trees; None when either
+    has uncommitted changes (or git is unavailable), so a changed tree never reuses an old run."""
+    try:
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "agentic_ray", "configs"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        trees = subprocess.run(
+            ["git", "rev-parse", "HEAD:agentic_ray", "HEAD:configs"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    if dirty:
+        return None
+    text = (REPO / "configs" / "quickstart.yaml").read_text()
+    return hashlib.sha1(json.dumps([QUICKSTART_COMMAND, text, trees]).encode()).hexdigest()[:16]
+
+
+def _cached(key: str | None) -> CliRun | None:
+    cache = os.environ.get("AGENTIC_RAY_TEST_CACHE")
+    if not cache or key is None:
+        return None
+    entry = Path(cache) / f"quickstart-{key}.json"
+    if not entry.is_file():
+        return None
+    data = json.loads(entry.read_text())
+    run = CliRun(data["command"], data["returncode"], data["output"], Path(data["run_dir"]))
+    return run if (run.run_dir / "checkpoints" / "reflection").is_dir() else None
+
+
 def run_quickstart(timeout_s: float = 1700) -> CliRun:
-    r = run_cli(QUICKSTART_COMMAND, timeout_s)
+    """The quickstart run of this session: a cached one of the same key (opt-in), else a fresh one."""
+    key = quickstart_key()
+    if (hit := _cached(key)) is not None:
+        return hit
+    cache = os.environ.get("AGENTIC_RAY_TEST_CACHE")
+    env = {"AGENTIC_RAY_STORAGE_PATH": str(Path(cache) / "runs")} if cache and key else None
+    r = run_cli(QUICKSTART_COMMAND, timeout_s, env)
     out = r.stdout + r.stderr
     if r.returncode != 0:
         raise AssertionError(f"`{QUICKSTART_COMMAND}` exited {r.returncode}:\n{out[-4000:]}")
-    return CliRun(QUICKSTART_COMMAND, r.returncode, out, run_dir_of(out))
+    run = CliRun(QUICKSTART_COMMAND, r.returncode, out, run_dir_of(out))
+    if cache and key:
+        entry = {"command": run.command, "returncode": 0, "output": run.output, "run_dir": str(run.run_dir)}
+        (Path(cache) / f"quickstart-{key}.json").write_text(json.dumps(entry))
+    return run
 
 
 def remove_run(run_dir: Path) -> None:

@@ -1,9 +1,9 @@
-"""Every command in README.md works as written.
+"""Every command in README.md, and in the docs site's ``<!-- ci:run -->`` blocks, works as written.
 
-The README's commands (each line of each ``bash`` block, and the ``python benchmarks/...`` commands of the
-benchmark table) are parsed by ``tests/helpers/readme.py``. Each must match exactly one entry of ``RUNNERS``; a
-command with no entry fails ``test_every_readme_command_has_a_runner``, so a new README command needs a runner
-here. Runners execute the command itself with ``bash -c`` in the repository root, relative paths and all, with
+The commands (each line of each README ``bash`` block, the ``python benchmarks/...`` commands of a README table, and
+each line of each marked ``bash`` block in ``docs/``; a command that appears twice runs once) are parsed by
+``tests/helpers/readme.py``. Each must match exactly one entry of ``RUNNERS``; a command with no entry fails
+``test_every_readme_command_has_a_runner``, so a new command needs a runner here. Runners execute the command itself with ``bash -c`` in the repository root, relative paths and all, with
 only these substitutions:
 
 * runs are written under a private ``$AGENTIC_RAY_STORAGE_PATH`` (the README's storage root setting), and
@@ -20,6 +20,7 @@ only these substitutions:
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -34,8 +35,9 @@ import httpx
 import pytest
 
 from agentic_ray.skills.server import free_port, stop_process_group
+from benchmarks.results_record import RESULTS_DIR_ENV
 from tests.helpers.quickstart_run import QUICKSTART_COMMAND, CliRun, remove_run, run_cli, run_dir_of
-from tests.helpers.readme import README, REPO, readme_commands
+from tests.helpers.readme import README, REPO, all_commands, readme_commands
 from tests.integration.ray_head import kill_matching, private_ray_head
 
 INSTALL = "python3 -m venv .venv && . .venv/bin/activate && pip install -e "
@@ -76,7 +78,7 @@ SWEEP_BUDGET = (
     + (" --set overrides.eval.cu_ablation=false --set overrides.stages.rl.gate_dvr=0.0")
 )
 SWEEP_BENCHMARK = next(
-    (c for c in readme_commands() if c.startswith("python benchmarks/sweep.py")), "python benchmarks/sweep.py"
+    (c for c in all_commands() if c.startswith("python benchmarks/sweep.py")), "python benchmarks/sweep.py"
 )
 BUDGET[SWEEP_BENCHMARK] = SWEEP_BUDGET
 _ONCE: dict[str, str] = {}
@@ -198,7 +200,7 @@ def plain(cmd: str, _run: CliRun) -> None:
 
 def ray_start_and_submit(cmd: str, _run: CliRun) -> None:
     """`ray start --head ...` is the private head; every README submit command then runs against it."""
-    submits = [c for c in readme_commands() if " ray job submit " in f" {c} "]
+    submits = [c for c in COMMANDS if " ray job submit " in f" {c} "]
     assert submits
     with private_ray_head() as head:
         port = head["dashboard"].rsplit(":", 1)[1]
@@ -216,7 +218,7 @@ def ray_start_and_submit(cmd: str, _run: CliRun) -> None:
 
 def submitted(cmd: str, _run: CliRun) -> None:
     """Run by ``ray_start_and_submit`` (it needs the head that `ray start` brought up)."""
-    assert "ray start --head" in " ".join(readme_commands())
+    assert "ray start --head" in " ".join(COMMANDS)
 
 
 def dashboard(cmd: str, run: CliRun) -> None:
@@ -248,7 +250,7 @@ def sweep(cmd: str, _run: CliRun) -> None:
 
 
 def sweep_resume(cmd: str, _run: CliRun) -> None:
-    first = next(c for c in readme_commands() if c.startswith("agentic-ray sweep --config"))
+    first = next(c for c in COMMANDS if c.startswith("agentic-ray sweep --config"))
     sweep(first, _run)
     d = Path(_ONCE[first])
     out = _ok(cmd.replace(re.search(r"sweeps/\S+-<time>", cmd).group(0), str(d)), timeout_s=1200)
@@ -324,7 +326,7 @@ def in_serving_session(cmd: str, _run: CliRun) -> None:
 
 
 def skills_server_and_check(cmd: str, _run: CliRun) -> None:
-    check = next(c for c in readme_commands() if "skills check" in c and "--url" in c)
+    check = next(c for c in COMMANDS if "skills check" in c and "--url" in c)
     port = str(free_port())
     proc = subprocess.Popen(
         ["bash", "-c", "exec " + cmd.replace("8321", port)],
@@ -347,9 +349,32 @@ def checked_over_http(cmd: str, _run: CliRun) -> None:
 
 
 def benchmark(cmd: str, _run: CliRun) -> None:
+    """A benchmark at its CI budget; its record goes to a temporary directory, never over the real records."""
     budget = BUDGET.get(cmd, "")
-    out = _ok(_with_budget(cmd, budget) if "--set" in budget else cmd + budget, timeout_s=900)
-    assert _json_lines(out), f"`{cmd}` printed no JSON line:\n{out[-3000:]}"
+    records = Path(tempfile.mkdtemp(prefix="agray_records_", dir="/tmp"))
+    try:
+        out = _ok(
+            _with_budget(cmd, budget) if "--set" in budget else cmd + budget,
+            timeout_s=900,
+            env={RESULTS_DIR_ENV: str(records)},
+        )
+        assert _json_lines(out), f"`{cmd}` printed no JSON line:\n{out[-3000:]}"
+        assert list(records.glob("*.json")), f"`{cmd}` recorded nothing in {records}"
+    finally:
+        shutil.rmtree(records, ignore_errors=True)
+
+
+def docs_build(cmd: str, _run: CliRun) -> None:
+    """``mkdocs build --strict`` as written (the site goes to ``site/``, ignored by git); every results page of
+    the built site shows its record's command."""
+    from benchmarks.results_record import load_records
+
+    _ok(cmd, timeout_s=600, env={"NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"})
+    site = REPO / "site"
+    assert (site / "index.html").is_file()
+    for name, rec in load_records().items():
+        page = (site / "results" / name / "index.html").read_text()
+        assert html.escape(rec["command"], quote=False) in page, name
 
 
 RUNNERS: list[tuple[str, Runner]] = [
@@ -375,6 +400,7 @@ RUNNERS: list[tuple[str, Runner]] = [
     (r"curl -sN? http://127\.0\.0\.1:8000/.*", in_serving_session),
     (r"agentic-ray sweep --config tune_sweeps/\S+\.yaml", sweep),
     (r"agentic-ray sweep --resume sweeps/\S+-<time>", sweep_resume),
+    (r"mkdocs build --strict", docs_build),
 ]
 
 
@@ -388,7 +414,7 @@ def _runner(cmd: str) -> Runner | None:
     return hits[0] if hits else None
 
 
-COMMANDS = readme_commands()
+COMMANDS = all_commands()
 
 
 def test_every_readme_command_has_a_runner() -> None:
