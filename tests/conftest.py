@@ -19,6 +19,15 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under ``.ci/run``: how long the steps before the tests (system packages, venv, install) took."""
+    started = os.environ.get("CI_STARTED_AT")
+    if started:
+        import time
+
+        print(f"\nci: installation and setup took {time.time() - float(started):.0f} s before the tests started")
+
+
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     random.seed(0)
