@@ -55,7 +55,9 @@ def test_every_record_has_a_page_with_its_figures() -> None:
 def test_a_page_that_differs_from_its_record_is_caught(tmp_path: Path, monkeypatch) -> None:
     """The check above, on a record made here: it passes on the generated page and fails on an altered one."""
     monkeypatch.setenv("AGENTIC_RAY_RESULTS_DIR", str(tmp_path))
-    publish("env_throughput", [{"steps_per_s": 1234.5, "expert_success": 1.0, "note": "x"}], argv=["--steps", "9"])
+    publish(
+        "env_throughput", [{"steps_per_s": 1234.5, "expert_success": 1.0, "note": "x"}], argv=["--steps", "9"]
+    )
     rec = load_records(tmp_path)["env_throughput"]
     page = GEN["result_page"]("env_throughput", rec)
     assert _figures_on_page(page) == {"steps_per_s": "1234.5", "expert_success": "1.0", "note": "x"}
