@@ -48,7 +48,9 @@ class ExecutionLayer(RewardLayer):
         other_failure: value of a failed step whose code is not in the table.
         masked_value: value of a step whose action the mask forbade.
         redundant_value: value of a successful step that advanced no goal.
-        done_value, failure_value, ongoing_value: the completion term.
+        done_value: the completion term of an episode that completed.
+        failure_value: the completion term of an explicit failure.
+        ongoing_value: the completion term of an episode that ended neither way (truncated).
     """
 
     name = "execution"
