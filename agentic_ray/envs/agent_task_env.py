@@ -585,9 +585,10 @@ class AgentTaskEnv(gym.Env):
         return self.codec.encode(skill, params, self.knowledge)
 
     def _target_masked(self, k: int, action: Any, params: dict[str, Any]) -> str | None:
-        """Why the chosen entity arguments violate the pointer/list masks (None if they do not); for a skill with
-        a precondition over several arguments, also why no one earlier call admits them together (the masks hold
-        that rule's per-argument projection, see :mod:`agentic_ray.skills.preconditions`)."""
+        """Why the chosen entity arguments violate the pointer masks (None if they do not); for a skill with a
+        precondition over several arguments, also why no one earlier call admits them together (the pointer and
+        list masks hold that rule's per-argument projection, see :mod:`agentic_ray.skills.preconditions`; a list
+        member outside its projection fails the combination too)."""
         m, mp = self._masks, self.layout.max_pointer
         ptr = np.asarray(action.get("pointer", ()), dtype=np.int64).reshape(-1)
         for ps in self.codec.params[k]:
@@ -606,6 +607,19 @@ class AgentTaskEnv(gym.Env):
             if not ok:
                 return f"business: the arguments together fail a precondition: {why}"
         return None
+
+    def mask_violation(self, action: Any) -> tuple[str, str] | None:
+        """``(skill, reason)`` when the current masks forbid ``action`` (``step`` would answer it with a masked
+        error and never send it; an action that does not decode counts too), else None. The demonstration
+        collector checks every imitated action with it."""
+        k, params, err, msg, structured = self.decode_action(action)
+        skill = self.skills[k] if k >= 0 else "<invalid>"
+        if err is not None:
+            return skill, f"invalid: {msg}"
+        if not self._masks.skill_mask[k]:
+            return skill, "; ".join(self._masks.reasons.get(skill, ())) or "masked"
+        why = self._target_masked(k, structured, params)
+        return None if why is None else (skill, why)
 
     # ------------------------------------------------------------------ step
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
