@@ -156,19 +156,14 @@ def _ref_types(c: SkillContract) -> dict[str, str]:
 
 
 def readers(contracts: DomainContracts) -> dict[str, frozenset[str]]:
-    """Skill -> the entity types whose fields its result reveals (an ``of:`` output on an entity it refers to, or
-    entity outputs carrying fields): a call of it re-reads entities of those types."""
+    """Skill -> the entity types its result touches (the entities its entity outputs reveal, and the entity an
+    ``of:`` output attaches a value to): a call of it re-reads entities of those types, as the env counts a
+    re-read (any result that reveals an entity clears its stale mark)."""
     out: dict[str, frozenset[str]] = {}
     for c in contracts.skills:
         refs = _ref_types(c)
-        types = {
-            refs[f.of] for f in c.output.fields.values() if f.of in refs and f.type not in ENTITY_OUTPUTS
-        }
-        types |= {
-            f.node_type
-            for f in c.output.fields.values()
-            if f.type in ENTITY_OUTPUTS and f.node_type and (f.fields or f.type == "entity")
-        }
+        types = {refs[f.of] for f in c.output.fields.values() if f.of in refs}
+        types |= {f.node_type for f in c.output.fields.values() if f.type in ENTITY_OUTPUTS and f.node_type}
         out[c.name] = frozenset(types)
     return out
 
