@@ -36,6 +36,9 @@ What a third-party domain may rely on (issue 26; the contracts reference in ``do
   skill), or constructing it (and so ``make_task``) is refused.
 * **Demonstrations checked against the masks**: the expert's actions must be allowed by the masks of the step
   they are taken in; ``collect_demos`` drops (and counts) demonstrations where they are not.
+* **No stage ships a worse policy**: the pipeline judges each stage on the domain's validation tasks, paired task
+  by task with the policy the stage received (:mod:`agentic_ray.stages.stage_guard`), so
+  :meth:`Domain.validation_seeds` must return the same seeds for the same ``(family, n)``.
 
 Dependencies point one way: ``envs/``, ``models/``, ``eval/``, ``stages/`` and ``serve_apps/`` import
 ``domains/``; a domain imports only ``domains.protocol``, ``domains.goal_dag``, ``domains.quantile_map``,
@@ -316,7 +319,11 @@ class Expert(Protocol):
 # ---------------------------------------------------------------------------------------------------- domain
 @runtime_checkable
 class Domain(Protocol):
-    """A task domain (see the module docstring). Attributes are read-only; methods are pure unless noted."""
+    """A task domain (see the module docstring). Attributes are read-only; methods are pure unless noted.
+
+    Optional members, read with ``getattr``: ``options_model`` (a pydantic model class validating
+    ``env.domain_options``, see :func:`domain_options`) and the caller-error hooks of
+    :class:`CallerErrorRefinement`."""
 
     name: str
     """Registry name, e.g. ``ecommerce`` (env id ``agentic_ray/<name>-v1``)."""
