@@ -188,6 +188,16 @@ class StagesSettings(_Strict):
     run: list[StageName] = Field(
         default_factory=lambda: list(ALL_STAGES), description="Stages to run, in order."
     )
+    keep_better: bool = Field(
+        default=True,
+        description="No stage ships a worse policy: after a stage its checkpoint goes forward only if its "
+        "validation completion is not worse than the policy it received, beyond the noise (exact one-sided "
+        "McNemar test over the paired validation tasks, agentic_ray.stages.stage_guard); otherwise the earlier "
+        "checkpoint goes forward and the run ends with status `regressed` (exit 5).",
+    )
+    regression_alpha: float = Field(
+        default=0.05, gt=0, lt=1, description="One-sided significance level of that regression test."
+    )
 
 
 class EvalSettings(_Strict):

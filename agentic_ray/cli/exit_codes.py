@@ -10,9 +10,12 @@ gate or paused itself must not exit 0.
 | 2 | bad usage or settings (typer's own code for usage errors) |
 | 3 | stopped at a failed gate (``gate_failed``) |
 | 4 | paused by the auto-pause rule (``paused``) |
+| 5 | finished, but a stage's policy was worse than the one it received and an earlier checkpoint went forward
+(``regressed``, see :mod:`agentic_ray.stages.stage_guard`) |
 
 A sweep exits like the worst of its trials: 1 if a trial failed with an error (or none reported metrics), else 3
-if a trial (or the shared imitation run) stopped at a failed gate, else 4 if one paused, else 0.
+if a trial (or the shared imitation run) stopped at a failed gate, else 4 if one paused, else 5 if one regressed,
+else 0.
 """
 
 from __future__ import annotations
@@ -24,12 +27,19 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_GATE_FAILED = 3
 EXIT_PAUSED = 4
+EXIT_REGRESSED = 5
 
-_BY_STATUS = {"finished": EXIT_OK, "gate_failed": EXIT_GATE_FAILED, "paused": EXIT_PAUSED}
+_BY_STATUS = {
+    "finished": EXIT_OK,
+    "gate_failed": EXIT_GATE_FAILED,
+    "paused": EXIT_PAUSED,
+    "regressed": EXIT_REGRESSED,
+}
 
 
 def exit_code_for(status: str) -> int:
-    """The exit code of a run that ended with pipeline ``status`` (``finished`` | ``gate_failed`` | ``paused``)."""
+    """The exit code of a run that ended with pipeline ``status`` (``finished`` | ``gate_failed`` | ``paused`` |
+    ``regressed``)."""
     return _BY_STATUS.get(status, EXIT_ERROR)
 
 
@@ -45,6 +55,15 @@ def status_line(status: str, gates: dict[str, Any] | None = None) -> str:
         what = f"stopped at a failed gate ({failed[-1]})" if failed else "stopped at a failed gate"
     elif status == "paused":
         what = "paused by auto-pause (DVR kept declining; see diagnosis.json)"
+    elif status == "regressed":
+        rejected = [
+            f"{name} {g['value']:.3f} < {g['baseline']} {g['threshold']:.3f}, p = {g.get('p_value', float('nan')):.3g}"
+            for name, g in (gates or {}).items()
+            if isinstance(g, dict) and g.get("passed") is False and "baseline" in g
+        ]
+        what = "finished with a stage rejected for a worse policy; the earlier checkpoint went forward" + (
+            f" ({'; '.join(rejected)})" if rejected else ""
+        )
     elif status == "finished":
         what = "finished"
     else:
@@ -57,7 +76,7 @@ def sweep_exit_code(ok: bool, pipeline_status: dict[str, int]) -> int:
     their pipeline ended (``summary.json``'s ``pipeline_status``)."""
     if not ok:
         return EXIT_ERROR
-    for status in ("gate_failed", "paused"):
+    for status in ("gate_failed", "paused", "regressed"):
         if pipeline_status.get(status):
             return exit_code_for(status)
     return EXIT_OK

@@ -140,7 +140,7 @@ def eval_cmd(
     typer.echo(metrics_table(res.metrics.to_dict()))
     typer.echo(json.dumps({"attribution": res.attribution, "correction": res.correction}, indent=2))
     state = PipelineState.load(run) if (run / "state.json").exists() else None
-    if state is not None and state.status in ("gate_failed", "paused"):
+    if state is not None and state.status in ("gate_failed", "paused", "regressed"):
         typer.echo(status_line(state.status, state.gates))
         raise typer.Exit(exit_code_for(state.status))
 

@@ -4,8 +4,10 @@
 is the node order of the observation, so a pointer index means the same entity for the whole episode) and the
 fields revealed for each. :func:`reveal_result` applies one successful tool result to it, driven only by the
 contract's typed output fields (see :class:`~agentic_ray.skills.contracts.OutputField`): an ``entity`` field
-reveals that entity, an ``entity_list`` field the listed ones (with the fields each object carries), and
-``of: <name>`` attaches a value to the entity the input parameter or output field ``<name>`` refers to.
+reveals that entity (a nested object with its declared ``id_field`` reveals its fields too), an ``entity_list``
+field the listed ones and an ``entity_map`` field the ids it is keyed by (each with the fields its object
+carries), and ``of: <name>`` attaches a value to the entity the input parameter or output field ``<name>`` refers
+to.
 
 The env and the Serve endpoint rebuild knowledge with the same two calls, from the request and the transcript,
 so an observation is a pure function of (request, transcript, SLA state).
@@ -17,7 +19,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from agentic_ray.skills.contracts import EntityListParam, EntityParam, SkillContract
+from agentic_ray.skills.contracts import ENTITY_OUTPUTS, EntityListParam, EntityParam, SkillContract
 
 __all__ = ["Knowledge", "reveal_result"]
 
@@ -98,8 +100,15 @@ def _ref_type(contract: SkillContract, name: str) -> str | None:
     return None
 
 
-def _ref_id(name: str, params: dict[str, Any], payload: dict[str, Any]) -> Any:
-    return params[name] if name in params else payload.get(name)
+def _ref_id(contract: SkillContract, name: str, params: dict[str, Any], payload: dict[str, Any]) -> Any:
+    """The id input parameter or output field ``name`` holds (a nested entity object's declared id)."""
+    if name in params:
+        return params[name]
+    f = contract.output.fields.get(name)
+    if f is not None and f.type == "entity" and name in payload:
+        ids = f.entity_ids(payload[name])
+        return ids[0] if ids else None
+    return payload.get(name)
 
 
 def reveal_result(
@@ -120,33 +129,25 @@ def reveal_result(
         if of is None:
             return
         t = _ref_type(contract, of)
-        rid = _ref_id(of, params, payload)
+        rid = _ref_id(contract, of, params, payload)
         if t in known_types and isinstance(rid, str) and rid:
             knowledge.reveal(t, rid, {key: value})
             touched.append((t, rid))
 
     for name, f in outs.items():
-        if name not in payload or f.node_type not in known_types:
+        if name not in payload or f.type not in ENTITY_OUTPUTS or f.node_type not in known_types:
             continue
-        v = payload[name]
-        if f.type == "entity" and isinstance(v, str) and v:
-            knowledge.reveal(f.node_type, v)
-            touched.append((f.node_type, v))
-            attach(f.of, f.as_field or name, v)
-        elif f.type == "entity_list" and isinstance(v, list):
-            ids = []
-            for item in v:
-                if isinstance(item, dict) and isinstance(item.get("id"), str):
-                    extra = {k: item[k] for k in f.fields if k in item}
-                    knowledge.reveal(f.node_type, item["id"], extra)
-                    ids.append(item["id"])
-                elif isinstance(item, str):
-                    knowledge.reveal(f.node_type, item)
-                    ids.append(item)
-            touched += [(f.node_type, i) for i in ids]
-            attach(f.of, f.as_field or name, ids)
+        items = f.entity_items(payload[name])
+        for eid, fields in items:
+            knowledge.reveal(f.node_type, eid, fields)
+        touched += [(f.node_type, eid) for eid, _f in items]
+        if f.type == "entity":
+            if items:
+                attach(f.of, f.as_field or name, items[0][0])
+        elif isinstance(payload[name], list | dict):
+            attach(f.of, f.as_field or name, [eid for eid, _f in items])
     for name, f in outs.items():
-        if f.type in ("entity", "entity_list") or f.of is None or name not in payload:
+        if f.type in ENTITY_OUTPUTS or f.of is None or name not in payload:
             continue
         attach(f.of, f.as_field or name, payload[name])
     return list(dict.fromkeys(touched))

@@ -18,9 +18,33 @@ Partial information: at reset the agent knows the request (goals, facts such as 
 by id). Every other entity, and every field, enters :class:`Knowledge` when a tool result reveals it, as the
 contracts' output fields declare (``type: entity``, ``entity_list``, ``of:``). Nothing is pre-filled.
 
+What a third-party domain may rely on (issue 26; the contracts reference in ``docs/`` has the YAML side):
+
+* **Membership preconditions** (``belongs_to:``) and several entity parameters per precondition
+  (:class:`~agentic_ray.skills.contracts.PreconditionSpec`); the gateway and the action mask read one definition
+  (:mod:`agentic_ray.skills.preconditions`).
+* **Outputs keyed by id** (``type: entity_map``) and **nested entity objects** with a declared ``id_field``
+  (:class:`~agentic_ray.skills.contracts.OutputField`), revealed by :func:`~agentic_ray.domains.knowledge.
+  reveal_result`.
+* **Domain options**: a domain may declare ``options_model`` (a pydantic model); ``env.domain_options`` is
+  validated by it (:func:`domain_options`) and the instance is passed to ``make_task(family, seed, options=...)``.
+  A domain without ``options_model`` takes no options and is called as ``make_task(family, seed)``.
+* **Generic caller errors**: a domain that defines no ``caller_error`` / ``caller_error_setup`` hooks still gets
+  the three injected caller errors, derived from its contracts (:mod:`agentic_ray.domains.caller_errors`); the
+  hooks (:class:`CallerErrorRefinement`) refine them, returning :data:`GENERIC` for a cause they leave generic.
+* **Explicit ends**: a :class:`Task` with no goal must declare its end (``end_skill``: an answer or a terminal
+  skill), or constructing it (and so ``make_task``) is refused.
+* **Demonstrations checked against the masks**: the expert's actions must be allowed by the masks of the step
+  they are taken in; ``collect_demos`` drops (and counts) demonstrations where they are not.
+* **No stage ships a worse policy**: the pipeline judges each stage on the domain's validation tasks, paired task
+  by task with the policy the stage received (:mod:`agentic_ray.stages.stage_guard`), so
+  :meth:`Domain.validation_seeds` must return the same seeds for the same ``(family, n)``.
+
 Dependencies point one way: ``envs/``, ``models/``, ``eval/``, ``stages/`` and ``serve_apps/`` import
 ``domains/``; a domain imports only ``domains.protocol``, ``domains.goal_dag``, ``domains.quantile_map``,
-``domains.knowledge`` and ``skills/`` (backends' ``ToolError``).
+``domains.knowledge`` and ``skills/`` (backends' ``ToolError``). A third-party domain needs no more than this
+module, :mod:`agentic_ray.skills.contracts` and :mod:`agentic_ray.domains.knowledge`: ``Goal``, ``QuantileMap``,
+``ToolError`` and ``GENERIC`` are re-exported here (``tests/plugin_domain`` is written that way).
 """
 
 from __future__ import annotations
@@ -31,14 +55,19 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
+from pydantic import BaseModel, ValidationError
 
+from agentic_ray.domains.caller_errors import GENERIC
 from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.knowledge import Knowledge
 from agentic_ray.domains.quantile_map import QuantileMap
+from agentic_ray.skills.backends import ToolError
 from agentic_ray.skills.contracts import DomainContracts, SkillContract
 from agentic_ray.skills.preconditions import Call
 
 __all__ = [
+    "GENERIC",
+    "CallerErrorRefinement",
     "Domain",
     "DomainSchema",
     "EntityRef",
@@ -46,11 +75,15 @@ __all__ = [
     "EpisodeView",
     "Expert",
     "FieldSpec",
+    "Goal",
     "LastStep",
     "LinkSchema",
+    "QuantileMap",
     "Request",
     "RuleFn",
     "Task",
+    "ToolError",
+    "domain_options",
 ]
 
 RuleFn = Callable[[str, dict[str, Any]], dict[str, Any]]
@@ -172,6 +205,12 @@ class Task:
         relevant: ids of the entities the task is about (a call on another one is a ``wrong_entity`` error).
         end: ``goals``: success when every goal is satisfied; ``world_state``: success when
             :meth:`Domain.final_check` accepts the world when the session ends.
+        end_skill: the task's declared end: the skill (an answer, closing the case, a handoff) whose successful
+            call ends the session. The task then completes only on that call, with every goal satisfied by then
+            (and, for ``end: world_state``, the final check passing); the call with a goal pending is a failure.
+            Required when ``goals`` is empty: an empty DAG is satisfied by any first step, so a task whose right
+            outcome is "change nothing, tell the customer" must say how it ends (a :class:`Task` without goals
+            and without ``end_skill`` is refused with ``ValueError``).
         optimal_steps_soft: fewest calls when safety checks may be skipped (``risk_mode: soft``: the
             ``safety_check`` goals and the lookups only a safety precondition needs); None = ``optimal_steps``.
         subtasks: families of a composite task.
@@ -188,6 +227,14 @@ class Task:
     optimal_steps_soft: int | None = None
     subtasks: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    end_skill: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.goals and self.end_skill is None:
+            raise ValueError(
+                f"task {self.family}/{self.seed} has no goal and declares no end: give it an end_skill (the answer "
+                "or terminal skill that ends it), or it would complete after any first step"
+            )
 
     def goal_index(self) -> dict[str, int]:
         return {g.id: i for i, g in enumerate(self.goals)}
@@ -272,7 +319,11 @@ class Expert(Protocol):
 # ---------------------------------------------------------------------------------------------------- domain
 @runtime_checkable
 class Domain(Protocol):
-    """A task domain (see the module docstring). Attributes are read-only; methods are pure unless noted."""
+    """A task domain (see the module docstring). Attributes are read-only; methods are pure unless noted.
+
+    Optional members, read with ``getattr``: ``options_model`` (a pydantic model class validating
+    ``env.domain_options``, see :func:`domain_options`) and the caller-error hooks of
+    :class:`CallerErrorRefinement`."""
 
     name: str
     """Registry name, e.g. ``ecommerce`` (env id ``agentic_ray/<name>-v1``)."""
@@ -289,8 +340,13 @@ class Domain(Protocol):
         """The loaded, validated contracts (fallback rules checked against :meth:`fallback_rules`)."""
         ...
 
-    def make_task(self, family: str, seed: int) -> tuple[Any, Task]:
-        """A fresh world and the task of ``(family, seed)``; deterministic."""
+    def make_task(self, family: str, seed: int, options: Any = None) -> tuple[Any, Task]:
+        """A fresh world and the task of ``(family, seed)``; deterministic.
+
+        ``options`` is passed only to a domain that declares ``options_model`` (the validated instance, see
+        :func:`domain_options`); a domain without it may leave the parameter out, and is called
+        ``make_task(family, seed)``. The world and task are a pure function of the arguments. What else the options
+        decide (a judging regime for :meth:`final_check`, a split) travels in ``Task.extra``."""
         ...
 
     def validation_seeds(self, family: str, n: int) -> list[int]:
@@ -352,6 +408,18 @@ class Domain(Protocol):
         """Numbers about the customer the reward layers read (``EpisodeRecord.context``)."""
         ...
 
+    def quantiles(self) -> QuantileMap:
+        """Quantile tables of every ``number`` field (``<type>.<field>``) plus ``tool.latency_ms`` and
+        ``tool.error_rate``."""
+        ...
+
+
+@runtime_checkable
+class CallerErrorRefinement(Protocol):
+    """Optional hooks of a :class:`Domain` that refine the generic, contract-derived caller errors
+    (:mod:`agentic_ray.domains.caller_errors`). A domain without them gets the generic ones; either hook may
+    return :data:`GENERIC` for a cause it leaves to the generic form."""
+
     def caller_error(
         self,
         world: Any,
@@ -360,9 +428,10 @@ class Domain(Protocol):
         params: dict[str, Any],
         cause: str,
         rng: np.random.Generator,
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, Any] | str | None:
         """The call ``(skill, params)`` made wrong so that it fails with root cause ``cause`` (one of
-        :data:`~agentic_ray.domains.caller_errors.CALLER_ERROR_CAUSES`), or None when this call cannot carry it.
+        :data:`~agentic_ray.domains.caller_errors.CALLER_ERROR_CAUSES`), None when this call cannot carry it, or
+        :data:`GENERIC`.
 
         Error injection (issue 13): the env calls it, for an episode drawn to carry a caller error, on each call
         until one is accepted, then runs the returned params instead. ``stale_information`` may change the world
@@ -371,19 +440,44 @@ class Domain(Protocol):
         env keeps sending the look-alike id in place of the real one until a lookup reveals the real one again."""
         ...
 
-    def caller_error_setup(self, world: Any, task: Task, cause: str, rng: np.random.Generator) -> Task | None:
+    def caller_error_setup(
+        self, world: Any, task: Task, cause: str, rng: np.random.Generator
+    ) -> Task | str | None:
         """Prepare a fresh episode to carry a caller error of ``cause``: the task to run (changed when the set-up
-        changes what the goals ask), or None when this task cannot carry the cause (the env then draws another).
+        changes what the goals ask), None when this task cannot carry the cause (the env then draws another), or
+        :data:`GENERIC`.
 
         Called at reset, before the world reaches the backend. It may change the world so that the error, once
         injected, persists for the agent's own next call (``bad_parameters``: a limit that binds, so that the
         value the call usually takes is above it too); the task's goals then ask for what the fix achieves."""
         ...
 
-    def quantiles(self) -> QuantileMap:
-        """Quantile tables of every ``number`` field (``<type>.<field>``) plus ``tool.latency_ms`` and
-        ``tool.error_rate``."""
-        ...
+
+def domain_options(domain: Domain, raw: dict[str, Any] | None) -> BaseModel | None:
+    """``env.domain_options`` validated by the schema ``domain`` declares (its ``options_model`` attribute, a
+    pydantic model class; ``extra="forbid"`` recommended): the instance ``make_task`` receives, or None for a
+    domain that declares no options.
+
+    Raises:
+        ValueError: options for a domain that declares none, or options its model rejects (the message names
+            the domain and the field).
+    """
+    model = getattr(domain, "options_model", None)
+    if model is None:
+        if raw:
+            raise ValueError(f"domain {domain.name!r} declares no options (options_model), got {sorted(raw)}")
+        return None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(
+            f"domain {domain.name!r}: options_model must be a pydantic model class, got {model!r}"
+        )
+    try:
+        return model.model_validate(raw or {})
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc']) or '-'}: {err['msg']}" for err in e.errors()
+        )
+        raise ValueError(f"domain {domain.name!r} options: {problems}") from None
 
 
 def entity_refs(ids: Iterable[tuple[str, str]]) -> tuple[EntityRef, ...]:

@@ -54,9 +54,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentic_ray.domains import get_domain
+from agentic_ray.domains.caller_errors import caller_error_for, caller_error_setup_for, stale_entities
 from agentic_ray.domains.goal_dag import goal_edges, plan_validity
 from agentic_ray.domains.knowledge import Knowledge, reveal_result
-from agentic_ray.domains.protocol import EpisodeView, LastStep, Task
+from agentic_ray.domains.protocol import EpisodeView, LastStep, Task, domain_options
 from agentic_ray.envs.action_codec import ActionCodec, Prototype
 from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, episode_record_dict, match_goals
 from agentic_ray.envs.failure_evidence import failure_evidence
@@ -123,6 +124,11 @@ class AgentTaskEnvConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     domain: str = Field(default="ecommerce", description="Registered domain (agentic_ray.domains).")
+    domain_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Options passed to the domain's make_task, validated by the schema the domain declares "
+        "(`options_model`); a domain that declares none takes none.",
+    )
     contracts_path: str | None = Field(default=None, description="Contract YAML (default: the domain's).")
     action_mode: Literal["structured", "prototype"] = Field(
         default="structured",
@@ -173,6 +179,7 @@ class AgentTaskEnvConfig(BaseModel):
             d = get_domain(self.domain)
         except KeyError as e:
             raise ValueError(str(e).strip('"')) from None
+        domain_options(d, self.domain_options)
         if self.families is not None:
             bad = [f for f in self.families if f not in d.families]
             if bad or not self.families:
@@ -203,6 +210,7 @@ class AgentTaskEnv(gym.Env):
         self.config = config
         self.domain = get_domain(config.domain)
         self.families = config.family_list()
+        self.domain_options = domain_options(self.domain, config.domain_options)
         if config.contracts_path:
             self.contracts = load_contracts(config.contracts_path)
             self.contracts.check_rules(self.domain.fallback_rules())
@@ -260,6 +268,7 @@ class AgentTaskEnv(gym.Env):
         self._stale_refs: set[tuple[str, str]] = (
             set()
         )  # entities an injected stale error changed, not re-read
+        self._stale_conflicts = False  # a generic stale error: the backend answers CONFLICT on _stale_refs
         self._closed = False
         self._warnings: list[str] = []
         self._build_executor()
@@ -422,7 +431,14 @@ class AgentTaskEnv(gym.Env):
         else:
             family = fams[int(self._rng.integers(len(fams)))]
             task_seed = d.draw_training_seed(self._rng)
-        world, task = d.make_task(family, task_seed)
+        if self.domain_options is None:
+            world, task = d.make_task(family, task_seed)
+        else:
+            world, task = d.make_task(family, task_seed, options=self.domain_options)
+        if task.end_skill is not None and task.end_skill not in self.by_name:
+            raise ValueError(
+                f"domain {d.name}: task {family}/{task_seed} ends with {task.end_skill!r}, which is not a skill"
+            )
         if self.config.risk_mode == "soft":
             task = task.without_safety_checks()
         if self.intent_id:
@@ -455,6 +471,7 @@ class AgentTaskEnv(gym.Env):
         self.task = task
         self._misheld = {}
         self._stale_refs = set()
+        self._stale_conflicts = False
         if self.caller_error is not None and not (out := self.backend.put_world(self.world_id, world)).ok:
             backend_errors.append(
                 f"put_world: {out.error_code}: {out.message}"
@@ -567,8 +584,11 @@ class AgentTaskEnv(gym.Env):
             return cands[0] if cands else 0
         return self.codec.encode(skill, params, self.knowledge)
 
-    def _target_masked(self, k: int, action: Any) -> str | None:
-        """Why the chosen entity arguments violate the pointer/list masks (None if they do not)."""
+    def _target_masked(self, k: int, action: Any, params: dict[str, Any]) -> str | None:
+        """Why the chosen entity arguments violate the pointer masks (None if they do not); for a skill with a
+        precondition over several arguments, also why no one earlier call admits them together (the pointer and
+        list masks hold that rule's per-argument projection, see :mod:`agentic_ray.skills.preconditions`; a list
+        member outside its projection fails the combination too)."""
         m, mp = self._masks, self.layout.max_pointer
         ptr = np.asarray(action.get("pointer", ()), dtype=np.int64).reshape(-1)
         for ps in self.codec.params[k]:
@@ -576,7 +596,30 @@ class AgentTaskEnv(gym.Env):
                 j = int(ptr[ps.slot])
                 if 0 <= j <= mp and not m.pointer_mask[k, ps.slot, j]:
                     return f"{ps.name}: the target fails a precondition"
+        if self.masks.tracker.joint[k] and self.state is not None:
+            ok, why = precondition_status(
+                self.by_name[self.skills[k]],
+                params,
+                self.state.history,
+                enforce_safety=self.config.risk_mode == "hard",
+                contracts=self.by_name,
+            )
+            if not ok:
+                return f"business: the arguments together fail a precondition: {why}"
         return None
+
+    def mask_violation(self, action: Any) -> tuple[str, str] | None:
+        """``(skill, reason)`` when the current masks forbid ``action`` (``step`` would answer it with a masked
+        error and never send it; an action that does not decode counts too), else None. The demonstration
+        collector checks every imitated action with it."""
+        k, params, err, msg, structured = self.decode_action(action)
+        skill = self.skills[k] if k >= 0 else "<invalid>"
+        if err is not None:
+            return skill, f"invalid: {msg}"
+        if not self._masks.skill_mask[k]:
+            return skill, "; ".join(self._masks.reasons.get(skill, ())) or "masked"
+        why = self._target_masked(k, structured, params)
+        return None if why is None else (skill, why)
 
     # ------------------------------------------------------------------ step
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -592,9 +635,9 @@ class AgentTaskEnv(gym.Env):
         masked, soft_masked = False, False
         res: ToolResult | None = None
         c = self.by_name.get(skill)
-        if err is None and (not self._masks.skill_mask[k] or self._target_masked(k, structured)):
+        if err is None and (not self._masks.skill_mask[k] or self._target_masked(k, structured, params)):
             masked = True
-            reasons = decision_reasons.get(skill) or [self._target_masked(k, structured) or ""]
+            reasons = decision_reasons.get(skill) or [self._target_masked(k, structured, params) or ""]
             soft_masked = bool(self._masks.soft[k])
             err, msg = (
                 ("CIRCUIT_OPEN" if soft_masked else "PRECONDITION_FAILED"),
@@ -613,18 +656,26 @@ class AgentTaskEnv(gym.Env):
             c is not None
             and c.risk.high_risk
             and err in (None, "PRECONDITION_FAILED")
-            and not precondition_status(c, params, st.history, enforce_safety=True)[0]
-            and precondition_status(c, params, st.history, enforce_safety=False)[0]
+            and not precondition_status(c, params, st.history, enforce_safety=True, contracts=self.by_name)[0]
+            and precondition_status(c, params, st.history, enforce_safety=False, contracts=self.by_name)[0]
         )
         if err is None:
+            override: FaultConfig | None = None
             if (
                 injected_cause == "tool_error"
             ):  # the call's tool fails this once, every gateway retry included
-                self._set_backend_faults(FaultConfig(per_skill={skill: FaultConfig(failure_rate=1.0)}))
+                override = FaultConfig(per_skill={skill: FaultConfig(failure_rate=1.0)})
+            elif self._stale_conflicts and stale_entities(self.contracts, skill, params, self._stale_refs):
+                # a generic stale error: the entity changed under the agent; writes conflict until it is re-read
+                override = FaultConfig(
+                    per_skill={skill: FaultConfig(failure_rate=1.0, failure_code="CONFLICT")}
+                )
+            if override is not None:
+                self._set_backend_faults(override)
             res = self.executor.call(
                 skill, params, intent_id=self.intent_id, trace_id=trace_id, world_id=self.world_id
             )
-            if injected_cause == "tool_error":
+            if override is not None:
                 self._set_backend_faults(None)
             code, latency, params = res.code, res.latency_ms, (res.params or params)
             if self.config.backend == "http":
@@ -749,15 +800,22 @@ class AgentTaskEnv(gym.Env):
                 self._warnings.append(f"backend sync failed: {out.error_code}: {out.message}")
         # Termination.
         all_done = bool(st.goal_done.all())
-        terminal = ok and not degraded and skill in self._terminal
+        ended = ok and not degraded and skill == task.end_skill  # the task's declared end
+        terminal = ok and not degraded and (skill in self._terminal or ended)
         completed = False
         failed = False
-        if task.end == "goals":
+        if task.end_skill is not None:  # an explicit end: only its call can complete the task
+            completed = (
+                ended
+                and all_done
+                and (task.end != "world_state" or self.domain.final_check(self.world, task))
+            )
+        elif task.end == "goals":
             completed = all_done
         elif all_done or terminal:
             completed = all_done and self.domain.final_check(self.world, task)
         if not completed:
-            if terminal or (task.end == "world_state" and all_done):
+            if terminal or (task.end == "world_state" and all_done and task.end_skill is None):
                 failed = True
             else:
                 done = {g.id for g, d in zip(task.goals, st.goal_done, strict=True) if d}
@@ -813,11 +871,17 @@ class AgentTaskEnv(gym.Env):
         error's answer."""
         assert self.task is not None and self.state is not None and self.caller_error is not None
         cause = self.caller_error
-        new = self.domain.caller_error(self.world, self.task, c.name, dict(params), cause, self._rng)
+        new, generic = caller_error_for(
+            self.domain, self.world, self.task, c.name, dict(params), cause, self._rng
+        )
         if new is None or (
             cause != "wrong_entity"
             and not precondition_status(
-                c, new, self.state.history, enforce_safety=self.config.risk_mode == "hard"
+                c,
+                new,
+                self.state.history,
+                enforce_safety=self.config.risk_mode == "hard",
+                contracts=self.by_name,
             )[0]
         ):
             return params, None
@@ -828,6 +892,7 @@ class AgentTaskEnv(gym.Env):
                 for n, p in self._entity_params.get(c.name, [])
                 if isinstance(params.get(n), str)
             }
+            self._stale_conflicts = generic  # the generic form: the backend answers CONFLICT meanwhile
         if cause == "wrong_entity":
             for n, p in self._entity_params.get(c.name, []):
                 if isinstance(params.get(n), str) and new.get(n) != params[n]:
@@ -854,7 +919,7 @@ class AgentTaskEnv(gym.Env):
                 for i in self._rng.choice(len(others), len(others), replace=False, p=w / w.sum())
             ]
         for c in [cause, *others]:
-            prepared = self.domain.caller_error_setup(world, task, c, self._rng)
+            prepared = caller_error_setup_for(self.domain, world, task, c, self._rng)
             if prepared is not None:
                 return c, prepared
         return None, task

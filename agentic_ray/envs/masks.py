@@ -7,7 +7,9 @@
   with a cool-down after which one probe is let through;
 * **business**: contract preconditions on the call history, through the same functions the gateway uses
   (:mod:`agentic_ray.skills.preconditions`), so the mask and the gateway cannot disagree. A precondition that
-  constrains an entity argument with ``same`` narrows that pointer slot's valid targets.
+  constrains an entity argument (``same``, a ``belongs_to`` owner or member) narrows that pointer or list slot's
+  valid targets; with several constrained arguments the slots hold the projection of the joint rule and the env
+  checks the chosen combination (:attr:`PreconditionTracker.joint`).
 
 ``safety`` preconditions are lifted in ``risk_mode: soft`` (the gateway lifts them too).
 """
@@ -139,7 +141,7 @@ class MaskComputer:
             pr: list[tuple[int, str, str, bool, bool]] = []
             ls: list[tuple[int, str, str, int]] = []
             fs: list[str] = []
-            constrained = {p for pc in self.tracker.rules[i] for p in pc.same}
+            constrained = {p for pc in self.tracker.rules[i] for p in pc.constrained}
             for name, p in c.input.items():
                 if isinstance(p, EntityParam):
                     slot = len(pr)
@@ -177,6 +179,11 @@ class MaskComputer:
         self._constrained_of: dict[int, list[tuple[int, str, str, bool]]] = {}
         for i, slot, name, nt, optional in self._constrained:
             self._constrained_of.setdefault(i, []).append((slot, name, nt, optional))
+        # List slots a precondition constrains (a `belongs_to` member): (slot, name, type, min members).
+        self._constrained_lists: dict[int, list[tuple[int, str, str, int]]] = {
+            i: [x for x in self.lists[i] if any(x[1] in pc.constrained for pc in self.tracker.rules[i])]
+            for i in range(len(self.lists))
+        }
         self._skill_index = {s: i for i, s in enumerate(self.skills)}
         self._fact_hard: dict[int, list[str]] = {}
         self._kkey: tuple[object, ...] | None = None
@@ -266,12 +273,21 @@ class MaskComputer:
             bwhy = {}
         for i in redo:
             blocked = False
-            for slot, name, nt, optional in self._constrained_of.get(i, ()):
+            pointers, lists = self._constrained_of.get(i, ()), self._constrained_lists.get(i, ())
+            known = {name: node_ids.get(nt, []) for _s, name, nt, *_r in [*pointers, *lists]}
+            for slot, name, nt, optional in pointers:
                 ids = node_ids.get(nt, [])
-                ok = tr.allowed(i, name, ids)
+                ok = tr.allowed(i, name, ids, known)
                 if ok is not None and ids:
                     pm[i, slot, : len(ids)] = ok
                     if not optional and not any(ok):
+                        blocked = True
+            for slot, name, nt, lo in lists:
+                ids = node_ids.get(nt, [])
+                ok = tr.allowed(i, name, ids, known)
+                if ok is not None and ids:
+                    lm[i, slot, : len(ids)] = ok
+                    if sum(ok) < lo:
                         blocked = True
             ok_pre, pre_why = tr.skill_ok(i)
             if not ok_pre or blocked:

@@ -76,7 +76,12 @@ class FaultConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     failure_rate: float = Field(
-        default=0.0, ge=0, le=1, description="Share of calls that fail with UPSTREAM_ERROR."
+        default=0.0, ge=0, le=1, description="Share of calls that fail with `failure_code`."
+    )
+    failure_code: str = Field(
+        default="UPSTREAM_ERROR",
+        description="Code of an injected failure: UPSTREAM_ERROR (a transient fault, retried), or CONFLICT (the "
+        "call lost a race with another writer: what a generic stale-information caller error injects).",
     )
     timeout_rate: float = Field(
         default=0.0, ge=0, le=1, description="Share of calls that hang past the timeout."
@@ -133,6 +138,14 @@ class FaultInjector:
         if u < c.timeout_rate + c.failure_rate + c.garbage_rate:
             return "garbage", lat
         return None, lat
+
+    def failure(self, skill: str) -> ToolError:
+        """The error an injected failure of ``skill`` raises (UPSTREAM_ERROR is retryable; any other code is
+        retried as the contract says)."""
+        code = self.cfg.for_skill(skill).failure_code
+        if code == "UPSTREAM_ERROR":
+            return ToolError(code, "injected transient failure", retryable=True)
+        return ToolError(code, "injected failure: the entity changed since it was read")
 
 
 def garble(payload: dict[str, Any]) -> dict[str, Any]:
@@ -270,7 +283,8 @@ class PythonBackend:
         intent_id: str = "",
     ) -> RawOutcome:
         t0 = time.perf_counter()
-        fault, extra_ms = self.world_faults.get(world_id, self.faults).draw(contract.name)
+        injector = self.world_faults.get(world_id, self.faults)
+        fault, extra_ms = injector.draw(contract.name)
 
         def latency() -> float:
             wall = _ms_since(t0) if self.measure_wall else 0.0
@@ -287,7 +301,7 @@ class PythonBackend:
             if self.realtime and extra_ms:
                 time.sleep(extra_ms / 1000.0)
             if fault == "failure":
-                raise ToolError("UPSTREAM_ERROR", "injected transient failure", retryable=True)
+                raise injector.failure(contract.name)
             handler = self._handler(contract)
             world = self.worlds.get(world_id)
             payload = self.idempotency.run(world_id, idempotency_key, lambda: handler(world, params))

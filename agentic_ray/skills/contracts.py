@@ -188,27 +188,48 @@ class ErrorSpec(_Strict):
 ScalarType = Literal["float", "int", "bool", "string", "list", "dict"]
 
 
+ENTITY_OUTPUTS: tuple[str, ...] = ("entity", "entity_list", "entity_map")
+"""Output types whose value names entities (and so reveals them)."""
+
+
 class OutputField(_Strict):
     """One success-payload field. Typed entity references are how a lookup *reveals* entities.
 
-    * ``type: entity`` (with ``node_type``): the value is an entity id; the agent now knows that entity.
-    * ``type: entity_list``: a list of ids, or of objects with an ``id`` key plus the ``fields`` given, each an
-      entity of ``node_type`` revealed with those fields.
+    * ``type: entity`` (with ``node_type``): the value is an entity id; the agent now knows that entity. With
+      ``id_field`` the value is a nested object instead, its id under that key and its ``fields`` revealed with it
+      (``{"item_id": "i7", "price": 20.0}``).
+    * ``type: entity_list``: a list of ids, or of objects whose id is under ``id_field`` (default ``id``) plus
+      the ``fields`` given, each an entity of ``node_type`` revealed with those fields (``[{"item_id": ...}]``).
+    * ``type: entity_map``: an object keyed by entity id, each value an object with the ``fields`` given
+      (``{"credit_card_123": {"kind": "credit_card"}}``); every key is an entity of ``node_type``.
     * a scalar type with ``of: <name>``: the value is field ``<name-of-this-output>`` of the entity that input
       parameter or output field ``<name>`` refers to (``status: {type: string, of: order_id}``).
-    * ``of`` on an entity or entity_list field links the referring entity to the revealed ones (the value is
-      also stored as that field of the ``of`` entity, e.g. an order's ``items``).
+    * ``of`` on an entity, entity_list or entity_map field links the referring entity to the revealed ones (the
+      ids are also stored as that field of the ``of`` entity, e.g. an order's ``items``; a map stores its keys).
+
+    :meth:`entity_items` is the one reading of such a value: what the agent's knowledge reveals
+    (:func:`~agentic_ray.domains.knowledge.reveal_result`), what the gateway's output check accepts and what a
+    ``belongs_to`` precondition's ``via`` lists.
     """
 
-    type: Literal["float", "int", "bool", "string", "list", "dict", "entity", "entity_list"] = Field(
-        description="Value type."
+    type: Literal["float", "int", "bool", "string", "list", "dict", "entity", "entity_list", "entity_map"] = (
+        Field(description="Value type.")
     )
-    node_type: str | None = Field(default=None, description="Entity type (entity and entity_list only).")
+    node_type: str | None = Field(
+        default=None, description="Entity type (entity, entity_list and entity_map only)."
+    )
     of: str | None = Field(
         default=None, description="Input parameter or output field naming the entity this value belongs to."
     )
     fields: dict[str, ScalarType] = Field(
-        default_factory=dict, description="entity_list of objects: the fields each object reveals."
+        default_factory=dict,
+        description="Entity objects (an entity_list's or entity_map's members, a nested entity): the fields each "
+        "object reveals.",
+    )
+    id_field: str | None = Field(
+        default=None,
+        description="Key holding the id in entity objects: an entity_list's objects (default `id`), or a nested "
+        "`entity` object (without it an `entity` value is a plain id). Not for entity_map (its keys are the ids).",
     )
     as_field: str | None = Field(
         default=None, description="Name of the entity field the value is stored as (default: this name)."
@@ -216,16 +237,62 @@ class OutputField(_Strict):
 
     @model_validator(mode="after")
     def _entity_type(self) -> OutputField:
-        if self.type in ("entity", "entity_list") and not self.node_type:
+        if self.type in ENTITY_OUTPUTS and not self.node_type:
             raise ValueError(f"a {self.type} output needs node_type")
-        if self.type not in ("entity", "entity_list") and (self.node_type or self.fields):
-            raise ValueError("node_type/fields are for entity and entity_list outputs only")
+        if self.type not in ENTITY_OUTPUTS and (self.node_type or self.fields or self.id_field):
+            raise ValueError(
+                "node_type/fields/id_field are for entity, entity_list and entity_map outputs only"
+            )
+        if self.type == "entity_map" and self.id_field is not None:
+            raise ValueError("an entity_map is keyed by id: id_field does not apply")
+        if self.type == "entity" and self.fields and self.id_field is None:
+            raise ValueError("an entity output with fields is a nested object: declare its id_field")
+        if self.id_field is not None and self.id_field in self.fields:
+            raise ValueError(f"id_field {self.id_field!r} is the id, not one of the fields")
         return self
 
     @property
     def scalar_type(self) -> str:
         """The JSON type a payload value must have."""
-        return {"entity": "string", "entity_list": "list"}.get(self.type, self.type)
+        if self.type == "entity":
+            return "dict" if self.id_field is not None else "string"
+        return {"entity_list": "list", "entity_map": "dict"}.get(self.type, self.type)
+
+    def entity_items(self, value: Any) -> list[tuple[str, dict[str, Any]]]:
+        """The entities an entity-typed value names, in order, each with the declared ``fields`` it carries.
+
+        Members that are not well formed (an object without its id, a non-string id) are skipped; the gateway's
+        output check (:func:`~agentic_ray.skills.param_validation.output_problem`) rejects such payloads first.
+
+        Returns:
+            ``[(id, {field: value})]``; ``[]`` for a non-entity output or a value of the wrong shape.
+        """
+        key = self.id_field or "id"
+        out: list[tuple[str, dict[str, Any]]] = []
+
+        def obj(eid: Any, d: Any) -> None:
+            if isinstance(eid, str) and eid:
+                out.append((eid, {k: d[k] for k in self.fields if k in d} if isinstance(d, dict) else {}))
+
+        if self.type == "entity":
+            if self.id_field is None:
+                obj(value, None)
+            elif isinstance(value, dict):
+                obj(value.get(key), value)
+        elif self.type == "entity_list" and isinstance(value, list):
+            for item in value:
+                if isinstance(item, str):
+                    obj(item, None)
+                elif isinstance(item, dict):
+                    obj(item.get(key), item)
+        elif self.type == "entity_map" and isinstance(value, dict):
+            for eid, item in value.items():
+                obj(eid, item)
+        return out
+
+    def entity_ids(self, value: Any) -> list[str]:
+        """The ids of :meth:`entity_items`."""
+        return [eid for eid, _f in self.entity_items(value)]
 
 
 class OutputSpec(_Strict):
@@ -312,15 +379,40 @@ class RequirementSpec(_Strict):
     target: str = Field(description="File path (relative to the contract file), env var, or module name.")
 
 
+class BelongsToSpec(_Strict):
+    """Membership through a revealed relation: ``member`` belongs to ``owner`` when the earlier call that names
+    the owner (its parameter or payload field called ``owner``) listed the member in its output ``via``.
+
+    ``{member: payment_method_id, owner: customer_id, via: payment_methods}`` on a precondition ``after:
+    find_customer`` means: a successful ``find_customer`` for this ``customer_id`` returned the
+    ``payment_method_id`` among its ``payment_methods`` (an entity, entity_list or entity_map output, read by
+    :meth:`OutputField.entity_items`). A list ``member`` belongs when every id in it does.
+    """
+
+    member: str = Field(description="Entity or list parameter of this skill that must belong to the owner.")
+    owner: str = Field(
+        description="Entity parameter of this skill naming the owner; the earlier call has a parameter or "
+        "payload field of the same name with the same value."
+    )
+    via: str = Field(
+        description="Output field of the earlier call (entity, entity_list or entity_map of the member's node "
+        "type) listing the owner's members."
+    )
+
+
 class PreconditionSpec(_Strict):
     """A business rule on the call history: an earlier successful call must exist.
 
     ``after`` names one skill, ``any_of`` alternatives (the customer is identified by email *or* by name and zip
-    code). ``same`` parameters must equal the earlier call's parameter or payload field of that name. ``bind``
-    ties the earlier call to another one: ``{user_id: [user.find, ...]}`` means the earlier call's payload
-    ``user_id`` equals the ``user_id`` of a successful call of one of those skills (the order acted on belongs to
-    the customer who was identified). A ``safety`` rule is a risk check: ``risk_mode: soft`` lifts it, and the
-    call then runs as a high-risk shortcut. The one implementation is :mod:`agentic_ray.skills.preconditions`.
+    code). ``same`` parameters must equal the earlier call's parameter or payload field of that name; several may
+    be named, and then one earlier call must match them all (the order *and* the customer it was read for).
+    ``belongs_to`` asks that a parameter belong to another through a relation the earlier call revealed (the
+    payment method is one of the identified customer's; see :class:`BelongsToSpec`). ``bind`` ties the earlier call
+    to another one: ``{user_id: [user.find, ...]}`` means the earlier call's payload ``user_id`` equals the
+    ``user_id`` of a successful call of one of those skills (the order acted on belongs to the customer who was
+    identified). A ``safety`` rule is a risk check: ``risk_mode: soft`` lifts it, and the call then runs as a
+    high-risk shortcut. The one implementation, read by the gateway and the action mask alike, is
+    :mod:`agentic_ray.skills.preconditions`.
     """
 
     after: str | None = Field(default=None, description="A skill that must have succeeded earlier.")
@@ -330,7 +422,12 @@ class PreconditionSpec(_Strict):
     )
     same: list[str] = Field(
         default_factory=list,
-        description="Parameters whose values must be equal in both calls (e.g. order_id).",
+        description="Entity parameters whose values must be equal in both calls (e.g. order_id); with several, "
+        "one earlier call matches them all.",
+    )
+    belongs_to: list[BelongsToSpec] = Field(
+        default_factory=list,
+        description="Membership between two entity parameters through a relation the earlier call revealed.",
     )
     bind: dict[str, list[str]] = Field(
         default_factory=dict,
@@ -350,6 +447,12 @@ class PreconditionSpec(_Strict):
     def skills(self) -> list[str]:
         """The skill(s) whose earlier success satisfies it."""
         return [self.after] if self.after is not None else list(self.any_of)
+
+    @property
+    def constrained(self) -> tuple[str, ...]:
+        """The parameters it constrains (``same``, then each ``belongs_to`` owner and member), in order."""
+        names = [*self.same, *(n for b in self.belongs_to for n in (b.owner, b.member))]
+        return tuple(dict.fromkeys(names))
 
 
 class SkillContract(_Strict):
@@ -464,19 +567,39 @@ def _skill_problems(
                 out.append(f"{where}.{key}: unknown skill {a!r}")
             elif a == s.name:
                 out.append(f"{where}.{key}: a skill cannot require an earlier call of itself")
-        for name in pc.same:
+        named_in_after = [(f"{where}.same", n) for n in pc.same]
+        named_in_after += [
+            (f"{where}.belongs_to.{b_i}.owner", b.owner) for b_i, b in enumerate(pc.belongs_to)
+        ]
+        for key, name in named_in_after:
             if name not in s.input:
-                out.append(f"{where}.same: {name!r} is not an input")
+                out.append(f"{key}: {name!r} is not an input")
             elif not isinstance(s.input[name], EntityParam):
-                out.append(f"{where}.same: {name!r} is not a single-entity parameter")
+                out.append(f"{key}: {name!r} is not a single-entity parameter")
             for a in pc.skills:
                 after = by.get(a)
                 if after is not None and name not in after.input and name not in after.output.fields:
-                    out.append(f"{where}.same: {name!r} is neither an input nor an output of {a}")
-        # The action mask checks `same` per pointer slot; a joint constraint over two arguments would make the
-        # mask disagree with the gateway, so `same` names at most one parameter.
-        if len(pc.same) > 1:
-            out.append(f"{where}.same: at most one entity parameter per precondition")
+                    out.append(f"{key}: {name!r} is neither an input nor an output of {a}")
+        for b_i, b in enumerate(pc.belongs_to):
+            key = f"{where}.belongs_to.{b_i}"
+            member = s.input.get(b.member)
+            if not isinstance(member, EntityParam | EntityListParam):
+                out.append(f"{key}.member: {b.member!r} is not an entity or list input")
+                continue
+            if b.member == b.owner:
+                out.append(f"{key}.member: an entity cannot belong to itself")
+            for a in pc.skills:
+                after = by.get(a)
+                via = after.output.fields.get(b.via) if after is not None else None
+                if after is None:
+                    continue
+                if via is None or via.type not in ENTITY_OUTPUTS:
+                    out.append(f"{key}.via: {b.via!r} is not an entity output of {a}")
+                elif via.node_type != member.node_type:
+                    out.append(
+                        f"{key}.via: {a}'s {b.via!r} lists {via.node_type} entities, {b.member!r} is a "
+                        f"{member.node_type}"
+                    )
         for a in pc.skills:
             after = by.get(a)
             if after is None or not after.output.fields:

@@ -319,7 +319,13 @@ class ToolExecutor:
         c = self.contracts.get(skill)
         if c is None or not c.preconditions:
             return True, ""
-        why = unmet_precondition(c, params, self._history.get(intent_id), enforce_safety=self.enforce_safety)
+        why = unmet_precondition(
+            c,
+            params,
+            self._history.get(intent_id),
+            enforce_safety=self.enforce_safety,
+            contracts=self.contracts,
+        )
         return why is None, why or ""
 
     def history(self, intent_id: str) -> list[CallRecord]:
@@ -502,7 +508,11 @@ class ToolExecutor:
                     continue
                 why = (
                     unmet_precondition(
-                        fc, fparams, self._history.get(intent_id), enforce_safety=self.enforce_safety
+                        fc,
+                        fparams,
+                        self._history.get(intent_id),
+                        enforce_safety=self.enforce_safety,
+                        contracts=self.contracts,
                     )
                     if fc.preconditions
                     else None

@@ -118,18 +118,30 @@ def output_problem(contract: SkillContract, payload: Any) -> str | None:
             return f"{name}: bool where {typ} expected"
         if not isinstance(v, _PY_TYPES[typ]):
             return f"{name}: {type(v).__name__} where {typ} expected"
-        if spec.type == "entity_list" and isinstance(v, list):
-            item: Any
-            for i, item in enumerate(v):
-                if isinstance(item, str):
-                    continue
-                if not isinstance(item, dict) or not isinstance(item.get("id"), str):
-                    return f"{name}[{i}]: an entity id or an object with an 'id' expected"
-                for f, ftyp in spec.fields.items():
-                    if f not in item:
-                        return f"{name}[{i}]: missing field {f!r}"
-                    if not isinstance(item[f], _PY_TYPES[ftyp]) or (
-                        ftyp in ("int", "float") and isinstance(item[f], bool)
-                    ):
-                        return f"{name}[{i}].{f}: {type(item[f]).__name__} where {ftyp} expected"
+        key = spec.id_field or "id"
+        value: Any = payload[name]  # its type is checked above
+        members: list[tuple[str, Any]] = []
+        if spec.type == "entity" and spec.id_field is not None:
+            members = [(name, value)]
+        elif spec.type == "entity_list":
+            members = [(f"{name}[{i}]", item) for i, item in enumerate(value) if not isinstance(item, str)]
+        elif spec.type == "entity_map":
+            for eid, item in value.items():
+                if not isinstance(eid, str) or not eid:
+                    return f"{name}: keys must be entity ids"
+                if spec.fields and not isinstance(item, dict):
+                    return f"{name}[{eid!r}]: an object with {sorted(spec.fields)} expected"
+            members = [(f"{name}[{eid!r}]", item) for eid, item in value.items() if spec.fields]
+        for where, item in members:
+            if spec.type != "entity_map" and (
+                not isinstance(item, dict) or not isinstance(item.get(key), str)
+            ):
+                return f"{where}: an entity id or an object with an {key!r} expected"
+            for f, ftyp in spec.fields.items():
+                if f not in item:
+                    return f"{where}: missing field {f!r}"
+                if not isinstance(item[f], _PY_TYPES[ftyp]) or (
+                    ftyp in ("int", "float") and isinstance(item[f], bool)
+                ):
+                    return f"{where}.{f}: {type(item[f]).__name__} where {ftyp} expected"
     return None

@@ -188,17 +188,19 @@ def create_app(
         except InvalidParams as e:
             return _fail("INVALID_INPUT", str(e))
         key = (call.world_id, call.intent_id)
-        why = unmet_precondition(c, params, history.get(key)) if c.preconditions else None
+        why = unmet_precondition(c, params, history.get(key), contracts=by_name) if c.preconditions else None
         if why is not None:
             return _fail("PRECONDITION_FAILED", why, warnings=warnings, params=params)
-        fault, lat_ms = world_faults.get(call.world_id, state["faults"]).draw(name)
+        injector = world_faults.get(call.world_id, state["faults"])
+        fault, lat_ms = injector.draw(name)
         if fault == "timeout":
             await asyncio.sleep(c.sla.timeout_ms / 1000.0 * 1.5)
             return _fail("TOOL_TIMEOUT", "injected timeout", retryable=True)
         if lat_ms:
             await asyncio.sleep(lat_ms / 1000.0)
         if fault == "failure":
-            return _fail("UPSTREAM_ERROR", "injected failure", retryable=True)
+            err = injector.failure(name)
+            return _fail(err.code, err.message, err.retryable)
         try:
             handler, world = handlers[name], worlds.get(call.world_id)
             payload = idempotency.run(call.world_id, call.idempotency_key, lambda: handler(world, params))

@@ -28,10 +28,20 @@ failure, so the demonstrations would never show what the diagnosis changes (the 
 after the failure).
 Each wrong-sample episode is labelled with the root-cause class (``ROOT_CAUSES``) that the env attributed to its
 first failed step; the reflection head itself learns from every step's ``obs["reflection"]``.
+
+Every imitated action is checked against the masks of the step it is taken in
+(:meth:`~agentic_ray.envs.agent_task_env.AgentTaskEnv.mask_violation`): an action the masks forbid has a
+log-probability of about ``-1e9`` under the policy (the masked logit), so one such step dominates the imitation
+loss (issue 26 measured an NLL of 8.78e6 from one soft-masked expert action). A forbidden action is a
+:class:`ForbiddenDemoAction` naming the demonstration, the step, the skill and the mask's reason; the collector drops
+that demonstration and reports what it dropped and why (:class:`DemoSet`), or raises with ``strict=True``. The wrong
+step of a wrong sample is exempt: it is wrong on purpose and weighs 0.
 """
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +63,54 @@ clean one."""
 WRONG_KINDS = ("garbled", "reversed", "caller_error")
 WRONG_KIND_WEIGHTS = {"garbled": 1, "reversed": 1, "caller_error": 2}
 """Relative shares of the wrong-sample kinds."""
+
+
+logger = logging.getLogger(__name__)
+
+
+class ForbiddenDemoAction(ValueError):
+    """An imitated action the masks of its step forbid.
+
+    Attributes:
+        demo: the demonstration's index in collection order.
+        kind: its kind (``clean``, ``garbled``, ...).
+        family: its task family.
+        step: the step (0-based) that holds the action.
+        skill: the action's skill.
+        reason: the mask's reason (the hard, soft or business rule, or the argument that fails a precondition).
+    """
+
+    def __init__(self, demo: int, kind: str, family: str, step: int, skill: str, reason: str) -> None:
+        super().__init__(
+            f"demonstration {demo} ({kind}, {family}), step {step}: the expert's {skill} is forbidden by the "
+            f"masks: {reason}"
+        )
+        self.demo, self.kind, self.family, self.step, self.skill, self.reason = (
+            demo,
+            kind,
+            family,
+            step,
+            skill,
+            reason,
+        )
+
+
+class DemoSet(list):  # type: ignore[type-arg]
+    """The collected demonstrations (a list of :class:`Demo`), with what was dropped.
+
+    Attributes:
+        dropped: ``"<skill>: <reason>" -> count`` of demonstrations dropped for a forbidden action.
+        errors: the :class:`ForbiddenDemoAction` of each dropped demonstration, in order.
+    """
+
+    def __init__(self, demos: Sequence[Demo] = (), errors: Sequence[ForbiddenDemoAction] = ()) -> None:
+        super().__init__(demos)
+        self.errors = list(errors)
+        self.dropped: Counter[str] = Counter(f"{e.skill}: {e.reason}" for e in self.errors)
+
+    @property
+    def n_dropped(self) -> int:
+        return len(self.errors)
 
 
 @dataclass
@@ -89,13 +147,21 @@ def collect_demos(
     seed: int = 0,
     on_demo: Callable[[], None] | None = None,
     caller_errors: Sequence[str] = CALLER_ERROR_CAUSES,
-) -> list[Demo]:
+    strict: bool = False,
+) -> DemoSet:
     """``n`` expert trajectories; ``wrong_share`` of them are controlled wrong samples (kinds by
     :data:`WRONG_KIND_WEIGHTS`).
 
     ``caller_errors``: the injected errors ``caller_error`` demos take in turn (add ``tool_error`` for the control).
 
     ``on_demo`` is called after each trajectory (progress).
+
+    Returns:
+        The demonstrations whose every imitated action the masks allow; ``.dropped`` and ``.errors`` say how many
+        were dropped and why (see the module docstring).
+
+    Raises:
+        ForbiddenDemoAction: with ``strict``, at the first imitated action the masks forbid.
     """
     rng = np.random.default_rng(seed)
     clean_cfg = env_config.model_copy(
@@ -130,6 +196,7 @@ def collect_demos(
     envs["reversed"] = envs["clean"]
     expert = envs["clean"].domain.expert()
     demos: list[Demo] = []
+    errors: list[ForbiddenDemoAction] = []
     n_wrong = round(n * wrong_share)
     kinds = ["clean"] * (n - n_wrong)
     total = sum(WRONG_KIND_WEIGHTS.values())
@@ -158,9 +225,16 @@ def collect_demos(
             kind=kind if wrong is not None or kind == "garbled" else "clean",
             family=env.task.family if env.task else "",
         )
+        forbidden: ForbiddenDemoAction | None = None
         while True:
             injected = len(d.obs) == wrong_at and wrong is not None
             a = wrong if injected else env.encode_action(*expert.plan(env.view()))
+            why = None if injected else env.mask_violation(a)
+            if why is not None:
+                forbidden = ForbiddenDemoAction(i, d.kind, d.family, len(d.obs), *why)
+                if strict:
+                    raise forbidden
+                break  # the demonstration is dropped; the env's next reset starts afresh
             d.obs.append(obs)
             d.actions.append(a)
             d.weights.append(0.0 if injected else 1.0)
@@ -173,9 +247,13 @@ def collect_demos(
             if term or trunc:
                 d.completed = EpisodeRecord.from_dict(info[EPISODE_RECORD]).completed
                 break
-        demos.append(d)
+        if forbidden is None:
+            demos.append(d)
+        else:
+            errors.append(forbidden)
+            logger.warning("dropped %s", forbidden)
         if on_demo is not None:
             on_demo()
     for e in {id(v): v for v in [*envs.values(), *caller_envs.values()]}.values():
         e.close()
-    return demos
+    return DemoSet(demos, errors)

@@ -17,6 +17,14 @@ Run directory layout (``<storage_path>/<name>-<timestamp>/``, see :mod:`agentic_
 Gates (seed 000): after IL, validation TCSR ≥ ``il.gate_tcsr``, else IL repeats with more demonstrations up to
 ``il.max_repeats`` times and the run goes on with a recorded failed gate; after RL, DVR ≥ ``rl.gate_dvr``, else the
 run stops with a diagnosis (the planning reward needs revisiting, not more training).
+
+No stage ships a worse policy (``stages.keep_better``, issue 26): after each stage its final validation completion
+is compared, task by task, with the evaluation of the policy the stage received (the baseline: the last kept
+stage's). When it is worse beyond the noise (:mod:`agentic_ray.stages.stage_guard`: exact one-sided McNemar test
+at ``stages.regression_alpha``), the stage's policy is saved as ``checkpoints/<stage>_rejected``, the baseline's
+checkpoint is restored and goes forward as ``checkpoints/<stage>``, the gate ``<stage>_completion`` records the
+test, and the run ends with status ``regressed`` (exit 5) once its stages are done. The first stage has no
+baseline (nothing was evaluated before it) and is kept.
 """
 
 from __future__ import annotations
@@ -71,8 +79,13 @@ class PipelineState:
     checkpoint: str | None = None
     gates: dict[str, Any] = field(default_factory=dict)
     auto_pause: dict[str, Any] = field(default_factory=dict)
-    status: str = "running"  # running | finished | paused | gate_failed
+    status: str = "running"  # running | finished | paused | gate_failed | regressed
     il_demos: int = 0
+    baseline: dict[str, Any] = field(default_factory=dict)
+    """The kept policy the next stage is judged against: ``stage``, ``checkpoint``, ``completed`` (``[family,
+    task seed, completed]`` of its last validation) and ``row`` (that evaluation's metrics row)."""
+    regressions: list[str] = field(default_factory=list)
+    """Stages whose policy was rejected as worse (their baseline's checkpoint went forward)."""
 
     def save(self, run_dir: Path) -> None:
         tmp = run_dir / (STATE_FILE + ".tmp")
@@ -228,6 +241,11 @@ class Pipeline:
                     caller_errors=il.caller_error_kinds,
                 )
                 self.demos = demos
+            if demos.n_dropped:
+                self.say(
+                    f"[il] dropped {demos.n_dropped} demonstrations holding an action the masks forbid: "
+                    + "; ".join(f"{n} x {why}" for why, n in demos.dropped.most_common())
+                )
             module = current_module(self.algo)
             with self.progress.task("il imitation", il.epochs, "epochs") as bar:
                 stats = imitate_stage(
@@ -239,7 +257,14 @@ class Pipeline:
                 f"{stats['nll'][0]:.3f} → {stats['nll'][-1]:.3f} in {time.time() - t0:.0f}s"
             )
             res = self.evaluate(
-                "il", attempt, {"bc_nll": stats["nll"][-1], "bc_nll_epochs": stats["nll"], "demos": n}
+                "il",
+                attempt,
+                {
+                    "bc_nll": stats["nll"][-1],
+                    "bc_nll_epochs": stats["nll"],
+                    "demos": n,
+                    "demos_dropped": dict(demos.dropped),
+                },
             )
             passed = res.metrics.tcsr >= il.gate_tcsr
             self.state.gates[f"il_tcsr_attempt{attempt}"] = {
@@ -464,10 +489,11 @@ class Pipeline:
                 if self.state.stage != stage:
                     self.state.stage, self.state.iteration = stage, 0
                 runners[stage]()
+                self._keep_better(stage)
                 self.state.completed.append(stage)
                 self.state.stage, self.state.iteration = None, 0
                 self._checkpoint(stage)
-            self.state.status = "finished"
+            self.state.status = "regressed" if self.state.regressions else "finished"
             self.state.save(self.run_dir)
         except StopPipeline:
             pass
@@ -483,6 +509,55 @@ class Pipeline:
             "status": self.state.status,
             "final": self.last,
             "gates": self.state.gates,
+        }
+
+    def _keep_better(self, stage: str) -> None:
+        """No stage ships a worse policy (see the module docstring): compare the stage's last validation with its
+        baseline's; restore the baseline's checkpoint when the stage is worse beyond the noise, else make the
+        stage the next baseline. Its checkpoint (``checkpoints/<stage>``) is saved by the caller right after."""
+        from agentic_ray.stages.stage_guard import compare_completion, completion_by_task
+
+        if not self.s.stages.keep_better:
+            return
+        if self.last_eval is None:  # resumed after the stage's last evaluation: judge a fresh one
+            self.evaluate(stage, self.state.iteration, {"keep_better_check_after_resume": True})
+        assert self.last_eval is not None
+        now = completion_by_task(self.last_eval.records)
+        base = self.state.baseline
+        if base:
+            cmp = compare_completion(
+                {(f, int(t)): bool(c) for f, t, c in base["completed"]}, now, self.s.stages.regression_alpha
+            )
+            name = f"{stage}_completion"
+            gate = {
+                "value": cmp.after,
+                "threshold": cmp.before,
+                "passed": not cmp.worse,
+                "baseline": base["stage"],
+                **cmp.to_dict(),
+            }
+            self.state.gates[name] = gate
+            self._log({"stage": stage, "iteration": self.state.iteration, "gates": {name: gate}})
+            if cmp.worse:
+                self._checkpoint(f"{stage}_rejected")
+                # The baseline's weights only: counters (env steps, iterations) and the learner's own state go on.
+                module = "learner_group/learner/rl_module"
+                self.algo.restore_from_path(Path(base["checkpoint"]) / module, component=module)
+                sync_env_runners(self.algo)
+                self.state.regressions.append(stage)
+                self.last = dict(base["row"])
+                self.say(
+                    f"[{stage}] rejected: validation completion {cmp.after:.3f} < {cmp.before:.3f} of the "
+                    f"{base['stage']} policy ({cmp.only_before} tasks lost, {cmp.only_after} gained of {cmp.n}, "
+                    f"one-sided exact p = {cmp.p_value:.4f} < {cmp.alpha}); the {base['stage']} checkpoint goes "
+                    f"forward (this stage's policy is in checkpoints/{stage}_rejected)"
+                )
+                return
+        self.state.baseline = {
+            "stage": stage,
+            "checkpoint": str((self.run_dir / "checkpoints" / stage).resolve()),
+            "completed": [[f, t, c] for (f, t), c in sorted(now.items())],
+            "row": {k: v for k, v in self.last.items() if k != "time"},
         }
 
     def _expert_baseline(self) -> None:

@@ -95,7 +95,13 @@ def shared_imitation(base_raw: dict[str, Any], sweep_dir: Path, say: Callable[[s
             raise ImitationStopped(out["status"], run)
     done = PipelineState.load(run)
     return asdict(
-        PipelineState(completed=["il"], checkpoint=done.checkpoint, gates=done.gates, il_demos=done.il_demos)
+        PipelineState(
+            completed=["il"],
+            checkpoint=done.checkpoint,
+            gates=done.gates,
+            il_demos=done.il_demos,
+            baseline=done.baseline,
+        )
     )
 
 

@@ -15,15 +15,20 @@ from agentic_ray.eval.correction import FIX_STEPS, first_failure, fixed
 from agentic_ray.graph_spec import ROOT_CAUSES
 from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord
+from tests.helpers.plugin_domain import NAME as PLUGIN
+from tests.helpers.plugin_domain import register
 
 SUPPORTED = {
     "ecommerce": INJECTED_CAUSES,
     # help-desk tools check no read revision and no contract sets a max_from limit
     "helpdesk": ("wrong_entity", "tool_error"),
+    # the plug-in test domain defines no caller-error hooks: every cause is the generic, contract-derived one
+    PLUGIN: INJECTED_CAUSES,
 }
 
 
 def _env(domain: str, cause: str, **kw: Any) -> AgentTaskEnv:
+    register()
     return AgentTaskEnv(
         AgentTaskEnvConfig(
             domain=domain, faults={"caller_error_share": 1.0, "caller_errors": {cause: 1.0}}, **kw

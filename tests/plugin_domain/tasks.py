@@ -1,0 +1,190 @@
+"""Task families of the plug-in domain, its options schema, and the seeds.
+
+A family is a builder in :data:`BUILDERS` (``_Ctx -> _Spec``), so another family is one more function: the
+world, the request and the goal DAG are built there, the rest (facts, relevance, validation) is shared.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentic_ray.domains.protocol import EntityRef, Goal, Request, Task
+from tests.plugin_domain.world import CANCEL_REASONS, RetailWorld, make_world
+
+VALIDATION_SEED_BASE = 1_000_000
+"""Task seeds at or above this value are validation seeds; training draws below it."""
+
+
+class RetailOptions(BaseModel):
+    """The domain's options (``env.domain_options``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items_per_order: int = Field(default=2, ge=1, le=4, description="Items in each of the customer's orders.")
+    refund_to: Literal["requested", "original"] = Field(
+        default="requested",
+        description="Judging regime of refunds: to the payment method the customer asks for, or always back to "
+        "the one the order was paid with (the request then asks for that).",
+    )
+
+
+@dataclass
+class _Ctx:
+    world: RetailWorld
+    rng: np.random.Generator
+    options: RetailOptions
+
+
+@dataclass
+class _Spec:
+    text: str
+    goals: tuple[Goal, ...]
+    mentioned: tuple[EntityRef, ...]
+    relevant: tuple[str, ...]
+    optimal_steps: int
+    end: Literal["goals", "world_state"] = "goals"
+    end_skill: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _pick(ctx: _Ctx, n: int) -> int:
+    return int(ctx.rng.integers(n))
+
+
+def refund_item(ctx: _Ctx) -> _Spec:
+    """Refund one item of a delivered order to a payment method (membership preconditions, keyed outputs)."""
+    c = ctx.world.customer
+    o = c.orders[_pick(ctx, len(c.orders))]
+    o.status = "delivered"
+    item = o.items[_pick(ctx, len(o.items))]
+    if ctx.options.refund_to == "original":
+        pm = next(p for p in c.payment_methods if p.id == o.paid_with)
+        where = f"back to the {pm.kind.replace('_', ' ')} I paid with"
+    else:
+        pm = c.payment_methods[_pick(ctx, len(c.payment_methods))]
+        where = f"to my {pm.kind.replace('_', ' ')}"
+    args = {"customer_id": c.id, "order_id": o.id, "item_id": item.id, "payment_method_id": pm.id}
+    goal = Goal(
+        "refund",
+        "refund_item",
+        args=args,
+        numeric={"amount": item.price},
+        description="refund the item",
+        hints={"category": item.category, "kind": pm.kind},
+    )
+    text = f"Hi, this is {c.email}. Please refund the {item.category} from order {o.id} {where}."
+    return _Spec(text, (goal,), (EntityRef("order", o.id),), (c.id, o.id, item.id, pm.id), 3)
+
+
+def return_items(ctx: _Ctx) -> _Spec:
+    """Return one or two items of a delivered order, named by id (a list member that must belong to the order:
+    the items are known from the start, the mask allows them once the order is read)."""
+    c = ctx.world.customer
+    o = c.orders[_pick(ctx, len(c.orders))]
+    o.status = "delivered"
+    n = min(len(o.items), 1 + _pick(ctx, 2))
+    items = [o.items[int(j)] for j in sorted(ctx.rng.permutation(len(o.items))[:n])]
+    goal = Goal(
+        "return",
+        "return_items",
+        args={"customer_id": c.id, "order_id": o.id, "item_ids": [i.id for i in items]},
+        description="start the return",
+        hints={"category": items[0].category},
+    )
+    what = " and ".join(f"the {i.category} ({i.id})" for i in items)
+    text = f"Hi, this is {c.email}. I want to return {what} from order {o.id}."
+    mentioned = (EntityRef("order", o.id), *(EntityRef("item", i.id) for i in items))
+    return _Spec(text, (goal,), mentioned, (c.id, o.id, *(i.id for i in items)), 3)
+
+
+def cancel_order(ctx: _Ctx) -> _Spec:
+    """Cancel a pending order (membership of the order in the customer's listed orders, keyed by id)."""
+    c = ctx.world.customer
+    o = c.orders[_pick(ctx, len(c.orders))]
+    o.status = "pending"
+    reason = CANCEL_REASONS[_pick(ctx, len(CANCEL_REASONS))]
+    goal = Goal(
+        "cancel",
+        "cancel_order",
+        args={"customer_id": c.id, "order_id": o.id, "reason": reason},
+        description="cancel the order",
+    )
+    text = f"Hi, this is {c.email}. Please cancel order {o.id}, {reason.replace('_', ' ')}."
+    return _Spec(text, (goal,), (EntityRef("order", o.id),), (c.id, o.id), 3)
+
+
+def no_change(ctx: _Ctx) -> _Spec:
+    """The customer asks to cancel an order that has already shipped: nothing may change; the case is closed
+    telling them so. No goal: the task declares its end (``close_case``) and is judged on the final world."""
+    c = ctx.world.customer
+    o = c.orders[_pick(ctx, len(c.orders))]
+    o.status = "delivered"
+    gold = ctx.world.state()
+    text = f"Hi, this is {c.email}. Please cancel order {o.id}."
+    extra = {"gold_state": json.dumps([gold[0], gold[1], "not_cancellable"])}
+    return _Spec(text, (), (EntityRef("order", o.id),), (c.id, o.id), 2, "world_state", "close_case", extra)
+
+
+BUILDERS: dict[str, Callable[[_Ctx], _Spec]] = {
+    "refund_item": refund_item,
+    "return_items": return_items,
+    "cancel_order": cancel_order,
+    "no_change": no_change,
+}
+FAMILIES: tuple[str, ...] = tuple(BUILDERS)
+
+
+def generate_task(family: str, seed: int, options: RetailOptions) -> tuple[RetailWorld, Task]:
+    """The world and task of ``(family, seed, options)``."""
+    if family not in BUILDERS:
+        raise KeyError(f"unknown task family {family!r}; known: {FAMILIES}")
+    rng = np.random.default_rng([seed, FAMILIES.index(family)])
+    world = make_world(rng, options.items_per_order)
+    spec = BUILDERS[family](_Ctx(world, rng, options))
+    task = Task(
+        family=family,
+        seed=seed,
+        request=Request(spec.text, {"email": world.customer.email}, spec.mentioned),
+        goals=spec.goals,
+        optimal_steps=spec.optimal_steps,
+        relevant=spec.relevant,
+        end=spec.end,
+        end_skill=spec.end_skill,
+        extra={**spec.extra, "refund_to": options.refund_to},
+    )
+    return world, task
+
+
+def final_state_ok(world: RetailWorld, task: Task) -> bool:
+    """``end: world_state``: the world is the one the gold actions leave."""
+    return json.dumps(list(world.state())) == task.extra["gold_state"]
+
+
+def goal_feasible(world: RetailWorld, goal: Goal) -> bool:
+    """Whether a pending goal can still be satisfied from this world (False = unrecoverable)."""
+    o = world.order(str(goal.args.get("order_id", "")))
+    if o is None:
+        return False
+    if goal.skill == "refund_item":
+        hit = world.item(str(goal.args["item_id"]))
+        return o.status in ("processed", "delivered") and hit is not None and hit[1].status == "normal"
+    if goal.skill == "cancel_order":
+        return o.status == "pending"
+    if goal.skill == "return_items":
+        hits = [world.item(str(i)) for i in goal.args["item_ids"]]
+        return o.status == "delivered" and all(h is not None and h[1].status == "normal" for h in hits)
+    return True
+
+
+def validation_seeds(family: str, n: int) -> list[int]:
+    return [VALIDATION_SEED_BASE + FAMILIES.index(family) * 100_000 + i for i in range(n)]
+
+
+def draw_training_seed(rng: np.random.Generator) -> int:
+    return int(rng.integers(0, VALIDATION_SEED_BASE))
