@@ -100,6 +100,14 @@ def eval_cmd(
     ],
     checkpoint: Annotated[str, typer.Option(help="Stage checkpoint: reflection, rl, il or latest.")] = "",
     tasks_per_family: Annotated[int | None, typer.Option(min=1, help="Validation tasks per family.")] = None,
+    cu: Annotated[
+        bool | None,
+        typer.Option(
+            "--cu/--no-cu",
+            help="Run the Correction Uplift ablation (default: as the run's eval.cu_ablation). It rolls paired "
+            "episodes until eval.cu_min_pairs first failures, so it is most of eval's time.",
+        ),
+    ] = None,
 ) -> None:
     """Re-evaluate a run's checkpoint on the fixed validation tasks and print the metrics.
 
@@ -132,7 +140,7 @@ def eval_cmd(
         ModulePolicy(module),
         env_cfg,
         tasks_per_family or settings.eval.tasks_per_family,
-        cu_ablation=settings.eval.cu_ablation,
+        cu_ablation=settings.eval.cu_ablation if cu is None else cu,
         cu_env=cu_env_config(env_cfg, settings.eval.cu_caller_error_share),
         cu_min_pairs=settings.eval.cu_min_pairs,
     )

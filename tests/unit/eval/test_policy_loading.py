@@ -118,6 +118,7 @@ def test_eval_takes_a_relative_run_path(module_ckpt, tmp_path, monkeypatch):
     """``agentic-ray eval runs/<name>`` as the README gives it (it used to fail: ArrowInvalid, empty URI scheme)."""
     _run_dir(tmp_path, module_ckpt, damage=False)
     monkeypatch.chdir(tmp_path)
-    r = invoke(["eval", "run", "--checkpoint", "latest", "--tasks-per-family", "1"])
+    r = invoke(["eval", "run", "--checkpoint", "latest", "--tasks-per-family", "1", "--no-cu"])
     assert r.exit_code == 0, r.stdout + r.stderr
     assert f"checkpoint: {tmp_path / 'run' / 'checkpoints' / 'latest'}" in r.stdout
+    assert '"correction": null' in r.stdout or '"correction": {}' in r.stdout, r.stdout[-2000:]
