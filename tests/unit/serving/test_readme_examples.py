@@ -1,5 +1,5 @@
-"""The README's Serving ``curl`` examples, sent as written to the service's HTTP app (no Ray): every one is
-answered 200, so the documented bodies stay valid as the schemas change."""
+"""The ``curl`` examples of the README and the docs site, sent as written to the service's HTTP app (no Ray): every
+one is answered 200, so the documented bodies stay valid as the schemas change."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ CURL = re.compile(r"curl -s\S* http://127\.0\.0\.1:8000(?P<path>/\S+) .*?-d '(?P
 
 
 def _examples() -> list[tuple[str, dict]]:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Serving") :]
-    section = section[: section.index("\n## ", 3)]
-    return [(m["path"], json.loads(m["body"])) for m in CURL.finditer(section.replace("\\\n", " "))]
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    text = "\n".join(p.read_text() for p in pages)
+    return [(m["path"], json.loads(m["body"])) for m in CURL.finditer(text.replace("\\\n", " "))]
 
 
 def test_readme_curl_examples_are_answered(settings_dict):
