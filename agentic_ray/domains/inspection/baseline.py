@@ -8,9 +8,10 @@ reads a goal's hidden arguments or the parts' specs (the expert does).
 
 Per ready goal (most urgent first): list the line; detect (or read) the next part not yet inspected (or not read
 cleanly: a read whose check character fails is read again); rank every inspected part with the goal's ``k``;
-record the parts the revealed fields select for the goal's finding (``crack``: the ranking's top k if one was
-made, else every part with a reported crack; ``scratch``/``clean``: no crack and some / no scratch;
-``serial_mismatch``: a clean read that does not match the manifest); hand an unusable frame to a person.
+record a part the request names with what its inspection found (``crack`` if a crack was reported, else
+``scratch`` if a scratch was, else ``clean``), or else the parts the revealed fields select for the finding the
+goal (and the request) states (``crack``: the ranking's top k if one was made, else every part with a reported
+crack; ``serial_mismatch``: a clean read that does not match the manifest); hand an unusable frame to a person.
 """
 
 from __future__ import annotations
@@ -56,9 +57,13 @@ class FixedThresholdPolicy:
                 inspected = [p for p in parts if "n_cracks" in fields[p]]
                 step = skill, {"part_ids": inspected, "k": self._constraint(view, i)}
             elif skill == "db_update":
-                finding = self._constraint(view, i)
-                chosen = self._select(finding, fields)
-                step = (skill, {"part_ids": chosen, "finding": finding}) if chosen else None
+                named = [p for p in task.goals[i].args.get("part_ids", []) if ("part", p) in k.mentioned]
+                if named:  # a record of parts the request names: what the inspection found
+                    step = skill, {"part_ids": named, "finding": self._finding(fields.get(named[0], {}))}
+                else:
+                    finding = self._constraint(view, i)
+                    chosen = self._select(finding, fields)
+                    step = (skill, {"part_ids": chosen, "finding": finding}) if chosen else None
             elif skill == "inspector.handoff":
                 bad = [p for p in parts if fields[p].get("image_ok") is False]
                 step = skill, ({"part_id": bad[0]} if bad else {}) | {"reason": "unreadable_image"}
@@ -76,18 +81,16 @@ class FixedThresholdPolicy:
         return str(v) if v in p.choices else p.choices[0]
 
     @staticmethod
+    def _finding(f: dict[str, Any]) -> str:
+        if f.get("n_cracks", 0) > 0:
+            return "crack"
+        return "scratch" if f.get("n_scratches", 0) > 0 else "clean"
+
+    @staticmethod
     def _select(finding: str, fields: dict[str, dict[str, Any]]) -> list[str]:
         if finding == "crack":
             top = [p for p, f in fields.items() if f.get("in_top_k") is True]
             return top or [p for p, f in fields.items() if f.get("n_cracks", 0) > 0]
-        if finding in ("scratch", "clean"):
-            inspected = {p: f for p, f in fields.items() if "n_cracks" in f}
-            scratched = [
-                p for p, f in inspected.items() if f["n_cracks"] == 0 and f.get("n_scratches", 0) > 0
-            ]
-            if finding == "scratch":
-                return scratched
-            return [p for p, f in inspected.items() if f["n_cracks"] == 0 and p not in scratched]
         return [
             p for p, f in fields.items() if f.get("checksum_ok") is True and f.get("manifest_match") is False
         ]

@@ -121,11 +121,11 @@ def _disputed_batch(c: _Line) -> tuple[list[Goal], str, dict[str, Any]]:
             c.add([], c.r.randint(1, 2) if kind == "scratch" else 0)
     truth = dict(zip(_ids(c.parts), kinds, strict=True))
     goals = [Goal(f"detect.{i}", "detect", {"part_id": pid}) for i, pid in enumerate(truth)]
-    for f in ("crack", "scratch", "clean"):
-        group = [pid for pid, k in truth.items() if k == f]
-        if group:
-            deps = tuple(f"detect.{i}" for i, pid in enumerate(truth) if pid in group)
-            goals.append(Goal(f"record.{f}", "db_update", {"part_ids": group, "finding": f}, deps=deps))
+    # One record per part: the goals' shape must not say which findings the batch holds (hidden until inspected).
+    goals += [
+        Goal(f"record.{i}", "db_update", {"part_ids": [pid], "finding": f}, deps=(f"detect.{i}",))
+        for i, (pid, f) in enumerate(truth.items())
+    ]
     names = ", ".join(truth)
     text = (
         f"The customer disputes parts {names} from line {c.line}: they were shipped as clean. Inspect each "
