@@ -6,7 +6,7 @@ parts it names), the goals as the observation shows them (their skill, whether t
 goal constrains, e.g. the finding to record or the ``k`` of a ranking) and the revealed part fields. It never
 reads a goal's hidden arguments or the parts' specs (the expert does).
 
-Per ready goal (most urgent first): list the line; detect (or read) the next part not yet inspected (or not read
+List the line when the request names no part; then per ready goal (most urgent first): detect (or read) the next part not yet inspected (or not read
 cleanly: a read whose check character fails is read again); rank every inspected part with the goal's ``k``;
 record a part the request names with what its inspection found (``crack`` if a crack was reported, else
 ``scratch`` if a scratch was, else ``clean``), or else the parts the revealed fields select for the finding the
@@ -42,12 +42,14 @@ class FixedThresholdPolicy:
             (i for i in range(len(task.goals)) if view.ready[i]),
             key=lambda j: (-task.goals[j].priority, j),
         )
+        if not parts and view.allowed(
+            "line.list_parts"
+        ):  # the request names no part: see what is on the line
+            return "line.list_parts", {"line": task.request.facts.get("line", "")}
         for i in ready:
             skill = task.goals[i].skill
             step: tuple[str, dict[str, Any]] | None = None
-            if skill == "line.list_parts":
-                step = skill, {"line": task.request.facts.get("line", "")}
-            elif skill == "detect":
+            if skill == "detect":
                 todo = [p for p in parts if "image_ok" not in fields[p]]
                 step = (skill, {"part_id": todo[0], **self.detect_params}) if todo else None
             elif skill == "ocr_extract":

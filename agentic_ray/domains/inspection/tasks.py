@@ -3,8 +3,8 @@
 ``generate_task(family, seed, garble_rate)`` draws a line (its camera contrast, its parts: cracks, scratches,
 serials) and returns the world and the :class:`~agentic_ray.domains.protocol.Task`:
 
-* ``top_cracks``: "find the k most severely cracked parts on the line and record them": list, detect every part,
-  rank them (``rank_topk``, k as the request says), record the top k as cracked. Judged on the database: the top
+* ``top_cracks``: "find the k most severely cracked parts on the line and record them": detect every part (the
+  line is listed first, a lookup), rank them (``rank_topk``, k as the request says), record the top k as cracked. Judged on the database: the top
   k recorded ``crack`` and no other part.
 * ``disputed_batch``: the customer disputes three parts (named in the request) shipped as clean: inspect each and
   record what it is (``crack``, ``scratch`` or ``clean``). Their cracks are faint and the camera is poor that
@@ -135,11 +135,10 @@ def _disputed_batch(c: _Line) -> tuple[list[Goal], str, dict[str, Any]]:
 
 
 def _survey(c: _Line, skill: str, chosen: list[str], finding: str) -> tuple[list[Goal], dict[str, Any]]:
-    """List the line, run ``skill`` on every part, record ``chosen`` with ``finding``: the goals, and the judged
-    findings (``chosen`` have it, no other part does)."""
+    """Run ``skill`` on every part of the line (which the agent lists first: a lookup, not a goal), record
+    ``chosen`` with ``finding``: the goals, and the judged findings (``chosen`` have it, no other part does)."""
     ids = _ids(c.parts)
-    goals = [Goal("list", "line.list_parts", {"line": c.line}, description="see what is on the line")]
-    goals += [Goal(f"{skill}.{i}", skill, {"part_id": pid}, deps=("list",)) for i, pid in enumerate(ids)]
+    goals = [Goal(f"{skill}.{i}", skill, {"part_id": pid}) for i, pid in enumerate(ids)]
     goals.append(
         Goal(
             "record",
@@ -252,7 +251,7 @@ def generate_task(family: str, seed: int, garble_rate: float = 0.0) -> tuple[Ins
             mentioned=tuple(EntityRef("part", pid) for pid in _ids(c.parts) if pid in mentioned),
         ),
         goals=tuple(goals),
-        optimal_steps=len(goals),  # one call per goal: listing, inspections, ranking, the records
+        optimal_steps=len(goals) + (family not in MENTIONED),  # the listing, then one call per goal
         relevant=tuple(relevant),
         end="world_state" if judged else "goals",
         extra={**judged, SPECS: {p.id: p.spec.to_dict() for p in c.parts}},
