@@ -15,6 +15,11 @@ CONTEXT_CUSTOMER_LEVEL = "customer_level"  # loyalty level, 1 (new) .. 5
 CONTEXT_COMPLAINT_RATE = "customer_complaint_rate"  # historical complaints per order, [0, 1]
 CONTEXT_VERIFIED = "customer_verified"  # 1.0 if the identity was verified in the session
 
+# EpisodeRecord.context keys of per-call outcomes (agentic_ray.rewards.call_outcomes): a domain whose tools detect
+# or rank lists what each call returned beside the truth, for the detection and ranking reward layers.
+CONTEXT_DETECTION_CALLS = "detection_calls"  # list of DetectionOutcome.to_context() dicts
+CONTEXT_RANKING_CALLS = "ranking_calls"  # list of RankingOutcome.to_context() dicts
+
 # Step info keys.
 STEP_TRACE = "trace"
 MASK_REASONS = "mask_reasons"

@@ -83,8 +83,8 @@ class JudgeConfig(BaseModel):
 
 
 def default_layers() -> dict[str, LayerConfig]:
-    """All registered layers, enabled, with their default weights."""
-    return {name: LayerConfig.model_validate({}) for name in LAYER_CLASSES}
+    """All registered layers with their default weights, enabled unless the layer is off by default."""
+    return {name: LayerConfig(enabled=cls.enabled_by_default) for name, cls in LAYER_CLASSES.items()}
 
 
 class RewardPoolConfig(BaseModel):

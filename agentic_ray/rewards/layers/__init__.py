@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from agentic_ray.rewards.layers.base import CostClass, Granularity, RewardLayer, Stream
+from agentic_ray.rewards.layers.detection_f1_layer import DetectionF1Layer
+from agentic_ray.rewards.layers.detection_quality_layer import DetectionQualityLayer
 from agentic_ray.rewards.layers.efficiency_layer import EfficiencyLayer
 from agentic_ray.rewards.layers.execution_layer import ExecutionLayer
 from agentic_ray.rewards.layers.llm_judge_layer import LLMJudgeLayer
+from agentic_ray.rewards.layers.localisation_iou_layer import LocalisationIoULayer
 from agentic_ray.rewards.layers.long_term_value_layer import LongTermValueLayer
 from agentic_ray.rewards.layers.plan_validity_layer import PlanValidityLayer
+from agentic_ray.rewards.layers.ranking_ndcg_layer import RankingNDCGLayer
 from agentic_ray.rewards.layers.risk_layer import RiskLayer
 from agentic_ray.rewards.layers.user_experience_layer import UserExperienceLayer
 
@@ -23,6 +27,10 @@ LAYER_CLASSES: dict[str, type[RewardLayer]] = {
         UserExperienceLayer,
         LongTermValueLayer,
         LLMJudgeLayer,
+        LocalisationIoULayer,
+        DetectionF1Layer,
+        RankingNDCGLayer,
+        DetectionQualityLayer,
     )
 }
 
@@ -41,12 +49,16 @@ def build_layer(name: str, params: dict[str, Any] | None = None) -> RewardLayer:
 __all__ = [
     "LAYER_CLASSES",
     "CostClass",
+    "DetectionF1Layer",
+    "DetectionQualityLayer",
     "EfficiencyLayer",
     "ExecutionLayer",
     "Granularity",
     "LLMJudgeLayer",
+    "LocalisationIoULayer",
     "LongTermValueLayer",
     "PlanValidityLayer",
+    "RankingNDCGLayer",
     "RewardLayer",
     "RiskLayer",
     "Stream",

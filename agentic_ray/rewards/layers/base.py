@@ -12,6 +12,8 @@ Each layer declares, as class attributes:
 * ``stream``: which critic the layer feeds, ``REWARD`` or ``RISK``.
 * ``granularity``: ``STEP`` (a value on every step) or ``EPISODE`` (a value on the last step only).
 * ``default_weight``: its weight in the combined stream unless the config overrides it.
+* ``enabled_by_default``: whether :func:`~agentic_ray.rewards.reward_pool_config.default_layers` turns it on.
+  Layers that score what only some domains report (detections, rankings) are off unless a config enables them.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class RewardLayer(ABC):
     stream: ClassVar[Stream] = Stream.REWARD
     granularity: ClassVar[Granularity] = Granularity.STEP
     default_weight: ClassVar[float] = 0.0
+    enabled_by_default: ClassVar[bool] = True
     #: episodes per request/call inside an actor; each chunk succeeds or fails on its own.
     request_batch_size: int = 256
     #: whether the layer reads ``StepRecord.args``; if no async layer does, args are not shipped to actors.

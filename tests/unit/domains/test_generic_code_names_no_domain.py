@@ -15,7 +15,7 @@ import pytest
 from agentic_ray.domains import get_domain
 
 ROOT = Path(__file__).resolve().parents[3] / "agentic_ray"
-DOMAIN_PACKAGES = {ROOT / "domains" / "ecommerce", ROOT / "domains" / "helpdesk"}
+DOMAIN_PACKAGES = {ROOT / "domains" / name for name in ("ecommerce", "helpdesk", "inspection")}
 
 
 GENERIC_WORDS: dict[str, str] = {
@@ -64,7 +64,7 @@ def _generic_files() -> list[Path]:
     return [p for p in ROOT.rglob("*.py") if not any(pkg in p.parents for pkg in DOMAIN_PACKAGES)]
 
 
-@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk"])
+@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk", "inspection"])
 def test_generic_packages_name_no_domain_tool_type_or_field(domain: str) -> None:
     names = _domain_names(domain)
     hits = [
@@ -76,7 +76,7 @@ def test_generic_packages_name_no_domain_tool_type_or_field(domain: str) -> None
     assert not hits, "\n".join(hits)
 
 
-@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk"])
+@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk", "inspection"])
 def test_generic_strings_mention_no_domain_skill(domain: str) -> None:
     """Skill names are dotted and distinctive, so they are also looked for inside longer strings (a hypothesis text
     in the evaluator once advised "inventory.check" to every domain)."""
