@@ -31,7 +31,10 @@ A structured action is a ``Dict``:
 * ``skill``   ``Discrete(K)``.
 * ``pointer`` ``MultiDiscrete([Mp + 1] * P)``: slot ``p`` holds the node index of the ``p``-th entity argument of
   the skill (contract order) among the nodes of its type; ``Mp`` = the argument is left out.
-* ``members`` ``MultiBinary(L * Mp)``: row-major ``(L, Mp)``; list slot ``l`` is the set of nodes whose bit is 1.
+* ``members`` ``MultiDiscrete([Mp + 1] * (L * T))``: row-major ``(L, T)``; list slot ``l`` is the node indices in
+  ``members[l]`` before the first ``Mp`` (the end marker; every later entry is ``Mp`` too). ``T`` is the longest
+  list (:attr:`ActionLayout.list_length`). A set's members are listed in increasing node order; an ordered list's
+  in its order (:class:`SkillSlots` says which slot is which).
 * ``enum``    ``MultiDiscrete([Me] * E)``: slot ``j`` is the choice index of the ``j``-th enum or bool argument.
 * ``source``  ``MultiDiscrete([C + 1] * N)``: for numeric slot ``n``, 0 = a free value from ``numeric[n]``,
   ``c + 1`` = copy the revealed value of source ``c``.
@@ -194,7 +197,11 @@ class SkillSlots:
         pointer_types: node type of each entity argument (pointer slot), contract order.
         pointer_optional: per pointer slot, whether it may be left out.
         list_types: node type of each list-of-entities argument (list slot).
-        list_bounds: ``(min, max)`` set size of each list slot.
+        list_bounds: ``(min, max)`` length of each list slot.
+        list_ordered: per list slot, whether its order matters (empty: none does).
+        list_unique: per list slot, whether a node may appear only once (empty: every slot is unique).
+        list_paired: per list slot, the list slot it is paired with by position (its leader: same length, member
+            ``i`` goes with the leader's member ``i``), or -1 (empty: none is paired).
         enum_sizes: choices of each enum/bool argument.
         numeric_count: float/int arguments.
     """
@@ -206,6 +213,9 @@ class SkillSlots:
     pointer_optional: tuple[bool, ...] = ()
     list_types: tuple[str, ...] = ()
     list_bounds: tuple[tuple[int, int], ...] = ()
+    list_ordered: tuple[bool, ...] = ()
+    list_unique: tuple[bool, ...] = ()
+    list_paired: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.pointer_optional and len(self.pointer_optional) != len(self.pointer_types):
@@ -215,9 +225,39 @@ class SkillSlots:
         for lo, hi in self.list_bounds:
             if not 0 <= lo <= hi or hi < 1:
                 raise ValueError(f"{self.name}: list bounds ({lo}, {hi}) need 0 <= min <= max, max >= 1")
+        for label, v in (("list_ordered", self.list_ordered), ("list_unique", self.list_unique),
+                         ("list_paired", self.list_paired)):  # fmt: skip
+            if v and len(v) != len(self.list_types):
+                raise ValueError(f"{self.name}: {label} must have one entry per list slot")
+        for i in range(len(self.list_types)):
+            lead = self.leader(i)
+            if lead >= 0 and (lead == i or lead >= len(self.list_types) or self.leader(lead) >= 0):
+                raise ValueError(
+                    f"{self.name}: list slot {i} is paired with {lead}, which is not a leader slot"
+                )
 
     def optional(self, slot: int) -> bool:
         return bool(self.pointer_optional[slot]) if self.pointer_optional else False
+
+    def ordered(self, slot: int) -> bool:
+        return bool(self.list_ordered[slot]) if self.list_ordered else False
+
+    def unique(self, slot: int) -> bool:
+        return bool(self.list_unique[slot]) if self.list_unique else True
+
+    def leader(self, slot: int) -> int:
+        """The list slot that list slot ``slot`` is paired with, or -1."""
+        return int(self.list_paired[slot]) if self.list_paired else -1
+
+    def is_sequence(self, slot: int) -> bool:
+        """A list slot is a sequence (an autoregressive choice, ``models/sequence_functional``) when its order
+        matters, it may repeat a node, or it is paired (either side); otherwise a set (``models/set_functional``)."""
+        return (
+            self.ordered(slot)
+            or not self.unique(slot)
+            or self.leader(slot) >= 0
+            or any(self.leader(j) == slot for j in range(len(self.list_types)))
+        )
 
 
 @dataclass(frozen=True)
@@ -233,6 +273,9 @@ class ActionLayout:
     """Skill index of each prototype (empty when unknown, e.g. in specs built for shape tests only)."""
     num_sources: int = 0
     """``C``: numeric copy sources of the graph spec (0: numeric arguments are always free values)."""
+    type_widths: tuple[tuple[str, int], ...] = field(default=())
+    """``(node type, width)``: the pointer width of each node type (its node cap), so that a slot over a small type
+    is not as wide as the widest one (empty: every type is ``max_pointer`` wide)."""
 
     def __post_init__(self) -> None:
         if self.prototype_skills and len(self.prototype_skills) != self.num_prototypes:
@@ -243,14 +286,41 @@ class ActionLayout:
             raise ValueError(
                 f"prototype_skills {self.prototype_skills} out of range for {len(self.skills)} skills"
             )
+        for t, w in self.type_widths:
+            if not 1 <= w <= self.max_pointer:
+                raise ValueError(f"node type {t!r}: width {w} outside [1, max_pointer={self.max_pointer}]")
         for s in self.skills:
-            for lo, _hi in s.list_bounds:
-                if lo > self.max_pointer:
-                    raise ValueError(f"{s.name}: list min {lo} exceeds max_pointer {self.max_pointer}")
+            for i, (lo, _hi) in enumerate(s.list_bounds):
+                if s.unique(i) and lo > self.width(s.list_types[i]):
+                    raise ValueError(
+                        f"{s.name}: list min {lo} exceeds the {self.width(s.list_types[i])} nodes of "
+                        f"{s.list_types[i]!r}"
+                    )
 
     @property
     def num_skills(self) -> int:
         return len(self.skills)
+
+    def width(self, node_type: str) -> int:
+        """The pointer width of ``node_type`` (``max_pointer`` unless :attr:`type_widths` names it)."""
+        for t, w in self.type_widths:
+            if t == node_type:
+                return w
+        return self.max_pointer
+
+    def list_max(self, skill: SkillSlots, slot: int) -> int:
+        """The most members list slot ``slot`` of ``skill`` can hold: its ``max``, and for a list without repeats
+        no more than the nodes of its type (a follower: its leader's)."""
+        lead = skill.leader(slot)
+        if lead >= 0:
+            return self.list_max(skill, lead)
+        hi = skill.list_bounds[slot][1]
+        return min(hi, self.width(skill.list_types[slot])) if skill.unique(slot) else hi
+
+    @property
+    def list_length(self) -> int:
+        """``T``: positions of each list slot in the ``members`` action (the longest list, at least 1)."""
+        return max([self.list_max(s, i) for s in self.skills for i in range(len(s.list_types))] + [1])
 
     @property
     def pointer_slots(self) -> int:
@@ -291,7 +361,9 @@ class ActionLayout:
             {
                 "skill": gym.spaces.Discrete(self.num_skills),
                 "pointer": gym.spaces.MultiDiscrete([self.pointer_choices] * self.pointer_slots),
-                "members": gym.spaces.MultiBinary(self.list_slots * self.max_pointer),
+                "members": gym.spaces.MultiDiscrete(
+                    [self.max_pointer + 1] * (self.list_slots * self.list_length)
+                ),
                 "enum": gym.spaces.MultiDiscrete([self.enum_max] * self.enum_slots),
                 "source": gym.spaces.MultiDiscrete([self.num_sources + 1] * self.numeric_slots),
                 "numeric": gym.spaces.Box(
@@ -386,13 +458,15 @@ def toy_specs() -> tuple[GraphSpec, ActionLayout]:
     """A tiny spec with every feature of the real ones, for unit tests of models without an env.
 
     Node types ``a``/``b``/``c`` stand for a domain's entity types; ``tool``/``goal``/``session`` are generic.
+    ``f.swap`` has every kind of sequence slot: an ordered list without repeats, its follower (paired by position,
+    repeats allowed) and a multiset.
     """
     spec = GraphSpec(
-        max_nodes={"a": 1, TOOL_NODE_TYPE: 5, "b": 4, "c": 3, SESSION_NODE_TYPE: 1, GOAL_NODE_TYPE: 4},
+        max_nodes={"a": 1, TOOL_NODE_TYPE: 6, "b": 4, "c": 3, SESSION_NODE_TYPE: 1, GOAL_NODE_TYPE: 4},
         feat_dims={"a": 6, TOOL_NODE_TYPE: 7, "b": 5, "c": 6, SESSION_NODE_TYPE: 4, GOAL_NODE_TYPE: 5},
         relations=(
-            RelationSpec(SESSION_NODE_TYPE, "uses", TOOL_NODE_TYPE, 5),
-            RelationSpec("a", "calls", TOOL_NODE_TYPE, 5),
+            RelationSpec(SESSION_NODE_TYPE, "uses", TOOL_NODE_TYPE, 6),
+            RelationSpec("a", "calls", TOOL_NODE_TYPE, 6),
             RelationSpec(TOOL_NODE_TYPE, "operates", "b", 12),
             RelationSpec("b", "in", SESSION_NODE_TYPE, 4),
             RelationSpec(TOOL_NODE_TYPE, "depends", TOOL_NODE_TYPE, 6),
@@ -410,12 +484,21 @@ def toy_specs() -> tuple[GraphSpec, ActionLayout]:
             SkillSlots("c.sms", pointer_types=("a",), enum_sizes=(4,), pointer_optional=(True,)),
             SkillSlots("d.exchange", pointer_types=("c", "b"), list_types=("b",), list_bounds=((1, 3),)),
             SkillSlots("e.handoff"),
+            SkillSlots(
+                "f.swap",
+                list_types=("b", "c", "b"),
+                list_bounds=((1, 2), (1, 2), (0, 3)),
+                list_ordered=(True, True, False),
+                list_unique=(True, False, False),
+                list_paired=(-1, 0, -1),
+            ),
         ),
         max_pointer=4,
-        num_prototypes=6,
+        num_prototypes=7,
         pointer_node_types=("a", "b", "c"),
-        prototype_skills=(0, 1, 1, 2, 3, 4),
+        prototype_skills=(0, 1, 1, 2, 3, 4, 5),
         num_sources=spec.num_sources,
+        type_widths=(("a", 1), ("b", 4), ("c", 3)),
     )
     return spec, layout
 
@@ -446,6 +529,9 @@ def specs_from_dict(d: dict[str, Any]) -> tuple[GraphSpec, ActionLayout]:
             pointer_optional=tuple(s["pointer_optional"]),
             list_types=tuple(s["list_types"]),
             list_bounds=tuple(tuple(b) for b in s["list_bounds"]),  # type: ignore[misc]
+            list_ordered=tuple(s.get("list_ordered", ())),
+            list_unique=tuple(s.get("list_unique", ())),
+            list_paired=tuple(s.get("list_paired", ())),
         )
         for s in a["skills"]
     )
@@ -456,5 +542,6 @@ def specs_from_dict(d: dict[str, Any]) -> tuple[GraphSpec, ActionLayout]:
         pointer_node_types=tuple(a["pointer_node_types"]),
         prototype_skills=tuple(a["prototype_skills"]),
         num_sources=a["num_sources"],
+        type_widths=tuple((str(t), int(w)) for t, w in a.get("type_widths", ())),
     )
     return spec, layout

@@ -1,18 +1,40 @@
 """Goal DAGs: subgoals with dependencies, priority and constraints, and the validity of an executed plan (DVR).
 
 A subgoal is satisfied by one successful tool call whose arguments match the goal's (entity ids and enum values
-exactly, numbers within a tolerance). A matching call made before all of the goal's prerequisites are satisfied
+exactly, numbers within a tolerance; a list as its contract says: an ordered list as a sequence, any other as a
+multiset, and a list paired with another by position by its pairs, see :class:`ListSemantics`). A matching call made before all of the goal's prerequisites are satisfied
 is a *dependency violation* and satisfies nothing. An executed plan is *valid* when it has no dependency
 violation and no missing prerequisite (every satisfied goal's ancestors were satisfied before it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
+
+
+@dataclass(frozen=True)
+class ListSemantics:
+    """How a goal compares a list argument (from its contract: ``ordered``, ``paired_with``).
+
+    Attributes:
+        ordered: compare as a sequence (else as a multiset: any order, each id as often as the goal has it).
+        paired_with: the list argument it is paired with by position; the pairs ``(leader[i], this[i])`` are then
+            compared too, as a sequence when either list is ordered, else as a multiset.
+    """
+
+    ordered: bool = False
+    paired_with: str | None = None
+
+
+def _same_list(got: Any, want: Any, ordered: bool) -> bool:
+    if not isinstance(got, list | tuple):
+        return False
+    return list(got) == list(want) if ordered else Counter(got) == Counter(want)
 
 
 @dataclass(frozen=True)
@@ -46,15 +68,32 @@ class Goal:
     """The goal is the safety check a contract's ``safety`` precondition asks for (e.g. the inventory check
     before a refund). ``risk_mode: soft`` drops it from the DAG: skipping it is the high-risk shortcut."""
 
-    def matches(self, skill: str, params: dict[str, Any]) -> bool:
-        """Whether a call (skill + validated params) is the one this goal asks for."""
+    def matches(
+        self, skill: str, params: dict[str, Any], lists: Mapping[str, ListSemantics] | None = None
+    ) -> bool:
+        """Whether a call (skill + validated params) is the one this goal asks for.
+
+        Args:
+            skill: the skill called.
+            params: its validated arguments.
+            lists: how to compare each list argument (default: as a multiset, which for a list without repeats is
+                a set).
+        """
         if skill != self.skill:
             return False
+        lists = lists or {}
         for k, v in self.args.items():
             got = params.get(k)
             if isinstance(v, list | tuple | frozenset | set):
-                if not isinstance(got, list | tuple) or set(got) != set(v):
+                sem = lists.get(k, ListSemantics())
+                if not _same_list(got, v, sem.ordered):
                     return False
+                lead = sem.paired_with
+                if lead is not None and lead in self.args:
+                    ordered = sem.ordered or lists.get(lead, ListSemantics()).ordered
+                    pairs = list(zip(params.get(lead) or [], list(got or []), strict=False))
+                    if not _same_list(pairs, list(zip(self.args[lead], v, strict=False)), ordered):
+                        return False
             elif got != v:
                 return False
         for k, target in self.numeric.items():

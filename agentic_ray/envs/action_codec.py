@@ -2,8 +2,9 @@
 
 :class:`ActionCodec` maps an action of the layout's ``Dict`` space (see :mod:`agentic_ray.graph_spec`) to
 ``(skill, params)`` and back, reading only what the agent knows: a pointer index is a node of the observation (an
-entity the request or a lookup revealed), a copied numeric value is a revealed field, a string argument is copied
-from the request's facts. Decoding never raises: a malformed action is an ``INVALID_INPUT`` step.
+entity the request or a lookup revealed), a list is the node indices before its end marker, in their order (a
+set's in increasing node order), a copied numeric value is a revealed field, a string argument is copied from the
+request's facts. Decoding never raises: a malformed action is an ``INVALID_INPUT`` step.
 
 Prototype mode (``Discrete(P)``): :meth:`ActionCodec.ground_prototype` turns a prototype (skill, enum values,
 numeric rule) into a structured action from the observation alone: entity arguments bind to the known entities
@@ -157,13 +158,17 @@ class ActionCodec:
                     return k, params, "INVALID_INPUT", f"{ps.name}: pointer {j} is not a known {p.node_type}"
                 params[ps.name] = ids[j]
             elif ps.kind == "list":
-                bits = mem[ps.slot * mp : (ps.slot + 1) * mp] if len(mem) >= (ps.slot + 1) * mp else None
-                if bits is None:
+                t = lay.list_length
+                row = mem[ps.slot * t : (ps.slot + 1) * t] if len(mem) >= (ps.slot + 1) * t else None
+                if row is None:
                     return k, params, "INVALID_INPUT", f"{ps.name}: missing members slot {ps.slot}"
                 ids = b.node_ids[p.node_type]
-                chosen = np.flatnonzero(bits)
-                if any(j >= len(ids) for j in chosen):
+                ends = np.flatnonzero(row == mp)
+                chosen = row[: ends[0] if len(ends) else t]  # the members before the end marker
+                if any(not 0 <= j < len(ids) for j in chosen):
                     return k, params, "INVALID_INPUT", f"{ps.name}: a member is not a known {p.node_type}"
+                if p.unique and len(set(chosen.tolist())) != len(chosen):
+                    return k, params, "INVALID_INPUT", f"{ps.name}: a member is listed twice"
                 if not p.min_items <= len(chosen) <= p.max_items:
                     return (
                         k,
@@ -235,9 +240,9 @@ class ActionCodec:
         """
         lay, _b = self.layout, self.builder
         k = self.skills.index(skill)
-        mp = lay.max_pointer
+        mp, t = lay.max_pointer, lay.list_length
         ptr = np.full(lay.pointer_slots, 0, dtype=np.int64)
-        mem = np.zeros(lay.list_slots * mp, dtype=np.int8)
+        mem = np.full(lay.list_slots * t, mp, dtype=np.int64)
         enm = np.zeros(lay.enum_slots, dtype=np.int64)
         src = np.zeros(lay.numeric_slots, dtype=np.int64)
         num = np.zeros(lay.numeric_slots, dtype=np.float32)
@@ -250,8 +255,14 @@ class ActionCodec:
                 else:
                     ptr[ps.slot] = self._node(p.node_type, v)
             elif ps.kind == "list":
-                for v in params.get(ps.name) or []:
-                    mem[ps.slot * mp + self._node(p.node_type, v)] = 1
+                idx = [self._node(p.node_type, v) for v in params.get(ps.name) or []]
+                if not lay.skills[k].is_sequence(ps.slot):
+                    idx = sorted(
+                        idx
+                    )  # a set is listed in increasing node order (its distribution's canonical form)
+                if len(idx) > t:
+                    raise ValueError(f"{skill}.{ps.name}: {len(idx)} members, the action holds at most {t}")
+                mem[ps.slot * t : ps.slot * t + len(idx)] = idx
             elif ps.kind == "enum":
                 ch = _choices(p)
                 v = params.get(ps.name, ch[0])

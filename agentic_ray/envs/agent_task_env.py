@@ -59,7 +59,13 @@ from agentic_ray.domains.goal_dag import goal_edges, plan_validity
 from agentic_ray.domains.knowledge import Knowledge, reveal_result
 from agentic_ray.domains.protocol import EpisodeView, LastStep, Task, domain_options
 from agentic_ray.envs.action_codec import ActionCodec, Prototype
-from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, episode_record_dict, match_goals
+from agentic_ray.envs.episode import (
+    EpisodeState,
+    attribute_root_cause,
+    episode_record_dict,
+    list_semantics,
+    match_goals,
+)
 from agentic_ray.envs.failure_evidence import failure_evidence
 from agentic_ray.envs.faults import FaultScheduleConfig, backend_faults, draw_caller_error, draw_faults
 from agentic_ray.envs.masks import MaskComputer, Masks, sla_arrays
@@ -249,6 +255,7 @@ class AgentTaskEnv(gym.Env):
             c.name: [(n, p) for n, p in c.input.items() if isinstance(p, EntityParam | EntityListParam)]
             for c in self.contracts.skills
         }
+        self.list_semantics = list_semantics(self.contracts)
         self._proto_skill = np.array([self._skill_idx[p.skill] for p in self.prototypes], dtype=np.int64)
         self._terminal = frozenset(self.domain.schema.terminal_skills)
         self._env_id = f"env-{uuid.uuid4().hex[:12]}"
@@ -714,7 +721,7 @@ class AgentTaskEnv(gym.Env):
                     self._misheld.pop(r, None)
                     self._stale_refs.discard(r)
                 satisfied, violation = match_goals(
-                    task, st, self.builder.goal_ready(st.goal_done), skill, params
+                    task, st, self.builder.goal_ready(st.goal_done), skill, params, self.list_semantics
                 )
             if c.risk.high_risk and not satisfied:
                 high_risk = True

@@ -11,13 +11,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from agentic_ray.graph_spec import GOAL_NODE_TYPE, NUMERIC_BOUND, ActionLayout, GraphSpec
+from agentic_ray.graph_spec import GOAL_NODE_TYPE, NUMERIC_BOUND, ActionLayout, GraphSpec, SkillSlots
 
-__all__ = ["ObsOnlyRulePolicy", "RandomMaskedPolicy"]
+__all__ = ["ObsOnlyRulePolicy", "RandomMaskedPolicy", "list_members"]
+
+
+def list_members(
+    layout: ActionLayout,
+    skill: SkillSlots,
+    valid_of: Callable[[int], np.ndarray],
+    choose: Callable[[np.ndarray, int, int, bool], np.ndarray],
+) -> np.ndarray:
+    """The ``members`` action of ``skill``: for each list slot, ``choose(valid nodes, fewest, most, unique)``
+    members (a paired slot gets exactly its leader's count; a set is listed in increasing order), then the end
+    marker ``Mp``. Leaders are filled before their followers."""
+    t, mp = layout.list_length, layout.max_pointer
+    mem = np.full(layout.list_slots * t, mp, dtype=np.int64)
+    counts: dict[int, int] = {}
+    order = sorted(range(len(skill.list_types)), key=lambda i: skill.leader(i) >= 0)
+    for i in order:
+        valid = valid_of(i)
+        lead = skill.leader(i)
+        lo, hi = (
+            (counts[lead], counts[lead])
+            if lead >= 0
+            else (skill.list_bounds[i][0], layout.list_max(skill, i))
+        )
+        if skill.unique(i):
+            lo, hi = min(lo, len(valid)), min(hi, len(valid))
+        picked = choose(valid, lo, hi, skill.unique(i)) if len(valid) else np.zeros(0, dtype=np.int64)
+        if not skill.is_sequence(i):
+            picked = np.sort(picked)
+        counts[i] = len(picked)
+        mem[i * t : i * t + len(picked)] = picked
+    return mem
 
 
 class RandomMaskedPolicy:
@@ -33,16 +65,19 @@ class RandomMaskedPolicy:
             return int(rng.choice(np.flatnonzero(obs["proto_mask"])))
         allowed = np.flatnonzero(obs["skill_mask"])
         k = int(rng.choice(allowed)) if len(allowed) else int(rng.integers(lay.num_skills))
-        s, mp = lay.skills[k], lay.max_pointer
+        s = lay.skills[k]
         ptr = np.zeros(lay.pointer_slots, dtype=np.int64)
         for i in range(len(s.pointer_types)):
             valid = np.flatnonzero(obs["pointer_mask"][k, i])
             ptr[i] = int(rng.choice(valid)) if len(valid) else 0
-        mem = np.zeros(lay.list_slots * mp, dtype=np.int8)
-        for i, (lo, hi) in enumerate(s.list_bounds):
-            valid = np.flatnonzero(obs["list_mask"][k, i])
-            n = int(rng.integers(min(lo, len(valid)), min(hi, len(valid)) + 1)) if len(valid) else 0
-            mem[i * mp + rng.choice(valid, size=n, replace=False)] = 1
+        mem = list_members(
+            lay,
+            s,
+            lambda i: np.flatnonzero(obs["list_mask"][k, i]),
+            lambda valid, lo, hi, unique: rng.choice(
+                valid, size=int(rng.integers(lo, hi + 1)), replace=not unique
+            ),
+        )
         enm = np.zeros(lay.enum_slots, dtype=np.int64)
         for i, n in enumerate(s.enum_sizes):
             enm[i] = int(rng.integers(n))
@@ -62,7 +97,7 @@ class ObsOnlyRulePolicy:
 
     def act(self, obs: dict[str, np.ndarray]) -> Any:
         lay = self.layout
-        k_all, mp, em = lay.num_skills, lay.max_pointer, lay.enum_max
+        k_all, em = lay.num_skills, lay.enum_max
         gx, gm = obs[f"{GOAL_NODE_TYPE}_x"], obs[f"{GOAL_NODE_TYPE}_mask"].astype(bool)
         ready = np.flatnonzero(gm & (gx[:, k_all + 1] > 0.5))
         k, enum0 = -1, -1
@@ -80,10 +115,12 @@ class ObsOnlyRulePolicy:
         for i in range(len(s.pointer_types)):
             valid = np.flatnonzero(obs["pointer_mask"][k, i])
             ptr[i] = int(valid[0]) if len(valid) else 0
-        mem = np.zeros(lay.list_slots * mp, dtype=np.int8)
-        for i, (lo, _hi) in enumerate(s.list_bounds):
-            valid = np.flatnonzero(obs["list_mask"][k, i])[: max(lo, 1)]
-            mem[i * mp + valid] = 1
+        mem = list_members(
+            lay,
+            s,
+            lambda i: np.flatnonzero(obs["list_mask"][k, i]),
+            lambda valid, lo, hi, unique: np.resize(valid, max(lo, min(1, hi))),
+        )
         enm = np.zeros(lay.enum_slots, dtype=np.int64)
         if s.enum_sizes and 0 <= enum0 < s.enum_sizes[0]:
             enm[0] = enum0

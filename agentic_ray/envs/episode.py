@@ -7,18 +7,21 @@ masks and the experts (through :class:`~agentic_ray.domains.protocol.EpisodeView
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from agentic_ray.domains.goal_dag import ListSemantics
 from agentic_ray.domains.protocol import LastStep, Task
 from agentic_ray.graph_spec import ROOT_CAUSES, evidence_width
 from agentic_ray.rewards.episode_record import EpisodeRecord
+from agentic_ray.skills.contracts import DomainContracts, EntityListParam
 from agentic_ray.skills.executor import CALLER_ERRORS
 from agentic_ray.skills.preconditions import Call
 
-__all__ = ["EpisodeState", "attribute_root_cause", "episode_record_dict", "match_goals"]
+__all__ = ["EpisodeState", "attribute_root_cause", "episode_record_dict", "list_semantics", "match_goals"]
 
 CAUSE_INDEX = {c: i for i, c in enumerate(ROOT_CAUSES)}
 
@@ -64,20 +67,41 @@ class EpisodeState:
             self.reflection[CAUSE_INDEX[cause]] = 1.0
 
 
+def list_semantics(contracts: DomainContracts) -> dict[str, dict[str, ListSemantics]]:
+    """``skill -> list parameter -> how a goal compares it`` (from ``ordered`` and ``paired_with``)."""
+    return {
+        c.name: {
+            n: ListSemantics(p.ordered, p.paired_with)
+            for n, p in c.input.items()
+            if isinstance(p, EntityListParam)
+        }
+        for c in contracts.skills
+    }
+
+
 def match_goals(
-    task: Task, state: EpisodeState, ready: np.ndarray, skill: str, params: dict[str, Any]
+    task: Task,
+    state: EpisodeState,
+    ready: np.ndarray,
+    skill: str,
+    params: dict[str, Any],
+    lists: Mapping[str, Mapping[str, ListSemantics]] | None = None,
 ) -> tuple[list[str], bool]:
     """Apply one successful, non-degraded call to the goal bookkeeping.
 
     The most urgent ready goal the call matches is satisfied. A call that matches only goals whose prerequisites
     are not done is a dependency violation and satisfies nothing.
 
+    Args:
+        lists: :func:`list_semantics` of the domain's contracts (default: every list compares as a multiset).
+
     Returns:
         ``(ids of the goals satisfied, violation)``.
     """
     best, matched = -1, False
+    sem = (lists or {}).get(skill)
     for i, g in enumerate(task.goals):
-        if state.goal_done[i] or not g.matches(skill, params):
+        if state.goal_done[i] or not g.matches(skill, params, sem):
             continue
         matched = True
         if ready[i] and (best < 0 or g.priority > task.goals[best].priority):

@@ -92,6 +92,8 @@ def _param_kinds(contracts: DomainContracts) -> list[SkillSlots]:
     skills = []
     for c in contracts.skills:
         pt, po, lt, lb, es, nc = [], [], [], [], [], 0
+        lists = [n for n, p in c.input.items() if isinstance(p, EntityListParam)]
+        lo_, lu, lp = [], [], []
         for name, p in c.input.items():
             if isinstance(p, EntityParam):
                 pt.append(p.node_type)
@@ -99,6 +101,9 @@ def _param_kinds(contracts: DomainContracts) -> list[SkillSlots]:
             elif isinstance(p, EntityListParam):
                 lt.append(p.node_type)
                 lb.append((p.min_items, p.max_items))
+                lo_.append(p.ordered)
+                lu.append(p.unique)
+                lp.append(lists.index(p.paired_with) if p.paired_with is not None else -1)
             elif isinstance(p, EnumParam):
                 es.append(len(p.choices))
             elif isinstance(p, BoolParam):
@@ -119,6 +124,9 @@ def _param_kinds(contracts: DomainContracts) -> list[SkillSlots]:
                 pointer_optional=tuple(po),
                 list_types=tuple(lt),
                 list_bounds=tuple(lb),
+                list_ordered=tuple(lo_),
+                list_unique=tuple(lu),
+                list_paired=tuple(lp),
             )
         )
     return skills
@@ -170,7 +178,8 @@ def build_specs(
             if f.copy and f.kind == "number"
         ]
     spec = GraphSpec(max_nodes, feat, tuple(rels), tuple(sources), ROOT_CAUSES)
-    mp = max([max_nodes[nt] for s in skills for nt in (*s.pointer_types, *s.list_types)] + [1])
+    pointed = {nt for s in skills for nt in (*s.pointer_types, *s.list_types)}
+    mp = max([max_nodes[nt] for nt in pointed] + [1])
     layout = ActionLayout(
         skills=tuple(skills),
         max_pointer=mp,
@@ -180,6 +189,7 @@ def build_specs(
             next(i for i, s in enumerate(skills) if s.name == p) for p in prototype_skills
         ),
         num_sources=spec.num_sources,
+        type_widths=tuple((t.name, t.max_nodes) for t in schema.entity_types if t.name in pointed),
     )
     return spec, layout
 

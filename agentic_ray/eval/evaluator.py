@@ -114,7 +114,7 @@ def unbatch_actions(actions: Any, n: int) -> list[Any]:
             row["skill"] = int(row["skill"])
             row["numeric"] = row["numeric"].astype(np.float32)
             if "members" in row:
-                row["members"] = row["members"].astype(np.int8)
+                row["members"] = row["members"].astype(np.int64)
             out.append(row)
         return out
     return [int(x) for x in actions.detach().cpu().numpy().reshape(n)]
@@ -190,8 +190,14 @@ class ModulePolicy:
         acts, dbg, batch, dist, sample = fw.actions, fw.debug, fw.batch, fw.dist, fw.sample
         debugs = [_row_debug(dbg, i, envs[i], obs[i]) if dbg else {} for i in range(len(obs))]
         if self.debug and hasattr(dist, "parts") and isinstance(sample, dict):
+            from agentic_ray.models.skill_argument_functional import member_probs
+
+            views = (
+                dist.parts.pointer_by_slot(dist.packed_layout),
+                member_probs(dist.parts, dist.packed_layout),
+            )
             for i, d in enumerate(debugs):
-                d.update(_argument_debug(dist.parts, dist.packed_layout, int(sample["skill"][i]), i, envs[i]))
+                d.update(_argument_debug(dist.parts, views, int(sample["skill"][i]), i, envs[i]))
         if self.debug and hasattr(self.module, "model") and hasattr(self.module.model, "reflection_logits"):
             probs = torch.softmax(
                 self.module.model.reflection_logits(self.module._obs({Columns.OBS: batch})), -1
@@ -202,7 +208,7 @@ class ModulePolicy:
 
 
 def _argument_debug(
-    parts: Any, lay: Any, k: int, i: int, env: AgentTaskEnv, top_k: int = 3
+    parts: Any, views: tuple[torch.Tensor, torch.Tensor], k: int, i: int, env: AgentTaskEnv, top_k: int = 3
 ) -> dict[str, Any]:
     """The chosen skill's argument distributions for row ``i``, named by argument and by node/choice.
 
@@ -211,23 +217,24 @@ def _argument_debug(
 
     Args:
         parts: the action distribution's :class:`~agentic_ray.models.skill_argument_functional.PackedActionLogits`
-            (``pointer (B, K, P, Mp1)``, ``members (B, K, L, Mp)``, ``enum (B, K, E, Me)``, ``source (B, K, N,
-            C1)``, ``numeric_mean``/``numeric_log_std (B, K, N)``), masked as the policy sampled from them.
-        lay: the distribution's packed layout (set-size bounds of list arguments).
+            (``enum (B, K, E, Me)``, ``source (B, K, N, C1)``, ``numeric_mean``/``numeric_log_std (B, K, N)``),
+            masked as the policy sampled from them.
+        views: its pointer logits by slot ``(B, K, P, Mp1)`` (``PackedActionLogits.pointer_by_slot``) and its list
+            member probabilities ``(B, K, L, Mp)`` (``member_probs``: a set's inclusion marginals, a sequence's
+            first member).
         k: the skill the policy chose for this row.
         i: the row.
         env: the env the row acts in.
 
     Returns:
-        ``{"pointer": {arg: [[node id, p], ...]}, "members": {arg: [[node id, p(in set)], ...]},
+        ``{"pointer": {arg: [[node id, p], ...]}, "members": {arg: [[node id, p(in set / first)], ...]},
         "enum": {arg: [[choice, p], ...]}, "numeric": {arg: {"mean", "sigma", "copy": [[source, p], ...]}}}``
         (raw action units; the trace's ``args`` hold the decoded value); the top ``top_k`` choices with non-zero
         probability. A pointer's last choice is ``"(left out)"``; a numeric ``copy`` of ``"(free value)"`` means
         the mean/σ value is used.
     """
-    from agentic_ray.models.set_functional import set_marginals
-
     out: dict[str, dict[str, Any]] = {"pointer": {}, "members": {}, "enum": {}, "numeric": {}}
+    pointer, members = views
     spec, ids = env.graph_spec, env.builder.node_ids
     sources = spec.source_table()
 
@@ -246,18 +253,13 @@ def _argument_debug(
     for ps in env.codec.params[k] if k < len(env.codec.params) else []:
         if ps.kind == "pointer":
             labels: list[Any] = list(ids.get(ps.spec.node_type, []))
-            probs = torch.softmax(parts.pointer[i, k, ps.slot].float(), -1)
+            probs = torch.softmax(pointer[i, k, ps.slot].float(), -1)
             labels = labels + [None] * (probs.shape[-1] - 1 - len(labels)) + ["(left out)"]
             keep = [j for j, lab in enumerate(labels) if lab is not None]
             out["pointer"][ps.name] = top([labels[j] for j in keep], probs[keep])
         elif ps.kind == "list":
             labels = list(ids.get(ps.spec.node_type, []))
-            marg = set_marginals(
-                parts.members[i, k, ps.slot].float(),
-                int(lay.list_lo[k][ps.slot]),
-                int(lay.list_hi[k][ps.slot]),
-            )
-            out["members"][ps.name] = top(labels, marg[: len(labels)])
+            out["members"][ps.name] = top(labels, members[i, k, ps.slot, : len(labels)].float())
         elif ps.kind == "enum":
             labels = list(getattr(ps.spec, "choices", None) or [False, True])
             probs = torch.softmax(parts.enum[i, k, ps.slot].float(), -1)[: len(labels)]

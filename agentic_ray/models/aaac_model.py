@@ -12,8 +12,7 @@ from agentic_ray.graph_spec import TOOL_NODE_TYPE, ActionLayout, GraphSpec, evid
 from agentic_ray.models.flat_mlp_encoder import FlatMLPEncoder
 from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
 from agentic_ray.models.reflection import failed_last_step
-from agentic_ray.models.set_functional import set_marginals
-from agentic_ray.models.skill_argument_functional import masked_fill_value
+from agentic_ray.models.skill_argument_functional import masked_fill_value, member_probs
 from agentic_ray.models.skill_argument_heads import SkillArgumentHeads, SkillArgumentLogits, mlp
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
 from agentic_ray.models.tool_grounded_scorer import ToolGroundedScorer
@@ -469,12 +468,16 @@ class AAACModel(nn.Module):
 
         Returns:
             ``skill_probs (B, K)``, ``top_skills``/``top_skill_probs (B, k)``; for the most likely skill
-            ``pointer_probs (B, P, Mp1)``, ``member_probs (B, L, Mp)`` (inclusion marginals), ``enum_probs (B, E,
-            Me)``, ``source_probs (B, N, C1)`` (0 = a free value), ``numeric_mean``/``numeric_sigma (B, N)``; ``prototype_probs (B, num_prototypes)`` in prototype mode, and the encoder's
-            ``attention {layer/rel: (B, E_r, heads)}`` and ``gates {layer/rel: (B, N_dst)}``.
+            ``pointer_probs (B, P, Mp1)``, ``member_probs (B, L, Mp)`` (a set slot's inclusion marginals; a sequence
+            slot's probability of each node at its first position), ``enum_probs (B, E, Me)``, ``source_probs (B, N,
+            C1)`` (0 = a free value), ``numeric_mean``/``numeric_sigma (B, N)``; ``prototype_probs (B,
+            num_prototypes)`` in prototype mode, and the encoder's ``attention {layer/rel: (B, E_r, heads)}`` and
+            ``gates {layer/rel: (B, N_dst)}``.
         """
         out: dict[str, Any] = dict(enc.debug)
-        if logits is not None:
+        if logits is not None and self.policy_heads is not None:
+            pk = self.policy_heads.packed
+            parts = logits["parts"]
             probs = logits["skill"].softmax(-1)
             top = probs.topk(min(self.config.debug_top_k, probs.shape[-1]), dim=-1)
             best = top.indices[:, 0]
@@ -482,16 +485,12 @@ class AAACModel(nn.Module):
             out["top_skills"] = top.indices
             out["top_skill_probs"] = top.values
             rows = torch.arange(best.shape[0], device=best.device)
-            pk = self.policy_heads.packed if self.policy_heads is not None else None
-            out["pointer_probs"] = logits["pointer"][rows, best].softmax(-1)
-            out["enum_probs"] = logits["enum"][rows, best].softmax(-1)
-            out["source_probs"] = logits["source"][rows, best].softmax(-1)
-            out["numeric_mean"] = logits["numeric_mean"][rows, best]
-            out["numeric_sigma"] = logits["numeric_log_std"][rows, best].exp()
-            if pk is not None:
-                lo = torch.tensor(pk.list_lo, device=best.device)[best]
-                hi = torch.tensor(pk.list_hi, device=best.device)[best]
-                out["member_probs"] = set_marginals(logits["members"][rows, best], lo, hi)
+            out["pointer_probs"] = parts.pointer_by_slot(pk)[rows, best].softmax(-1)
+            out["enum_probs"] = parts.enum[rows, best].softmax(-1)
+            out["source_probs"] = parts.source[rows, best].softmax(-1)
+            out["numeric_mean"] = parts.numeric_mean[rows, best]
+            out["numeric_sigma"] = parts.numeric_log_std[rows, best].exp()
+            out["member_probs"] = member_probs(parts, pk)[rows, best]
         if proto_logits is not None:
             out["prototype_probs"] = proto_logits.softmax(-1)
         return out

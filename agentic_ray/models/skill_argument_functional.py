@@ -3,43 +3,85 @@
 The policy emits one flat vector per row (``action_dist_inputs``) that holds the skill logits and, for EVERY skill
 ``k``, the logits of the arguments that skill would take::
 
-    [ skill (K) | pointer (K·P·Mp1) | members (K·L·Mp) | enum (K·E·Me) | source (K·N·C1)
+    [ skill (K) | pointer groups | set groups | sequence slots | enum (K·E·Me) | source (K·N·C1)
       | numeric mean (K·N) | numeric log_std (K·N) ]
 
-``K`` skills; ``P`` pointer slots of ``Mp1 = max_pointer + 1`` choices (the last = the argument is left out);
-``L`` list slots over ``Mp`` candidates, each a set with size in ``[lo, hi]`` of its skill
-(:mod:`agentic_ray.models.set_functional`); ``E`` enum slots of ``Me`` choices; ``N`` numeric slots, each with a
-copy-source choice of ``C1 = C + 1`` (0 = a free value, ``c + 1`` = copy source ``c``) and a Gaussian free value.
-Sampling draws the skill first, then the arguments of that skill only. Given the skill, argument slots are
-independent, only the slots the skill uses count, and a numeric slot's Gaussian counts only when it is free::
+Entity arguments are packed per node type, at that type's width ``W`` (its node cap), and only for the slots that
+some skill uses:
+
+* a *pointer group* holds every pointer slot ``(k, p)`` over one node type: ``n × (W + 1)`` logits (the last
+  choice = the argument is left out);
+* a *set group* every list slot with set semantics over one type: ``n × W`` per-candidate logits, a set of size in
+  ``[lo, hi]`` (:mod:`agentic_ray.models.set_functional`);
+* a *sequence slot* (an ordered list, a list with repeats, or a list paired by position; see
+  :meth:`~agentic_ray.graph_spec.SkillSlots.is_sequence`): ``T × W`` item logits and ``T`` stop logits, and for a
+  follower the rank-``R`` factors of its leader's and its own candidates (:mod:`agentic_ray.models.
+  sequence_functional`).
+
+``E`` enum slots of ``Me`` choices; ``N`` numeric slots, each with a copy-source choice of ``C1 = C + 1`` (0 = a free
+value, ``c + 1`` = copy source ``c``) and a Gaussian free value. Sampling draws the skill first, then the arguments
+of that skill. Given the skill, argument slots are independent (but a follower follows its leader), only the slots
+the skill uses count, and a numeric slot's Gaussian counts only when it is free::
 
     logp(a)  = log p(k) + Σ_{used slots i of k} log p(arg_i | k),
                log p(numeric_n | k) = log p(src_n | k) + 1[src_n = 0] · log N(x_n; μ, σ)
     H        = H(skill) + Σ_k p(k) · Σ_{used i of k} H(arg_i | k),   H(numeric_n) = H(src_n) + p(free)·H(N)
     KL(p‖q)  = KL(skill) + Σ_k p(k) · Σ_{used i of k} KL(arg_i | k), KL(numeric_n) = KL(src) + p(free)·KL(N)
 
-All are exact. Masked choices carry a large finite negative logit (:func:`masked_fill_value`), so every quantity
-stays finite: their probability underflows to exactly 0 and ``0 · finite = 0``.
+All are exact except the entropy and KL of a sequence slot whose step distributions depend on what was drawn before
+(a ``unique`` ordered list, and a follower, which reads its leader's members): for those the per-step entropy and
+KL are summed along one sequence drawn from ``p`` (from the first distribution for KL), an unbiased estimate
+(:mod:`agentic_ray.models.sequence_functional` says exactly what is computed). Masked choices carry a large finite
+negative logit (:func:`masked_fill_value`), so every quantity stays finite: their probability underflows to exactly
+0 and ``0 · finite = 0``.
+
+Actions (``ActionLayout.action_space()``): ``pointer (B, P)`` with ``Mp`` = left out, ``members (B, L·T)`` with
+``Mp`` = the end of a list, ``enum (B, E)``, ``source (B, N)``, ``numeric (B, N)``. Within a type of width ``W`` a
+pointer or member index ``>= W`` reads as left out / the end.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from agentic_ray.graph_spec import ActionLayout
-from agentic_ray.models.set_functional import set_entropy, set_kl, set_logp, set_mode, set_sample
+from agentic_ray.models.sequence_functional import (
+    follower_bonus,
+    sequence_entropy,
+    sequence_kl,
+    sequence_length,
+    sequence_logp,
+    sequence_mode,
+    sequence_sample,
+    sequence_step_logits,
+)
+from agentic_ray.models.set_functional import (
+    categorical_sample,
+    set_entropy,
+    set_kl,
+    set_logp,
+    set_marginals,
+    set_mode,
+    set_sample,
+)
 
 __all__ = [
+    "FOLLOWER_RANK",
     "LOG_STD_MAX",
     "LOG_STD_MIN",
     "PackedActionLayout",
     "PackedActionLogits",
+    "PointerGroup",
+    "SequenceSlot",
+    "SetGroup",
     "masked_fill_value",
+    "member_probs",
     "sigma_scaled_mean",
     "skill_argument_entropy",
     "skill_argument_kl",
@@ -50,6 +92,8 @@ __all__ = [
 
 LOG_STD_MIN = -5.0
 LOG_STD_MAX = 1.0
+FOLLOWER_RANK = 8
+"""``R``: rank of a follower's conditioning on its leader's member (see ``sequence_functional``)."""
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -62,13 +106,73 @@ def masked_fill_value(dtype: torch.dtype) -> float:
 
 
 @dataclass(frozen=True)
+class PointerGroup:
+    """The pointer slots over one node type, across skills: member ``n`` is slot ``slots[n]`` of skill
+    ``skills[n]``; ``width + 1`` choices each (the last: left out)."""
+
+    node_type: str
+    width: int
+    skills: tuple[int, ...]
+    slots: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SetGroup:
+    """The list slots with set semantics over one node type, across skills, with their size bounds."""
+
+    node_type: str
+    width: int
+    skills: tuple[int, ...]
+    slots: tuple[int, ...]
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
+
+    @property
+    def levels(self) -> int:
+        """The largest set size any member allows."""
+        return max(self.hi)
+
+
+@dataclass(frozen=True)
+class SequenceSlot:
+    """One list slot with sequence semantics: ``length`` positions over ``width`` candidates.
+
+    ``leader`` is the index (in :attr:`PackedActionLayout.sequences`) of the slot it is paired with, or -1; a
+    follower's length is its leader's (``lo``/``hi`` are then the leader's bounds), and ``lead_width`` is the width
+    of the leader's type.
+    """
+
+    node_type: str
+    width: int
+    skill: int
+    slot: int
+    lo: int
+    hi: int
+    unique: bool
+    leader: int = -1
+    lead_width: int = 0
+
+    @property
+    def length(self) -> int:
+        return self.hi
+
+    def size(self, rank: int) -> int:
+        base = self.length * (self.width + 1)
+        return base + (self.lead_width + self.width) * rank if self.leader >= 0 else base
+
+
+@dataclass(frozen=True)
 class PackedActionLogits:
     """Views into a packed ``(B, D)`` logits vector.
 
     Attributes:
         skill: ``(B, K)``.
-        pointer: ``(B, K, P, Mp1)``.
-        members: ``(B, K, L, Mp)`` per-candidate set logits.
+        pointers: per pointer group ``(B, n, W + 1)``.
+        sets: per set group ``(B, n, W)``.
+        seq_items: per sequence slot ``(B, T, W)``.
+        seq_stop: per sequence slot ``(B, T)``.
+        seq_lead: per sequence slot ``(B, W_leader, R)`` (followers only, else None).
+        seq_own: per sequence slot ``(B, W, R)`` (followers only, else None).
         enum: ``(B, K, E, Me)``.
         source: ``(B, K, N, C1)``.
         numeric_mean: ``(B, K, N)``.
@@ -76,12 +180,40 @@ class PackedActionLogits:
     """
 
     skill: torch.Tensor
-    pointer: torch.Tensor
-    members: torch.Tensor
+    pointers: tuple[torch.Tensor, ...]
+    sets: tuple[torch.Tensor, ...]
+    seq_items: tuple[torch.Tensor, ...]
+    seq_stop: tuple[torch.Tensor, ...]
+    seq_lead: tuple[torch.Tensor | None, ...]
+    seq_own: tuple[torch.Tensor | None, ...]
     enum: torch.Tensor
     source: torch.Tensor
     numeric_mean: torch.Tensor
     numeric_log_std: torch.Tensor
+
+    def pointer_by_slot(self, layout: PackedActionLayout) -> torch.Tensor:
+        """``(B, K, P, Mp + 1)``: the pointer logits in the action's index space (column ``Mp`` = left out; columns
+        past a type's width and slots a skill does not use hold the masked value). For inspection and tests."""
+        fill = masked_fill_value(self.skill.dtype)
+        out = self.skill.new_full(
+            (self.skill.shape[0], layout.num_skills, layout.pointer_slots, layout.max_pointer + 1), fill
+        )
+        for g, lg in zip(layout.pointer_groups, self.pointers, strict=True):
+            for n, (k, p) in enumerate(zip(g.skills, g.slots, strict=True)):
+                out[:, k, p, : g.width] = lg[:, n, : g.width]
+                out[:, k, p, layout.max_pointer] = lg[:, n, g.width]
+        return out
+
+    def set_by_slot(self, layout: PackedActionLayout) -> torch.Tensor:
+        """``(B, K, L, Mp)``: the per-candidate logits of set slots (everything else the masked value)."""
+        fill = masked_fill_value(self.skill.dtype)
+        out = self.skill.new_full(
+            (self.skill.shape[0], layout.num_skills, layout.list_slots, layout.max_pointer), fill
+        )
+        for g, lg in zip(layout.set_groups, self.sets, strict=True):
+            for n, (k, li) in enumerate(zip(g.skills, g.slots, strict=True)):
+                out[:, k, li, : g.width] = lg[:, n]
+        return out
 
 
 @dataclass(frozen=True)
@@ -90,75 +222,96 @@ class PackedActionLayout:
 
     Attributes:
         num_skills: ``K``.
-        pointer_slots / pointer_choices: ``P`` / ``Mp1``.
-        list_slots / list_choices: ``L`` / ``Mp``.
+        pointer_slots: ``P`` (action width).
+        list_slots / list_length: ``L`` / ``T`` (the ``members`` action is ``L × T``).
+        max_pointer: ``Mp``, the left-out / end marker of actions.
         enum_slots / enum_choices: ``E`` / ``Me``.
         source_choices: ``C1``.
         numeric_slots: ``N``.
-        pointer_used, list_used, enum_used, numeric_used: ``K`` rows of booleans per slot.
-        list_lo, list_hi: ``K`` rows of ``L`` set-size bounds (0 and ``Mp`` for unused slots).
+        pointer_groups, set_groups, sequences: the entity-argument slots, per node type (see the module docstring).
+        enum_used, numeric_used: ``K`` rows of booleans per slot.
+        rank: ``R`` of followers.
     """
 
     num_skills: int
     pointer_slots: int
-    pointer_choices: int
     list_slots: int
-    list_choices: int
+    list_length: int
+    max_pointer: int
     enum_slots: int
     enum_choices: int
     source_choices: int
     numeric_slots: int
-    pointer_used: tuple[tuple[bool, ...], ...]
-    list_used: tuple[tuple[bool, ...], ...]
+    pointer_groups: tuple[PointerGroup, ...]
+    set_groups: tuple[SetGroup, ...]
+    sequences: tuple[SequenceSlot, ...]
     enum_used: tuple[tuple[bool, ...], ...]
     numeric_used: tuple[tuple[bool, ...], ...]
-    list_lo: tuple[tuple[int, ...], ...]
-    list_hi: tuple[tuple[int, ...], ...]
+    rank: int = FOLLOWER_RANK
 
     @classmethod
-    def from_action_layout(cls, layout: ActionLayout) -> PackedActionLayout:
+    def from_action_layout(cls, layout: ActionLayout, rank: int = FOLLOWER_RANK) -> PackedActionLayout:
         """Derives the packed layout from the env's :class:`ActionLayout`."""
-        p, lt, e, n, mp = (
-            layout.pointer_slots,
-            layout.list_slots,
-            layout.enum_slots,
-            layout.numeric_slots,
-            layout.max_pointer,
-        )
-        lo = tuple(
-            tuple(s.list_bounds[i][0] if i < len(s.list_bounds) else 0 for i in range(lt))
-            for s in layout.skills
-        )
-        hi = tuple(
-            tuple(min(s.list_bounds[i][1], mp) if i < len(s.list_bounds) else mp for i in range(lt))
-            for s in layout.skills
-        )
+        e, n = layout.enum_slots, layout.numeric_slots
+        ptr: dict[str, list[tuple[int, int]]] = {}
+        sets: dict[str, list[tuple[int, int, int, int]]] = {}
+        leaders: list[SequenceSlot] = []
+        followers: list[tuple[int, int]] = []
+        for k, s in enumerate(layout.skills):
+            for p, t in enumerate(s.pointer_types):
+                ptr.setdefault(t, []).append((k, p))
+            for li, t in enumerate(s.list_types):
+                lo = s.list_bounds[li][0]
+                if not s.is_sequence(li):
+                    sets.setdefault(t, []).append((k, li, lo, layout.list_max(s, li)))
+                elif s.leader(li) >= 0:
+                    followers.append((k, li))
+                else:
+                    leaders.append(
+                        SequenceSlot(t, layout.width(t), k, li, lo, layout.list_max(s, li), s.unique(li))
+                    )
+        seqs = list(leaders)
+        for k, li in followers:
+            s = layout.skills[k]
+            lead_i = next(i for i, q in enumerate(leaders) if (q.skill, q.slot) == (k, s.leader(li)))
+            lead = leaders[lead_i]
+            t = s.list_types[li]
+            seqs.append(
+                SequenceSlot(t, layout.width(t), k, li, lead.lo, lead.hi, s.unique(li), lead_i, lead.width)
+            )
         return cls(
             num_skills=layout.num_skills,
-            pointer_slots=p,
-            pointer_choices=layout.pointer_choices,
-            list_slots=lt,
-            list_choices=mp,
+            pointer_slots=layout.pointer_slots,
+            list_slots=layout.list_slots,
+            list_length=layout.list_length,
+            max_pointer=layout.max_pointer,
             enum_slots=e,
             enum_choices=layout.enum_max,
             source_choices=layout.num_sources + 1,
             numeric_slots=n,
-            pointer_used=tuple(tuple(i < len(s.pointer_types) for i in range(p)) for s in layout.skills),
-            list_used=tuple(tuple(i < len(s.list_types) for i in range(lt)) for s in layout.skills),
+            pointer_groups=tuple(
+                PointerGroup(t, layout.width(t), tuple(k for k, _ in v), tuple(p for _, p in v))
+                for t, v in ptr.items()
+            ),
+            set_groups=tuple(
+                SetGroup(t, layout.width(t), *(tuple(x[i] for x in v) for i in range(4)))
+                for t, v in sets.items()
+            ),
+            sequences=tuple(seqs),
             enum_used=tuple(tuple(i < len(s.enum_sizes) for i in range(e)) for s in layout.skills),
             numeric_used=tuple(tuple(i < s.numeric_count for i in range(n)) for s in layout.skills),
-            list_lo=lo,
-            list_hi=hi,
+            rank=rank,
         )
 
     @property
     def sizes(self) -> tuple[int, ...]:
-        """Widths of the seven packed segments (skill, pointer, members, enum, source, mean, log_std)."""
+        """Widths of the packed segments, in order (see the module docstring)."""
         k = self.num_skills
         return (
             k,
-            k * self.pointer_slots * self.pointer_choices,
-            k * self.list_slots * self.list_choices,
+            *(len(g.skills) * (g.width + 1) for g in self.pointer_groups),
+            *(len(g.skills) * g.width for g in self.set_groups),
+            *(q.size(self.rank) for q in self.sequences),
             k * self.enum_slots * self.enum_choices,
             k * self.numeric_slots * self.source_choices,
             k * self.numeric_slots,
@@ -170,22 +323,50 @@ class PackedActionLayout:
         """``D``, the width of ``action_dist_inputs``."""
         return sum(self.sizes)
 
-    def used_masks(self, device: torch.device) -> tuple[torch.Tensor, ...]:
-        """``(K, P)``, ``(K, L)``, ``(K, E)``, ``(K, N)`` float used-slot masks and ``(K, L)`` long ``lo``/``hi``.
-
-        Cached per device, so the training loop does not copy them host → device every step.
-        """
+    def used_masks(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(K, E)`` and ``(K, N)`` float used-slot masks (cached per device, so the training loop does not copy
+        them host → device every step)."""
         return _used_masks(self, torch.device(device))
 
+    def group_index(self, device: torch.device) -> _GroupIndex:
+        """Index tensors of the pointer and set groups (cached per device)."""
+        return _group_index(self, torch.device(device))
+
     def split(self, logits: torch.Tensor) -> PackedActionLogits:
-        """Splits ``(B, D)`` packed logits into their parts (views, no copy except the log_std clamp)."""
+        """Splits ``(..., D)`` packed logits into their parts (views, no copy except the log_std clamp)."""
         k = self.num_skills
-        skill, ptr, mem, enum, src, mean, log_std = torch.split(logits, list(self.sizes), dim=-1)
+        chunks = list(torch.split(logits, list(self.sizes), dim=-1))
         lead = logits.shape[:-1]
+        skill = chunks.pop(0)
+        pointers = tuple(
+            chunks.pop(0).reshape(*lead, len(g.skills), g.width + 1) for g in self.pointer_groups
+        )
+        sets = tuple(chunks.pop(0).reshape(*lead, len(g.skills), g.width) for g in self.set_groups)
+        items: list[torch.Tensor] = []
+        stop: list[torch.Tensor] = []
+        lead_f: list[torch.Tensor | None] = []
+        own_f: list[torch.Tensor | None] = []
+        for q in self.sequences:
+            c = chunks.pop(0)
+            t, w, r = q.length, q.width, self.rank
+            items.append(c[..., : t * w].reshape(*lead, t, w))
+            stop.append(c[..., t * w : t * (w + 1)])
+            if q.leader >= 0:
+                off = t * (w + 1)
+                lead_f.append(c[..., off : off + q.lead_width * r].reshape(*lead, q.lead_width, r))
+                own_f.append(c[..., off + q.lead_width * r :].reshape(*lead, w, r))
+            else:
+                lead_f.append(None)
+                own_f.append(None)
+        enum, src, mean, log_std = chunks
         return PackedActionLogits(
             skill=skill,
-            pointer=ptr.reshape(*lead, k, self.pointer_slots, self.pointer_choices),
-            members=mem.reshape(*lead, k, self.list_slots, self.list_choices),
+            pointers=pointers,
+            sets=sets,
+            seq_items=tuple(items),
+            seq_stop=tuple(stop),
+            seq_lead=tuple(lead_f),
+            seq_own=tuple(own_f),
             enum=enum.reshape(*lead, k, self.enum_slots, self.enum_choices),
             source=src.reshape(*lead, k, self.numeric_slots, self.source_choices),
             numeric_mean=mean.reshape(*lead, k, self.numeric_slots),
@@ -193,15 +374,32 @@ class PackedActionLayout:
         )
 
 
+@dataclass(frozen=True)
+class _GroupIndex:
+    pointer: tuple[tuple[torch.Tensor, torch.Tensor], ...]  # (skills, slots) per pointer group
+    sets: tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], ...]  # skills, slots, lo, hi
+
+
 @functools.lru_cache(maxsize=64)
-def _used_masks(layout: PackedActionLayout, device: torch.device) -> tuple[torch.Tensor, ...]:
+def _used_masks(layout: PackedActionLayout, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     return (
-        torch.tensor(layout.pointer_used, dtype=torch.float32, device=device),
-        torch.tensor(layout.list_used, dtype=torch.float32, device=device),
-        torch.tensor(layout.enum_used, dtype=torch.float32, device=device),
-        torch.tensor(layout.numeric_used, dtype=torch.float32, device=device),
-        torch.tensor(layout.list_lo, dtype=torch.long, device=device),
-        torch.tensor(layout.list_hi, dtype=torch.long, device=device),
+        torch.tensor(layout.enum_used, dtype=torch.float32, device=device).reshape(
+            layout.num_skills, layout.enum_slots
+        ),
+        torch.tensor(layout.numeric_used, dtype=torch.float32, device=device).reshape(
+            layout.num_skills, layout.numeric_slots
+        ),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _group_index(layout: PackedActionLayout, device: torch.device) -> _GroupIndex:
+    def t(v: tuple[int, ...]) -> torch.Tensor:
+        return torch.tensor(v, dtype=torch.long, device=device)
+
+    return _GroupIndex(
+        pointer=tuple((t(g.skills), t(g.slots)) for g in layout.pointer_groups),
+        sets=tuple((t(g.skills), t(g.slots), t(g.lo), t(g.hi)) for g in layout.set_groups),
     )
 
 
@@ -222,17 +420,120 @@ def _categorical_kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Ten
     return (logp.exp() * (logp - logq)).sum(-1)
 
 
-def _members(
-    parts: PackedActionLogits, layout: PackedActionLayout, action: dict[str, torch.Tensor]
+def _members(layout: PackedActionLayout, action: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``(B, L, T)`` long: the action's list members."""
+    m = action["members"].long()
+    return m.reshape(m.shape[0], layout.list_slots, layout.list_length)
+
+
+def _as_width(idx: torch.Tensor, width: int) -> torch.Tensor:
+    """Action indices → indices within a type of ``width`` (``>= width``: left out / the end)."""
+    return torch.where(idx >= width, torch.full_like(idx, width), idx.clamp(min=0))
+
+
+def _to_action(idx: torch.Tensor, width: int, max_pointer: int) -> torch.Tensor:
+    """Indices within a type → action indices (``width`` → ``max_pointer``)."""
+    return torch.where(idx >= width, torch.full_like(idx, max_pointer), idx)
+
+
+def _bits(seq: torch.Tensor, width: int) -> torch.Tensor:
+    """``(..., T)`` indices (``>= width`` = none) → ``(..., W)`` 0/1 membership."""
+    onehot = F.one_hot(_as_width(seq, width), width + 1)[..., :width]
+    return onehot.sum(-2).clamp(max=1)
+
+
+def _set_to_seq(bits: torch.Tensor, length: int, width: int) -> torch.Tensor:
+    """``(..., W)`` 0/1 → ``(..., length)`` the members in increasing order, then ``width`` (the end)."""
+    pos = torch.arange(width, device=bits.device).expand_as(bits)
+    order = torch.where(bits > 0, pos, torch.full_like(pos, width)).sort(-1).values
+    if order.shape[-1] < length:
+        order = F.pad(order, (0, length - order.shape[-1]), value=width)
+    return order[..., :length]
+
+
+def _set_lists(
+    parts: PackedActionLogits,
+    layout: PackedActionLayout,
+    skill: torch.Tensor,
+    members: torch.Tensor,
+    draw: Callable[[torch.Tensor, SetGroup, torch.Tensor, torch.Tensor], torch.Tensor],
+) -> None:
+    """Writes the chosen skill's set slots into ``members (B, L, T)`` (``draw`` → ``(B, n, W)`` 0/1)."""
+    gi = layout.group_index(skill.device)
+    for g, lg, (_ks, _ls, lo, hi) in zip(layout.set_groups, parts.sets, gi.sets, strict=True):
+        seq = _to_action(
+            _set_to_seq(draw(lg, g, lo, hi), layout.list_length, g.width), g.width, layout.max_pointer
+        )
+        for n, (k, li) in enumerate(zip(g.skills, g.slots, strict=True)):
+            mine = (skill == k).unsqueeze(-1)
+            members[:, li] = torch.where(mine, seq[:, n], members[:, li])
+
+
+def _pointer_action(
+    parts: PackedActionLogits,
+    layout: PackedActionLayout,
+    skill: torch.Tensor,
+    pick: Callable[[torch.Tensor], torch.Tensor],
 ) -> torch.Tensor:
-    b = parts.skill.shape[0]
-    return action["members"].reshape(b, layout.list_slots, layout.list_choices)
+    """``(B, P)``: the chosen skill's pointers (``pick``: ``(B, n, W + 1)`` logits → ``(B, n)`` indices)."""
+    out = torch.zeros(skill.shape[0], layout.pointer_slots, dtype=torch.long, device=skill.device)
+    gi = layout.group_index(skill.device)
+    for g, lg, (ks, ps) in zip(layout.pointer_groups, parts.pointers, gi.pointer, strict=True):
+        idx = _to_action(pick(lg), g.width, layout.max_pointer)
+        mine = skill.unsqueeze(-1) == ks
+        out.scatter_add_(1, ps.expand_as(idx), idx * mine.long())
+    return out
+
+
+def _sequence_inputs(
+    parts: PackedActionLogits, layout: PackedActionLayout, i: int, lead_seq: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """``(lo, hi, bonus)`` of sequence slot ``i`` (a follower's from its leader's sequence ``lead_seq``)."""
+    q = layout.sequences[i]
+    dev = parts.skill.device
+    if q.leader < 0:
+        return torch.tensor(q.lo, device=dev), torch.tensor(q.hi, device=dev), None
+    assert lead_seq is not None
+    lead_f, own_f = parts.seq_lead[i], parts.seq_own[i]
+    assert lead_f is not None and own_f is not None
+    n = sequence_length(lead_seq, q.lead_width)
+    return n, n, follower_bonus(lead_seq, lead_f, own_f)
+
+
+def _sequences(
+    parts: PackedActionLogits,
+    layout: PackedActionLayout,
+    decode: Callable[..., torch.Tensor],
+) -> list[torch.Tensor]:
+    """One sequence ``(B, T)`` per sequence slot within its width, leaders first (``decode``:
+    :func:`sequence_sample` or :func:`sequence_mode`)."""
+    out: list[torch.Tensor] = []
+    for i, q in enumerate(layout.sequences):
+        lead = out[q.leader] if q.leader >= 0 else None
+        lo, hi, bonus = _sequence_inputs(parts, layout, i, lead)
+        out.append(decode(parts.seq_items[i], parts.seq_stop[i], lo, hi, unique=q.unique, bonus=bonus))
+    return out
+
+
+def _write_sequences(
+    layout: PackedActionLayout, skill: torch.Tensor, seqs: list[torch.Tensor], members: torch.Tensor
+) -> None:
+    for q, seq in zip(layout.sequences, seqs, strict=True):
+        mine = (skill == q.skill).unsqueeze(-1)
+        cur = members[:, q.slot, : q.length]
+        members[:, q.slot, : q.length] = torch.where(mine, _to_action(seq, q.width, layout.max_pointer), cur)
+
+
+def _action_sequences(layout: PackedActionLayout, action: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+    """The action's sequence slots ``(B, T)``, each within its width."""
+    members = _members(layout, action)
+    return [_as_width(members[:, q.slot, : q.length], q.width) for q in layout.sequences]
 
 
 def skill_argument_sample(
     parts: PackedActionLogits, layout: PackedActionLayout, *, reparameterize: bool = False
 ) -> dict[str, torch.Tensor]:
-    """Samples the skill, then the arguments of that skill. Unused slots are 0.
+    """Samples the skill, then the arguments of that skill. Unused slots are 0 (lists: the end marker ``Mp``).
 
     Args:
         parts: Packed logits split by :meth:`PackedActionLayout.split`, batch ``B``.
@@ -241,24 +542,27 @@ def skill_argument_sample(
             never carry gradients).
 
     Returns:
-        ``{"skill": (B,), "pointer": (B, P), "members": (B, L·Mp), "enum": (B, E), "source": (B, N)}`` int64
+        ``{"skill": (B,), "pointer": (B, P), "members": (B, L·T), "enum": (B, E), "source": (B, N)}`` int64
         and ``"numeric": (B, N)`` float.
     """
-    p_used, l_used, e_used, n_used, lo, hi = layout.used_masks(parts.skill.device)
-    cat = torch.distributions.Categorical
-    skill = cat(logits=parts.skill, validate_args=False).sample()
-    pointer = cat(logits=_select_skill(parts.pointer, skill), validate_args=False).sample()
-    members = set_sample(_select_skill(parts.members, skill), lo[skill], hi[skill])
-    enum = cat(logits=_select_skill(parts.enum, skill), validate_args=False).sample()
-    source = cat(logits=_select_skill(parts.source, skill), validate_args=False).sample()
+    e_used, n_used = layout.used_masks(parts.skill.device)
+    skill = categorical_sample(parts.skill)
+    b = skill.shape[0]
+    members = torch.full(
+        (b, layout.list_slots, layout.list_length), layout.max_pointer, dtype=torch.long, device=skill.device
+    )
+    _set_lists(parts, layout, skill, members, lambda lg, g, lo, hi: set_sample(lg, lo, hi, g.levels))
+    _write_sequences(layout, skill, _sequences(parts, layout, sequence_sample), members)
+    enum = categorical_sample(_select_skill(parts.enum, skill))
+    source = categorical_sample(_select_skill(parts.source, skill))
     mean = _select_skill(parts.numeric_mean, skill)
     std = _select_skill(parts.numeric_log_std, skill).exp()
     eps = torch.randn_like(mean)
     numeric = mean + std * eps if reparameterize else (mean + std * eps).detach()
     return {
         "skill": skill,
-        "pointer": pointer * p_used[skill].long(),
-        "members": (members * l_used[skill].long().unsqueeze(-1)).flatten(1),
+        "pointer": _pointer_action(parts, layout, skill, categorical_sample),
+        "members": members.flatten(1),
         "enum": enum * e_used[skill].long(),
         "source": source * n_used[skill].long(),
         "numeric": numeric * n_used[skill].to(numeric.dtype),
@@ -267,18 +571,25 @@ def skill_argument_sample(
 
 def skill_argument_mode(parts: PackedActionLogits, layout: PackedActionLayout) -> dict[str, torch.Tensor]:
     """The greedy action: argmax skill, then the most probable arguments of that skill (the most probable set,
-    argmax pointer/enum/source, the numeric mean).
+    the greedy sequence, argmax pointer/enum/source, the numeric mean).
 
     Returns:
         Same structure as :func:`skill_argument_sample`.
     """
-    p_used, l_used, e_used, n_used, lo, hi = layout.used_masks(parts.skill.device)
+    e_used, n_used = layout.used_masks(parts.skill.device)
     skill = parts.skill.argmax(-1)
-    members = set_mode(_select_skill(parts.members, skill), lo[skill], hi[skill])
+    members = torch.full(
+        (skill.shape[0], layout.list_slots, layout.list_length),
+        layout.max_pointer,
+        dtype=torch.long,
+        device=skill.device,
+    )
+    _set_lists(parts, layout, skill, members, lambda lg, g, lo, hi: set_mode(lg, lo, hi, g.levels))
+    _write_sequences(layout, skill, _sequences(parts, layout, sequence_mode), members)
     return {
         "skill": skill,
-        "pointer": _select_skill(parts.pointer, skill).argmax(-1) * p_used[skill].long(),
-        "members": (members * l_used[skill].long().unsqueeze(-1)).flatten(1),
+        "pointer": _pointer_action(parts, layout, skill, lambda lg: lg.argmax(-1)),
+        "members": members.flatten(1),
         "enum": _select_skill(parts.enum, skill).argmax(-1) * e_used[skill].long(),
         "source": _select_skill(parts.source, skill).argmax(-1) * n_used[skill].long(),
         "numeric": _select_skill(parts.numeric_mean, skill) * n_used[skill].to(parts.numeric_mean.dtype),
@@ -298,17 +609,28 @@ def skill_argument_logp(
     Returns:
         ``(B,)`` float tensor.
     """
-    p_used, l_used, e_used, n_used, lo, hi = layout.used_masks(parts.skill.device)
+    e_used, n_used = layout.used_masks(parts.skill.device)
+    gi = layout.group_index(parts.skill.device)
     skill = action["skill"].long().reshape(-1)
     logp = F.log_softmax(parts.skill, dim=-1).gather(-1, skill[:, None]).squeeze(-1)
 
-    ptr_logp = F.log_softmax(_select_skill(parts.pointer, skill), dim=-1)
-    ptr = action["pointer"].long().clamp(0, layout.pointer_choices - 1)
-    logp = logp + (ptr_logp.gather(-1, ptr[..., None]).squeeze(-1) * p_used[skill]).sum(-1)
+    ptr = action["pointer"].long()
+    for pg, lg, (ks, ps) in zip(layout.pointer_groups, parts.pointers, gi.pointer, strict=True):
+        lp = F.log_softmax(lg, dim=-1).gather(-1, _as_width(ptr[:, ps], pg.width).unsqueeze(-1)).squeeze(-1)
+        logp = logp + (lp * (skill.unsqueeze(-1) == ks).to(lp.dtype)).sum(-1)
 
-    members = _members(parts, layout, action).clamp(0, 1)
-    set_lp = set_logp(_select_skill(parts.members, skill), lo[skill], hi[skill], members)
-    logp = logp + (set_lp * l_used[skill]).sum(-1)
+    members = _members(layout, action)
+    for g, lg, (ks, ls, lo, hi) in zip(layout.set_groups, parts.sets, gi.sets, strict=True):
+        lp = set_logp(lg, lo, hi, _bits(members[:, ls], g.width), g.levels)
+        logp = logp + (lp * (skill.unsqueeze(-1) == ks).to(lp.dtype)).sum(-1)
+
+    seqs = _action_sequences(layout, action)
+    for i, q in enumerate(layout.sequences):
+        lo, hi, bonus = _sequence_inputs(parts, layout, i, seqs[q.leader] if q.leader >= 0 else None)
+        lp = sequence_logp(
+            parts.seq_items[i], parts.seq_stop[i], lo, hi, seqs[i], unique=q.unique, bonus=bonus
+        )
+        logp = logp + lp * (skill == q.skill).to(lp.dtype)
 
     enum_logp = F.log_softmax(_select_skill(parts.enum, skill), dim=-1)
     enum = action["enum"].long().clamp(0, layout.enum_choices - 1)
@@ -325,6 +647,24 @@ def skill_argument_logp(
     return logp + ((src_lp + free * gauss) * n_used[skill]).sum(-1)
 
 
+def member_probs(parts: PackedActionLogits, layout: PackedActionLayout) -> torch.Tensor:
+    """``(B, K, L, Mp)``: for a set slot, the probability that each node is in the set; for a sequence slot, that
+    each node is its first member (a follower's without its leader's conditioning). For inspection."""
+    b = parts.skill.shape[0]
+    out = parts.skill.new_zeros(b, layout.num_skills, layout.list_slots, layout.max_pointer)
+    for g, lg in zip(layout.set_groups, parts.sets, strict=True):
+        mu = set_marginals(
+            lg, torch.tensor(g.lo, device=lg.device), torch.tensor(g.hi, device=lg.device), g.levels
+        )
+        for n, (k, li) in enumerate(zip(g.skills, g.slots, strict=True)):
+            out[:, k, li, : g.width] = mu[:, n]
+    for i, q in enumerate(layout.sequences):
+        lo, hi = torch.tensor(q.lo, device=out.device), torch.tensor(q.hi, device=out.device)
+        step = sequence_step_logits(parts.seq_items[i][:, :1], parts.seq_stop[i][:, :1], lo, hi)
+        out[:, q.skill, q.slot, : q.width] = step.softmax(-1)[:, 0, : q.width]
+    return out
+
+
 def sigma_scaled_mean(mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
     """``mean`` with its gradient multiplied by ``σ = exp(log_std)`` (same values; straight-through).
 
@@ -337,19 +677,48 @@ def sigma_scaled_mean(mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor
     return mean.detach() + (mean - mean.detach()) * log_std.detach().exp()
 
 
-def _per_skill_argument_entropy(parts: PackedActionLogits, layout: PackedActionLayout) -> torch.Tensor:
+def _needs_draw(layout: PackedActionLayout) -> bool:
+    """Whether some sequence slot's entropy/KL is estimated along a drawn sequence."""
+    return any(q.unique or q.leader >= 0 for q in layout.sequences)
+
+
+def _per_skill_argument_entropy(
+    parts: PackedActionLogits, layout: PackedActionLayout, draws: Sequence[torch.Tensor] | None
+) -> torch.Tensor:
     """``(B, K)``: entropy of the used argument slots of each skill."""
-    p_used, l_used, e_used, n_used, lo, hi = layout.used_masks(parts.skill.device)
-    h = (_categorical_entropy(parts.pointer) * p_used).sum(-1)
-    h = h + (set_entropy(parts.members, lo, hi) * l_used).sum(-1)
-    h = h + (_categorical_entropy(parts.enum) * e_used).sum(-1)
+    e_used, n_used = layout.used_masks(parts.skill.device)
+    gi = layout.group_index(parts.skill.device)
+    h = (_categorical_entropy(parts.enum) * e_used).sum(-1)
     p_free = F.softmax(parts.source, dim=-1)[..., 0]
     h_num = _categorical_entropy(parts.source) + p_free * (parts.numeric_log_std + 0.5 + _HALF_LOG_2PI)
-    return h + (h_num * n_used).sum(-1)
+    h = h + (h_num * n_used).sum(-1)
+    for lg, (ks, _ps) in zip(parts.pointers, gi.pointer, strict=True):
+        h = h.index_add(1, ks, _categorical_entropy(lg))
+    for g, lg, (ks, _ls, lo, hi) in zip(layout.set_groups, parts.sets, gi.sets, strict=True):
+        h = h.index_add(1, ks, set_entropy(lg, lo, hi, g.levels))
+    if draws is None:
+        draws = _sequences(parts, layout, sequence_sample) if _needs_draw(layout) else []
+    for i, q in enumerate(layout.sequences):
+        lo, hi, bonus = _sequence_inputs(parts, layout, i, draws[q.leader] if q.leader >= 0 else None)
+        seq = draws[i] if q.unique else None
+        hq = sequence_entropy(
+            parts.seq_items[i], parts.seq_stop[i], lo, hi, unique=q.unique, seq=seq, bonus=bonus
+        )
+        h = h.index_add(1, torch.tensor([q.skill], device=h.device), hq.unsqueeze(-1))
+    return h
 
 
-def skill_argument_entropy(parts: PackedActionLogits, layout: PackedActionLayout) -> torch.Tensor:
-    """Exact entropy of the joint (skill, arguments): ``H(skill) + Σ_k p(k) H(args | k)``.
+def skill_argument_entropy(
+    parts: PackedActionLogits, layout: PackedActionLayout, draws: Sequence[torch.Tensor] | None = None
+) -> torch.Tensor:
+    """Entropy of the joint (skill, arguments): ``H(skill) + Σ_k p(k) H(args | k)`` (exact, but for the sequence
+    slots the module docstring names, whose part is a one-sample unbiased estimate).
+
+    Args:
+        parts: Packed logits, batch ``B``.
+        layout: Static layout.
+        draws: one ``(B, T)`` sequence per sequence slot (within its width) to estimate along; default: drawn
+            from ``parts``. The estimate's expectation over draws from ``parts`` is the exact entropy.
 
     Returns:
         ``(B,)`` float tensor.
@@ -357,25 +726,31 @@ def skill_argument_entropy(parts: PackedActionLogits, layout: PackedActionLayout
     skill_logp = F.log_softmax(parts.skill, dim=-1)
     skill_p = skill_logp.exp()
     h_skill = -(skill_p * skill_logp).sum(-1)
-    return h_skill + (skill_p * _per_skill_argument_entropy(parts, layout)).sum(-1)
+    return h_skill + (skill_p * _per_skill_argument_entropy(parts, layout, draws)).sum(-1)
 
 
 def skill_argument_kl(
-    p: PackedActionLogits, q: PackedActionLogits, layout: PackedActionLayout
+    p: PackedActionLogits,
+    q: PackedActionLogits,
+    layout: PackedActionLayout,
+    draws: Sequence[torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """Exact ``KL(p ‖ q)`` of the joint: ``KL(skill) + Σ_k p(k) KL(args | k)``.
+    """``KL(p ‖ q)`` of the joint: ``KL(skill) + Σ_k p(k) KL(args | k)`` (exact, but for the sequence slots the
+    module docstring names, whose part is a one-sample unbiased estimate along a sequence drawn from ``p``).
+
+    Args:
+        draws: as for :func:`skill_argument_entropy` (default: drawn from ``p``).
 
     Returns:
         ``(B,)`` float tensor.
     """
-    p_used, l_used, e_used, n_used, lo, hi = layout.used_masks(p.skill.device)
+    e_used, n_used = layout.used_masks(p.skill.device)
+    gi = layout.group_index(p.skill.device)
     skill_logp = F.log_softmax(p.skill, dim=-1)
     skill_p = skill_logp.exp()
     kl_skill = (skill_p * (skill_logp - F.log_softmax(q.skill, dim=-1))).sum(-1)
 
-    kl_args = (_categorical_kl(p.pointer, q.pointer) * p_used).sum(-1)
-    kl_args = kl_args + (set_kl(p.members, q.members, lo, hi) * l_used).sum(-1)
-    kl_args = kl_args + (_categorical_kl(p.enum, q.enum) * e_used).sum(-1)
+    kl_args = (_categorical_kl(p.enum, q.enum) * e_used).sum(-1)
     var_p = (2.0 * p.numeric_log_std).exp()
     var_q = (2.0 * q.numeric_log_std).exp()
     kl_gauss = (
@@ -387,4 +762,19 @@ def skill_argument_kl(
     p_free = F.softmax(p.source, dim=-1)[..., 0]
     kl_num = _categorical_kl(p.source, q.source) + p_free * kl_gauss
     kl_args = kl_args + (kl_num * n_used).sum(-1)
+    for lp, lq, (ks, _ps) in zip(p.pointers, q.pointers, gi.pointer, strict=True):
+        kl_args = kl_args.index_add(1, ks, _categorical_kl(lp, lq))
+    for g, lp, lq, (ks, _ls, lo, hi) in zip(layout.set_groups, p.sets, q.sets, gi.sets, strict=True):
+        kl_args = kl_args.index_add(1, ks, set_kl(lp, lq, lo, hi, g.levels))
+    if draws is None:
+        draws = _sequences(p, layout, sequence_sample) if _needs_draw(layout) else []
+    for i, s in enumerate(layout.sequences):
+        lead = draws[s.leader] if s.leader >= 0 else None
+        lo, hi, p_bonus = _sequence_inputs(p, layout, i, lead)
+        _, _, q_bonus = _sequence_inputs(q, layout, i, lead)
+        kq = sequence_kl(
+            p.seq_items[i], p.seq_stop[i], q.seq_items[i], q.seq_stop[i], lo, hi,
+            unique=s.unique, seq=draws[i] if s.unique else None, p_bonus=p_bonus, q_bonus=q_bonus,
+        )  # fmt: skip
+        kl_args = kl_args.index_add(1, torch.tensor([s.skill], device=kl_args.device), kq.unsqueeze(-1))
     return kl_skill + (skill_p * kl_args).sum(-1)

@@ -29,10 +29,11 @@ def mlp(in_dim: int, hidden_dim: int, out_dim: int) -> nn.Sequential:
 
 
 class SkillArgumentLogits(dict):
-    """Unpacked head outputs (a dict so it can be returned as debug output).
+    """Head outputs (a dict so it can be returned as debug output).
 
-    Keys: ``skill (B, K)``, ``pointer (B, K, P, Mp1)``, ``members (B, K, L, Mp)``, ``enum (B, K, E, Me)``,
-    ``source (B, K, N, C1)``, ``numeric_mean (B, K, N)``, ``numeric_log_std (B, K, N)``, ``packed (B, D)``.
+    Keys: ``skill (B, K)``, ``parts`` (the :class:`PackedActionLogits`: pointer, set and sequence logits per node
+    type, ``enum (B, K, E, Me)``, ``source (B, K, N, C1)``, ``numeric_mean``/``numeric_log_std (B, K, N)``) and
+    ``packed (B, D)``.
     """
 
 
@@ -42,10 +43,14 @@ class SkillArgumentHeads(nn.Module):
     Arguments depend on the skill through a learned skill embedding that is an input to the argument heads
     (computed for all ``K`` skills at once, so the distribution can sample the skill first and then index the
     chosen skill's arguments). Pointer slot ``p`` of skill ``k`` attends from the skill's argument context over the
-    node embeddings of its type (plus a "leave it out" logit); list slot ``l`` scores every node of its type for
-    membership; numeric slot ``n`` chooses, by attention over the graph spec's copy sources (the node embedding of
-    the entity plus an embedding of the field), which revealed value to copy, or a free value from a Gaussian.
-    Masks come from the observation (``pointer_mask``, ``list_mask``, ``source_mask``).
+    node embeddings of its type (plus a "leave it out" logit); a set slot scores every node of its type for
+    membership; a sequence slot scores every node of its type at each position, from the slot's query plus a
+    learned position embedding, with a stop logit per position, and a follower also reads its leader's member at
+    the same position (rank-``R`` factors of both types' nodes, gated by the slot's query). Every slot is as wide as
+    its node type (``ActionLayout.width``). Numeric slot ``n`` chooses, by attention over the graph spec's copy
+    sources (the node embedding of the entity plus an embedding of the field), which revealed value to copy, or a
+    free value from a Gaussian. Masks come from the observation (``pointer_mask``, ``list_mask``,
+    ``source_mask``).
 
     Args:
         spec: The graph spec (node maxima, copy sources).
@@ -57,13 +62,14 @@ class SkillArgumentHeads(nn.Module):
             be skill ``k``) and feed tool node ``k`` to skill ``k``'s argument heads.
     """
 
-    type_index: torch.Tensor
-    list_type_index: torch.Tensor
     enum_valid: torch.Tensor
-    pointer_used: torch.Tensor
-    list_used: torch.Tensor
     enum_used: torch.Tensor
     numeric_used: torch.Tensor
+    seq_position: nn.Parameter
+    seq_stop: nn.Linear
+    follow_lead: nn.ModuleDict
+    follow_own: nn.ModuleDict
+    follow_gate: nn.Linear
 
     def __init__(
         self,
@@ -79,40 +85,28 @@ class SkillArgumentHeads(nn.Module):
         self.packed = PackedActionLayout.from_action_layout(layout)
         pk = self.packed
         k, p, lt, e, n = pk.num_skills, pk.pointer_slots, pk.list_slots, pk.enum_slots, pk.numeric_slots
-        types = [
-            t
-            for t in layout.pointer_node_types
-            if any(t in (*s.pointer_types, *s.list_types) for s in layout.skills)
+        widths = [(g.node_type, g.width) for g in pk.pointer_groups]
+        widths += [(g.node_type, g.width) for g in pk.set_groups] + [
+            (q.node_type, q.width) for q in pk.sequences
         ]
-        for s in layout.skills:
-            types += [t for t in (*s.pointer_types, *s.list_types) if t not in types]
-        for t in types:
-            if spec.max_nodes[t] > layout.max_pointer:
-                raise ValueError(
-                    f"node type {t!r} has {spec.max_nodes[t]} nodes > max_pointer {layout.max_pointer}"
-                )
-        self.pointer_types: tuple[str, ...] = tuple(types) or (next(iter(spec.max_nodes)),)
-        ptr_types = {t for s in layout.skills for t in s.pointer_types}
-        list_types = {t for s in layout.skills for t in s.list_types}
+        for t, w in widths:
+            if spec.max_nodes[t] > w:
+                raise ValueError(f"node type {t!r} has {spec.max_nodes[t]} nodes > its pointer width {w}")
+        ptr_types = {g.node_type for g in pk.pointer_groups}
+        list_types = {g.node_type for g in pk.set_groups} | {q.node_type for q in pk.sequences}
         self.hidden_dim = hidden_dim
 
-        type_index = torch.zeros(k, p, dtype=torch.long)
-        list_type_index = torch.zeros(k, lt, dtype=torch.long)
         enum_valid = torch.ones(k, e, pk.enum_choices, dtype=torch.bool)
         for i, s in enumerate(layout.skills):
-            for j, t in enumerate(s.pointer_types):
-                type_index[i, j] = self.pointer_types.index(t)
-            for j, t in enumerate(s.list_types):
-                list_type_index[i, j] = self.pointer_types.index(t)
             for j, size in enumerate(s.enum_sizes):
                 enum_valid[i, j, size:] = False
-        self.register_buffer("type_index", type_index, persistent=False)
-        self.register_buffer("list_type_index", list_type_index, persistent=False)
         self.register_buffer("enum_valid", enum_valid, persistent=False)
-        self.register_buffer("pointer_used", torch.tensor(pk.pointer_used).view(k, p), persistent=False)
-        self.register_buffer("list_used", torch.tensor(pk.list_used).view(k, lt), persistent=False)
-        self.register_buffer("enum_used", torch.tensor(pk.enum_used).view(k, e), persistent=False)
-        self.register_buffer("numeric_used", torch.tensor(pk.numeric_used).view(k, n), persistent=False)
+        self.register_buffer(
+            "enum_used", torch.tensor(pk.enum_used, dtype=torch.bool).view(k, e), persistent=False
+        )
+        self.register_buffer(
+            "numeric_used", torch.tensor(pk.numeric_used, dtype=torch.bool).view(k, n), persistent=False
+        )
 
         self.skill_head: nn.Module = (
             ToolGroundedScorer(state_dim, node_dim, hidden_dim, range(k))
@@ -131,12 +125,21 @@ class SkillArgumentHeads(nn.Module):
         self.pointer_omit = nn.Linear(hidden_dim, p)
         self.list_query = nn.Linear(hidden_dim, lt * hidden_dim)
         # Keys only for the types some slot points at (an unused projection would get no gradient).
-        self.node_key = nn.ModuleDict(
-            {t: nn.Linear(node_dim, hidden_dim) for t in self.pointer_types if t in ptr_types}
-        )
-        self.list_key = nn.ModuleDict(
-            {t: nn.Linear(node_dim, hidden_dim) for t in self.pointer_types if t in list_types}
-        )
+        self.node_key = nn.ModuleDict({t: nn.Linear(node_dim, hidden_dim) for t in sorted(ptr_types)})
+        self.list_key = nn.ModuleDict({t: nn.Linear(node_dim, hidden_dim) for t in sorted(list_types)})
+        if pk.sequences:
+            t_max = max(q.length for q in pk.sequences)
+            self.seq_position = nn.Parameter(torch.randn(len(pk.sequences), t_max, hidden_dim) * 0.5)
+            self.seq_stop = nn.Linear(hidden_dim, 1)
+        followers = [q for q in pk.sequences if q.leader >= 0]
+        if followers:
+            r = pk.rank
+            lead_types = {pk.sequences[q.leader].node_type for q in followers}
+            self.follow_lead = nn.ModuleDict({t: nn.Linear(node_dim, r) for t in sorted(lead_types)})
+            self.follow_own = nn.ModuleDict(
+                {t: nn.Linear(node_dim, r) for t in sorted({q.node_type for q in followers})}
+            )
+            self.follow_gate = nn.Linear(hidden_dim, r)
         self.enum_head = nn.Linear(hidden_dim, e * pk.enum_choices)
         self.numeric_head = nn.Linear(hidden_dim, 2 * n)
         with torch.no_grad():
@@ -194,36 +197,47 @@ class SkillArgumentHeads(nn.Module):
             parts.append(enc.nodes[TOOL_NODE_TYPE])
         ctx = self.argument_context(torch.cat(parts, dim=-1))  # (B, K, hd)
 
-        def keys(proj: nn.ModuleDict) -> torch.Tensor:
-            ks = []
-            for t in self.pointer_types:  # zeros for a type this kind of slot never points at
-                key = proj[t](enc.nodes[t]) if t in proj else state.new_zeros(b, mp, hd)
-                ks.append(nn.functional.pad(key, (0, 0, 0, mp - key.shape[1])))
-            return torch.stack(ks, dim=1)  # (B, T_ptr, Mp, hd)
+        def nodes(t: str, width: int) -> torch.Tensor:
+            """The node embeddings of type ``t``, padded to its pointer width (a layout without per-type widths
+            pads every type to ``max_pointer``)."""
+            x = enc.nodes[t]
+            return nn.functional.pad(x, (0, 0, 0, width - x.shape[1])) if x.shape[1] < width else x
 
-        k_idx = torch.arange(k, device=state.device).view(k, 1)
-        query = self.pointer_query(ctx).view(b, k, p, hd)
-        scores = torch.einsum("bkph,btmh->bkptm", query, keys(self.node_key)) * scale
-        pointer = scores[
-            :,
-            k_idx.expand(k, p),
-            torch.arange(p, device=state.device).view(1, p).expand(k, p),
-            self.type_index,
-        ]
-        pointer = torch.cat([pointer, self.pointer_omit(ctx).unsqueeze(-1)], dim=-1)  # (B, K, P, Mp1)
-        pointer = pointer.masked_fill(obs["pointer_mask"] <= 0, fill)
-        pointer = torch.where(self.pointer_used.unsqueeze(-1), pointer, torch.zeros_like(pointer))
+        gi = pk.group_index(state.device)
+        pq = self.pointer_query(ctx).view(b, k, p, hd)
+        omit = self.pointer_omit(ctx)  # (B, K, P)
+        pmask = obs["pointer_mask"]
+        pointers = []
+        for g, (ks, ps) in zip(pk.pointer_groups, gi.pointer, strict=True):
+            key = self.node_key[g.node_type](nodes(g.node_type, g.width))  # (B, W, hd)
+            sc = torch.einsum("bnh,bwh->bnw", pq[:, ks, ps], key) * scale
+            lg = torch.cat([sc, omit[:, ks, ps].unsqueeze(-1)], dim=-1)  # (B, n, W + 1)
+            valid = torch.cat([pmask[:, ks, ps, : g.width], pmask[:, ks, ps, mp:]], dim=-1)
+            pointers.append(lg.masked_fill(valid <= 0, fill))
 
         lq = self.list_query(ctx).view(b, k, lt, hd)
-        lscores = torch.einsum("bklh,btmh->bkltm", lq, keys(self.list_key)) * scale
-        members = lscores[
-            :,
-            k_idx.expand(k, lt),
-            torch.arange(lt, device=state.device).view(1, lt).expand(k, lt),
-            self.list_type_index,
-        ]  # (B, K, L, Mp)
-        members = members.masked_fill(obs["list_mask"] <= 0, fill)
-        members = torch.where(self.list_used.unsqueeze(-1), members, torch.zeros_like(members))
+        widths = {sg.node_type: sg.width for sg in pk.set_groups} | {
+            q.node_type: q.width for q in pk.sequences
+        }
+        lkeys = {t: self.list_key[t](nodes(t, widths[t])) for t in self.list_key}
+        lmask = obs["list_mask"]
+        sets = []
+        for sg, (ks, ls, _lo, _hi) in zip(pk.set_groups, gi.sets, strict=True):
+            sc = torch.einsum("bnh,bwh->bnw", lq[:, ks, ls], lkeys[sg.node_type]) * scale
+            sets.append(sc.masked_fill(lmask[:, ks, ls, : sg.width] <= 0, fill))
+        seq_parts: list[torch.Tensor] = []
+        for i, q in enumerate(pk.sequences):
+            base = lq[:, q.skill, q.slot]  # (B, hd)
+            pos_q = base.unsqueeze(1) + self.seq_position[i, : q.length]  # (B, T, hd)
+            items = torch.einsum("bth,bwh->btw", pos_q, lkeys[q.node_type]) * scale
+            items = items.masked_fill(lmask[:, q.skill, q.slot, None, : q.width] <= 0, fill)
+            seq_parts += [items.flatten(1), self.seq_stop(pos_q).squeeze(-1)]
+            if q.leader >= 0:
+                lead_t = pk.sequences[q.leader].node_type
+                lead_f = self.follow_lead[lead_t](nodes(lead_t, q.lead_width))  # (B, W_A, R)
+                own = self.follow_own[q.node_type](nodes(q.node_type, q.width))
+                own_f = own * self.follow_gate(base).unsqueeze(1)
+                seq_parts += [lead_f.flatten(1), own_f.flatten(1)]
 
         enum = self.enum_head(ctx).view(b, k, pk.enum_slots, pk.enum_choices)
         enum = enum.masked_fill(~self.enum_valid, fill)
@@ -252,8 +266,9 @@ class SkillArgumentHeads(nn.Module):
         packed = torch.cat(
             [
                 skill,
-                pointer.flatten(1),
-                members.flatten(1),
+                *(x.flatten(1) for x in pointers),
+                *(x.flatten(1) for x in sets),
+                *seq_parts,
                 enum.flatten(1),
                 source.flatten(1),
                 mean.flatten(1),
@@ -261,13 +276,4 @@ class SkillArgumentHeads(nn.Module):
             ],
             dim=-1,
         )
-        return SkillArgumentLogits(
-            skill=skill,
-            pointer=pointer,
-            members=members,
-            enum=enum,
-            source=source,
-            numeric_mean=mean,
-            numeric_log_std=log_std,
-            packed=packed,
-        )
+        return SkillArgumentLogits(skill=skill, parts=pk.split(packed), packed=packed)

@@ -46,7 +46,11 @@ def candidate_params(
             vals = ids_of(p.node_type) or ["unknown"]
         elif isinstance(p, EntityListParam):
             ids = ids_of(p.node_type) or ["unknown"]
-            vals = [ids[: max(p.min_items, 1)]]
+            lead = c.input.get(p.paired_with or "")
+            n = max(
+                (lead if isinstance(lead, EntityListParam) else p).min_items, 1
+            )  # a paired list: its leader's
+            vals = [(ids * n)[:n] if not p.unique else ids[:n]]
         elif isinstance(p, FloatParam):
             hi = min(p.max, p.min + 10.0) if p.max_from else p.max
             vals = [round(p.min + 0.25 * (hi - p.min), 2)]

@@ -156,12 +156,26 @@ class EntityParam(_Strict):
 
 
 class EntityListParam(_Strict):
-    """A set of entity references of one node type, e.g. the ``item_ids`` of a return."""
+    """A list of entity references of one node type, e.g. the ``item_ids`` of a return.
+
+    By default a set: order does not matter and no id may repeat. ``ordered: true`` makes it a sequence (order
+    matters), ``unique: false`` lets an id repeat (two units of one item; unordered, a multiset), and
+    ``paired_with: <other list>`` pairs it by position with another list parameter of the skill: both have the same
+    length and member ``i`` goes with the other's member ``i`` ("exchange item i for new item i"). A goal compares
+    an ordered list as a sequence, any other as a multiset, and a paired list by its pairs.
+    """
 
     type: Literal["list"] = "list"
     node_type: str = Field(description="Graph node type of every member.")
     min_items: int = Field(default=1, ge=0, description="Fewest members.")
     max_items: int = Field(default=8, ge=1, description="Most members.")
+    ordered: bool = Field(default=False, description="The order of the members matters (a sequence).")
+    unique: bool = Field(default=True, description="No id may appear twice (false: repeats are allowed).")
+    paired_with: str | None = Field(
+        default=None,
+        description="Another list parameter of this skill this one is paired with by position (the same length; "
+        "member i goes with its member i). Its bounds must lie within this list's.",
+    )
     required: bool = Field(default=True, description="Whether the caller must pass it.")
     default: list[str] | None = Field(default=None, description="Used when the parameter is omitted.")
     description: str = ""
@@ -618,10 +632,31 @@ def _skill_problems(
     for name, spec in s.input.items():
         if isinstance(spec, EntityListParam) and spec.min_items < 1 and spec.required:
             out.append(f"{at}.input.{name}: a required list needs min_items >= 1")
+        if isinstance(spec, EntityListParam) and spec.paired_with is not None:
+            out += _pairing_problems(f"{at}.input.{name}.paired_with", name, spec, s.input)
     for name, f in s.output.fields.items():
         if f.of is not None and f.of not in s.input and f.of not in s.output.fields:
             out.append(f"{at}.output.fields.{name}.of: {f.of!r} is neither an input nor an output")
     return out
+
+
+def _pairing_problems(where: str, name: str, spec: EntityListParam, inputs: dict[str, Any]) -> list[str]:
+    """What is wrong with list ``name`` being ``paired_with`` another input (its leader)."""
+    lead = inputs.get(spec.paired_with or "")
+    if not isinstance(lead, EntityListParam):
+        return [f"{where}: {spec.paired_with!r} is not a list parameter of this skill"]
+    if spec.paired_with == name:
+        return [f"{where}: a list cannot be paired with itself"]
+    if lead.paired_with is not None:
+        return [f"{where}: {spec.paired_with!r} is itself paired (pair each list with one leader)"]
+    if not spec.min_items <= lead.min_items <= lead.max_items <= spec.max_items:
+        return [
+            f"{where}: {spec.paired_with!r} takes {lead.min_items}..{lead.max_items} members, outside this list's "
+            f"{spec.min_items}..{spec.max_items}"
+        ]
+    if lead.required != spec.required:
+        return [f"{where}: a paired list and its leader must both be required or both optional"]
+    return []
 
 
 def _has_type(v: Any, typ: str) -> bool:

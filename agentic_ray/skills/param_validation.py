@@ -86,12 +86,20 @@ def validate_params(contract: SkillContract, params: Any) -> tuple[dict[str, Any
         elif isinstance(p, EntityListParam):
             if not isinstance(v, list | tuple) or not all(isinstance(x, str) and x for x in v):
                 raise InvalidParams(f"{name}: expected a list of {p.node_type} ids, got {v!r}")
-            if len(set(v)) != len(v):
-                raise InvalidParams(f"{name}: an id is listed twice")
+            if p.unique and len(set(v)) != len(v):
+                raise InvalidParams(f"{name}: an id is listed twice (the contract allows no repeats)")
             if not p.min_items <= len(v) <= p.max_items:
                 raise InvalidParams(f"{name}: {len(v)} ids, expected {p.min_items} to {p.max_items}")
             v = list(v)
         out[name] = v
+    for name, p in spec.items():
+        if isinstance(p, EntityListParam) and p.paired_with is not None and name in out:
+            other = out.get(p.paired_with)
+            if not isinstance(other, list) or len(other) != len(out[name]):
+                raise InvalidParams(
+                    f"{name}: paired with {p.paired_with!r} by position, so it needs as many ids "
+                    f"({len(other) if isinstance(other, list) else 0}), got {len(out[name])}"
+                )
     return out, warnings
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 import torch
 
@@ -72,3 +75,51 @@ def permute_nodes(
         out[f"{r.key}_ei"] = new_ei[:, :, cols]
         out[f"{r.key}_mask"] = obs[f"{r.key}_mask"][:, cols]
     return out, perms
+
+
+def ref_sequence_logp(
+    items: torch.Tensor,
+    stop: torch.Tensor,
+    lo: int,
+    hi: int,
+    seq: tuple[int, ...],
+    unique: bool,
+    bonus: torch.Tensor | None = None,
+) -> float:
+    """``log p(seq)`` of a sequence slot, step by step with ``-inf`` for what is not allowed (the definition in
+    ``models/sequence_functional``): ``items (T, W)``, ``stop (T,)``, ``seq`` the members (no end marker)."""
+    w, n_pos = items.shape[-1], items.shape[-2]
+    lp, chosen = 0.0, set()
+    for t in range(n_pos):
+        row = []
+        for i in range(w):
+            ok = t < hi and not (unique and i in chosen) and float(items[t, i]) > -1e8
+            v = float(items[t, i]) + (float(bonus[t, i]) if bonus is not None else 0.0)
+            row.append(v if ok else -math.inf)
+        row.append(float(stop[t]) if t >= lo else -math.inf)
+        z = torch.tensor(row, dtype=torch.float64).logsumexp(0)
+        a = seq[t] if t < len(seq) else w
+        if row[a] == -math.inf:
+            return -math.inf
+        lp += row[a] - float(z)
+        if a == w:
+            return lp
+        chosen.add(a)
+    return lp  # T members: no stop step
+
+
+def all_sequences(
+    w: int, n_pos: int, unique: bool, lo: int = 0, hi: int | None = None
+) -> list[tuple[int, ...]]:
+    """Every sequence of ``lo..hi`` members over ``w`` candidates (without repeats when ``unique``)."""
+    out = []
+    for n in range(lo, (n_pos if hi is None else hi) + 1):
+        for s in itertools.product(range(w), repeat=n):
+            if not unique or len(set(s)) == n:
+                out.append(s)
+    return out
+
+
+def pad_sequence(s: tuple[int, ...], end: int, n_pos: int) -> torch.Tensor:
+    """``s`` followed by ``end`` markers, ``(n_pos,)``."""
+    return torch.tensor(list(s) + [end] * (n_pos - len(s)))

@@ -27,14 +27,19 @@ def test_every_head_has_the_right_shape(encoder: str) -> None:
     model = _model(spec, layout, encoder)
     enc = model.encode(obs)
     logits = model.policy_logits(obs, enc)
-    k, p, e, n = layout.num_skills, layout.pointer_slots, layout.enum_slots, layout.numeric_slots
+    k, e, n = layout.num_skills, layout.enum_slots, layout.numeric_slots
+    packed = PackedActionLayout.from_action_layout(layout)
+    parts = logits["parts"]
     assert logits["skill"].shape == (6, k)
-    assert logits["pointer"].shape == (6, k, p, layout.pointer_choices)
-    assert logits["members"].shape == (6, k, layout.list_slots, layout.max_pointer)
-    assert logits["source"].shape == (6, k, n, layout.num_sources + 1)
-    assert logits["enum"].shape == (6, k, e, layout.enum_max)
-    assert logits["numeric_mean"].shape == logits["numeric_log_std"].shape == (6, k, n)
-    assert logits["packed"].shape == (6, PackedActionLayout.from_action_layout(layout).total_dim)
+    assert [lg.shape for lg in parts.pointers] == [
+        (6, len(g.skills), g.width + 1) for g in packed.pointer_groups
+    ]
+    assert [lg.shape for lg in parts.sets] == [(6, len(g.skills), g.width) for g in packed.set_groups]
+    assert [x.shape for x in parts.seq_items] == [(6, q.length, q.width) for q in packed.sequences]
+    assert parts.source.shape == (6, k, n, layout.num_sources + 1)
+    assert parts.enum.shape == (6, k, e, layout.enum_max)
+    assert parts.numeric_mean.shape == parts.numeric_log_std.shape == (6, k, n)
+    assert logits["packed"].shape == (6, packed.total_dim)
     assert model.reward_values(obs, enc).shape == (6,)
     assert model.risk_values(obs, enc).shape == (6,)
     assert model.reflection_logits(obs, enc).shape == (6, len(ROOT_CAUSES))
@@ -47,21 +52,27 @@ def test_masks_in_logits() -> None:
     spec, layout, obs = toy_batch(16, seed=1)
     model = _model(spec, layout)
     logits = model.policy_logits(obs, model.encode(obs))
+    packed = model.policy_heads.packed
+    parts = logits["parts"]
+    pointer = parts.pointer_by_slot(packed)
     assert (logits["skill"][obs["skill_mask"] == 0] < -1e8).all()
     assert (logits["skill"][obs["skill_mask"] == 1] > -1e8).all()
     for k, s in enumerate(layout.skills):
         for i in range(len(s.pointer_types)):
-            assert torch.equal(logits["pointer"][:, k, i] > -1e8, obs["pointer_mask"][:, k, i] > 0)
-        for i in range(len(s.list_types)):
-            assert torch.equal(logits["members"][:, k, i] > -1e8, obs["list_mask"][:, k, i] > 0)
+            assert torch.equal(pointer[:, k, i] > -1e8, obs["pointer_mask"][:, k, i] > 0)
         for i in range(s.numeric_count):
-            src = logits["source"][:, k, i]
+            src = parts.source[:, k, i]
             assert (src[:, 0] > -1e8).all()  # a free value is always possible
             assert torch.equal(src[:, 1:] > -1e8, obs["source_mask"][:, : layout.num_sources] > 0)
         for i, size in enumerate(s.enum_sizes):
-            assert (logits["enum"][:, k, i, size:] < -1e8).all() and (
-                logits["enum"][:, k, i, :size] > -1e8
-            ).all()
+            assert (parts.enum[:, k, i, size:] < -1e8).all() and (parts.enum[:, k, i, :size] > -1e8).all()
+    sets = parts.set_by_slot(packed)
+    for g in packed.set_groups:
+        for k, i in zip(g.skills, g.slots, strict=True):
+            assert torch.equal(sets[:, k, i, : g.width] > -1e8, obs["list_mask"][:, k, i, : g.width] > 0)
+    for q, items in zip(packed.sequences, parts.seq_items, strict=True):  # every position has the slot's mask
+        valid = obs["list_mask"][:, q.skill, q.slot, : q.width] > 0
+        assert torch.equal(items > -1e8, valid.unsqueeze(1).expand_as(items))
 
 
 def test_masked_skills_nodes_and_prototypes_are_never_sampled() -> None:
@@ -80,13 +91,16 @@ def test_masked_skills_nodes_and_prototypes_are_never_sampled() -> None:
             s = layout.skills[int(a["skill"][b])]
             for i in range(len(s.pointer_types)):
                 assert obs["pointer_mask"][b, int(a["skill"][b]), i, a["pointer"][b, i]] == 1
-            mp = layout.max_pointer
-            for i, (lo, hi) in enumerate(s.list_bounds):
-                m = a["members"][b, i * mp : (i + 1) * mp]
-                assert (
-                    lo <= int(m.sum()) <= hi
-                    and (obs["list_mask"][b, int(a["skill"][b]), i][m > 0] == 1).all()
-                )
+            lists = a["members"][b].reshape(layout.list_slots, layout.list_length)
+            for i, (lo, _hi) in enumerate(s.list_bounds):
+                m = lists[i][lists[i] < layout.max_pointer]
+                if s.leader(i) < 0:
+                    assert lo <= len(m) <= layout.list_max(s, i)
+                else:  # a follower has its leader's length
+                    assert len(m) == int((lists[s.leader(i)] < layout.max_pointer).sum())
+                assert (obs["list_mask"][b, int(a["skill"][b]), i][m] == 1).all()
+                if s.unique(i):
+                    assert len(set(m.tolist())) == len(m)
             for i in range(s.numeric_count):
                 c = int(a["source"][b, i])
                 assert c == 0 or obs["source_mask"][b, c - 1] == 1
@@ -115,22 +129,28 @@ def test_distribution_is_invariant_to_node_order(scorer: str) -> None:
         a = model.policy_logits(obs, model.encode(obs))
         b = model.policy_logits(perm_obs, model.encode(perm_obs))
         va, vb = model.reward_values(obs), model.reward_values(perm_obs)
+    pa_, pb_ = a["parts"], b["parts"]
     torch.testing.assert_close(a["skill"], b["skill"], atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(a["enum"], b["enum"], atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(a["numeric_mean"], b["numeric_mean"], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(pa_.enum, pb_.enum, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(pa_.numeric_mean, pb_.numeric_mean, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(va, vb, atol=1e-5, rtol=1e-5)
-    for k, s in enumerate(layout.skills):
-        for i, nt in enumerate(s.pointer_types):
-            n = spec.max_nodes[nt]
-            pa = a["pointer"][:, k, i].softmax(-1)
-            pb = b["pointer"][:, k, i].softmax(-1)
-            torch.testing.assert_close(pa[:, :n][:, perms[nt]], pb[:, :n], atol=1e-5, rtol=1e-5)
-            torch.testing.assert_close(pa[:, n:], pb[:, n:], atol=1e-5, rtol=1e-5)
-        for i, nt in enumerate(s.list_types):
-            n = spec.max_nodes[nt]
-            torch.testing.assert_close(
-                a["members"][:, k, i, :n][:, perms[nt]], b["members"][:, k, i, :n], atol=1e-4, rtol=1e-4
-            )
+    packed = model.policy_heads.packed
+    for g, la, lb in zip(packed.pointer_groups, pa_.pointers, pb_.pointers, strict=True):
+        n, perm = spec.max_nodes[g.node_type], perms[g.node_type]
+        sa, sb = la.softmax(-1), lb.softmax(-1)
+        torch.testing.assert_close(sa[..., :n][..., perm], sb[..., :n], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(sa[..., n:], sb[..., n:], atol=1e-5, rtol=1e-5)
+    for g, la, lb in zip(packed.set_groups, pa_.sets, pb_.sets, strict=True):
+        perm = perms[g.node_type]
+        torch.testing.assert_close(la[..., perm], lb, atol=1e-4, rtol=1e-4)
+    for i, q in enumerate(packed.sequences):
+        perm = perms[q.node_type]
+        torch.testing.assert_close(pa_.seq_items[i][..., perm], pb_.seq_items[i], atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(pa_.seq_stop[i], pb_.seq_stop[i], atol=1e-4, rtol=1e-4)
+        if q.leader >= 0:
+            lead_perm = perms[packed.sequences[q.leader].node_type]
+            torch.testing.assert_close(pa_.seq_lead[i][:, lead_perm], pb_.seq_lead[i], atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(pa_.seq_own[i][:, perm], pb_.seq_own[i], atol=1e-4, rtol=1e-4)
 
 
 def test_tool_node_scoring_reads_the_tool_node_of_each_action() -> None:

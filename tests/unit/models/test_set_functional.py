@@ -58,6 +58,23 @@ def test_logp_partition_marginals_entropy_kl_match_enumeration(seed: int) -> Non
     assert torch.isfinite(set_log_partition(x, LO, HI)).all()
 
 
+def test_wide_logits_and_fewer_levels_stay_exact() -> None:
+    """Logits 150 apart (far past float32's exp range) and a forced size that only tiny weights can fill; the
+    programme with ``levels`` = the largest ``hi`` (below ``M``) gives what enumeration gives."""
+    x = torch.tensor([[40.0, -40.0, -110.0, 3.0, -1e9], [-60.0, -70.0, -80.0, -90.0, 60.0]])
+    lo, hi = torch.tensor([3, 1]), torch.tensor([3, 2])
+    for b in range(2):
+        sets, lp = _enumerate(x[b].double(), int(lo[b]), int(hi[b]))
+        p = lp.exp()
+        row = x[b : b + 1]
+        mu = set_marginals(row, lo[b : b + 1], hi[b : b + 1], levels=3)[0].double()
+        torch.testing.assert_close(mu, (p[:, None] * sets).sum(0), atol=1e-6, rtol=1e-5)
+        ent = set_entropy(row, lo[b : b + 1], hi[b : b + 1], levels=3)[0].double()
+        torch.testing.assert_close(ent, -(p * lp).sum(), atol=1e-5, rtol=1e-5)
+        got = set_logp(row.expand(len(sets), M), lo[b], hi[b], sets.float(), levels=3).double()
+        torch.testing.assert_close(got, lp, atol=1e-4, rtol=1e-6)
+
+
 def test_sample_frequencies_match_marginals_and_respect_bounds() -> None:
     torch.manual_seed(0)
     x = _logits(3)

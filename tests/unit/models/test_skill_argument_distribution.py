@@ -19,14 +19,17 @@ PACKED = PackedActionLayout.from_action_layout(LAYOUT)
 def test_bound_and_unbound_classes_agree() -> None:
     logits = torch.randn(9, PACKED.total_dim, generator=torch.Generator().manual_seed(0))
     bound = skill_argument_distribution_cls(LAYOUT)
-    assert bound.required_input_dim(LAYOUT.action_space()) == PACKED.total_dim == 145
+    assert bound.required_input_dim(LAYOUT.action_space()) == PACKED.total_dim == 203
     a = bound.from_logits(logits)
     b = SkillArgumentDistribution.from_logits(logits, packed_layout=PACKED)
     torch.manual_seed(1)
     action = a.sample()
     torch.testing.assert_close(a.logp(action), b.logp(action))
     torch.testing.assert_close(a.logp(action), skill_argument_logp(PACKED.split(logits), PACKED, action))
-    torch.testing.assert_close(a.entropy(), b.entropy())
+    torch.manual_seed(2)  # the entropy of f.swap's ordered list is estimated along a draw
+    h_a = a.entropy()
+    torch.manual_seed(2)
+    torch.testing.assert_close(h_a, b.entropy())
     for dist in (a, b):
         greedy = dist.to_deterministic()
         assert isinstance(greedy, type(dist)) and greedy.deterministic

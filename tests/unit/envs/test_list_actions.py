@@ -1,0 +1,94 @@
+"""List arguments in the env: ordered, repeated and paired lists through the action codec.
+
+The e-commerce contracts plus one skill a third party would write: an exchange whose ``item_ids`` may repeat an
+item and whose ``new_item_ids`` pair with them by position.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
+from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
+from agentic_ray.skills.contracts import domain_file
+
+EXCHANGE = {
+    "name": "order.exchange",
+    "description": "Exchange delivered items for others, item by item.",
+    "input": {
+        "order_id": {"type": "entity", "node_type": "order"},
+        "item_ids": {"type": "list", "node_type": "product", "ordered": True, "unique": False, "max_items": 3},
+        "new_item_ids": {
+            "type": "list", "node_type": "product", "ordered": True, "unique": False, "max_items": 3,
+            "paired_with": "item_ids",
+        },
+    },
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> AgentTaskEnv:
+    raw = yaml.safe_load(Path(domain_file("ecommerce")).read_text())
+    raw["skills"].append(EXCHANGE)
+    path = tmp_path_factory.mktemp("contracts") / "ecommerce_exchange.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    e = AgentTaskEnv(AgentTaskEnvConfig(domain="ecommerce", contracts_path=str(path)))
+    e.reset(seed=0)
+    assert e.knowledge is not None
+    for pid in ("P-a", "P-b", "P-c"):
+        e.knowledge.mention("product", pid)
+    e.knowledge.mention("order", "O-1")
+    e.builder.refresh(e.knowledge)
+    return e
+
+
+def test_the_layout_knows_each_list_kind(env: AgentTaskEnv) -> None:
+    lay = env.layout
+    ex = lay.skills[lay.skill_index("order.exchange")]
+    assert ex.is_sequence(0) and ex.is_sequence(1) and ex.leader(1) == 0 and not ex.unique(0)
+    ret = lay.skills[lay.skill_index("return.create")]
+    assert not ret.is_sequence(0)
+    assert dict(lay.type_widths) == {"user": 1, "order": 4, "product": 8}
+    assert lay.list_length == 3
+
+
+def test_ordered_repeated_and_paired_lists_round_trip(env: AgentTaskEnv) -> None:
+    assert env.task is not None and env.knowledge is not None
+    params = {"order_id": "O-1", "item_ids": ["P-b", "P-a", "P-b"], "new_item_ids": ["P-c", "P-c", "P-a"]}
+    action = env.codec.encode("order.exchange", params, env.knowledge)
+    assert env.action_space.contains(action)
+    idx = env.builder.node_index["product"]
+    mp, t = env.layout.max_pointer, env.layout.list_length
+    assert action["members"][:t].tolist() == [idx["P-b"], idx["P-a"], idx["P-b"]]
+    _k, got, err, _ = env.codec.decode(action, env.task, env.knowledge)
+    assert err is None and got == params
+    # A set is listed in increasing node order, whatever order the call names it in, and decodes as a set.
+    ret = env.codec.encode("return.create", {"order_id": "O-1", "item_ids": ["P-c", "P-a"], "reason": "quality"},
+                           env.knowledge)  # fmt: skip
+    assert ret["members"][:t].tolist() == [*sorted([idx["P-c"], idx["P-a"]]), mp]
+    _, got, err, _ = env.codec.decode(ret, env.task, env.knowledge)
+    assert err is None and set(got["item_ids"]) == {"P-a", "P-c"}
+    # A repeat in a list that allows none is a typed error, never a call.
+    bad = {**ret, "members": ret["members"].copy()}
+    bad["members"][:2] = idx["P-a"]
+    assert env.codec.decode(bad, env.task, env.knowledge)[2] == "INVALID_INPUT"
+
+
+def test_random_policy_draws_paired_lists_of_equal_length(env: AgentTaskEnv) -> None:
+    assert env.task is not None and env.knowledge is not None
+    obs = env._observe()
+    obs["skill_mask"][:] = 0
+    k = env.layout.skill_index("order.exchange")
+    obs["skill_mask"][k] = 1
+    obs["list_mask"][k, :2, :3] = 1
+    pol = RandomMaskedPolicy(env.layout, seed=0)
+    repeats = 0
+    for _ in range(60):
+        _, params, err, _ = env.codec.decode(pol.act(obs), env.task, env.knowledge)
+        assert err is None
+        assert len(params["item_ids"]) == len(params["new_item_ids"])
+        repeats += len(set(params["item_ids"])) < len(params["item_ids"])
+    assert repeats > 0  # repeats are drawn where the contract allows them
