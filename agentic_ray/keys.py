@@ -24,6 +24,8 @@ CONTEXT_RANKING_CALLS = "ranking_calls"  # list of RankingOutcome.to_context() d
 STEP_TRACE = "trace"
 MASK_REASONS = "mask_reasons"
 BACKEND_ERRORS = "backend_errors"  # reset info: list of typed backend failures (world or fault push)
+ENTITIES_PAST_CAP = "entities_past_cap"  # step info (when any), EpisodeRecord: {node type: count}
+METRIC_ENTITIES_PAST_CAP = "agentic/entities_past_cap"  # EnvRunner metric: entities past a cap per episode
 
 # AAAC train-batch columns written by the two-critic advantage connector (besides Columns.ADVANTAGES and
 # Columns.VALUE_TARGETS, which hold the combined advantage and the reward critic's TD(λ) targets).

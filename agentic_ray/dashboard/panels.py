@@ -104,7 +104,7 @@ def overview_html(
     )
     latest = _latest_per_stage(rows)
     em = (expert or {}).get("metrics") or {}
-    metric_keys = [*METRIC_TITLES, "spt_over_optimal", "high_risk_share"]
+    metric_keys = [*METRIC_TITLES, "spt_over_optimal", "high_risk_share", "entities_past_cap"]
     final = list(latest.values())[-1] if latest else {}
     body = []
     for m in metric_keys:

@@ -31,7 +31,9 @@ Info: ``reset`` returns ``MASK_REASONS``, ``task_family``, ``task_seed``, ``opti
 ``request`` (the text) and ``BACKEND_ERRORS`` (typed failures of pushing the world or its faults; a backend
 failure never raises). ``step`` returns ``STEP_TRACE`` (trace_id, skill, args, result_code, latency_ms, attempts,
 fallback_used, masked, message, goals_satisfied, injected, root_cause, revealed, the mask_reasons the action was
-chosen under, warnings), ``MASK_REASONS`` for the returned observation and, on the last step, ``EPISODE_RECORD``.
+chosen under, warnings), ``MASK_REASONS`` for the returned observation, ``ENTITIES_PAST_CAP`` (``{node type: count}``)
+once the agent knows more entities of a type than its node cap (the observation leaves the extra ones out) and, on
+the last step, ``EPISODE_RECORD``.
 
 Risk (``risk_mode``): ``hard`` (default) enforces every precondition. ``soft`` lifts the contracts' ``safety``
 preconditions in the mask and the gateway: a high-risk skill then runs as a shortcut (one step fewer) and, with
@@ -72,7 +74,7 @@ from agentic_ray.envs.masks import MaskComputer, Masks, sla_arrays
 from agentic_ray.envs.observation import ObservationBuilder, build_specs
 from agentic_ray.envs.prototypes import load_prototypes
 from agentic_ray.graph_spec import observation_space
-from agentic_ray.keys import BACKEND_ERRORS, EPISODE_RECORD, MASK_REASONS, STEP_TRACE
+from agentic_ray.keys import BACKEND_ERRORS, ENTITIES_PAST_CAP, EPISODE_RECORD, MASK_REASONS, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
 from agentic_ray.skills.contracts import EntityListParam, EntityParam, load_contracts
@@ -861,6 +863,8 @@ class AgentTaskEnv(gym.Env):
             },
             MASK_REASONS: self._masks.reasons,
         }
+        if self.builder.past_cap:
+            info[ENTITIES_PAST_CAP] = dict(self.builder.past_cap)
         if completed or failed or truncated:
             self._done = True
             info[EPISODE_RECORD] = episode_record_dict(self._episode_record(completed, failed, truncated))
@@ -992,6 +996,7 @@ class AgentTaskEnv(gym.Env):
             policy_version=self.policy_version,
             intent_id=self.intent_id,
             consequences=list(self._consequences),
+            entities_past_cap=dict(self.builder.past_cap),
         )
 
     # ------------------------------------------------------------------ views for experts and tests

@@ -177,5 +177,6 @@ def episode_record_dict(rec: EpisodeRecord) -> dict[str, Any]:
     for k in ("goals", "goals_done_order", "entities_mentioned", "entities_recalled"):
         d[k] = list(d[k])
     d["context"] = dict(rec.context)
+    d["entities_past_cap"] = dict(rec.entities_past_cap)
     d["consequences"] = [dict(c) for c in rec.consequences]
     return d

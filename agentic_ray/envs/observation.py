@@ -28,6 +28,7 @@ the schema's links (from revealed fields).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ from agentic_ray.graph_spec import (
     RelationSpec,
     SkillSlots,
 )
+from agentic_ray.keys import ENTITIES_PAST_CAP
 from agentic_ray.skills.contracts import (
     BoolParam,
     DomainContracts,
@@ -61,6 +63,8 @@ from agentic_ray.skills.contracts import (
 )
 
 __all__ = ["ObservationBuilder", "build_specs", "entity_columns"]
+
+logger = logging.getLogger(__name__)
 
 TOOL_FEATURES = 10
 SESSION_FEATURES = 6
@@ -280,6 +284,11 @@ class ObservationBuilder:
         self._entity_cache: dict[str, np.ndarray] = {}
         self.node_ids: dict[str, list[str]] = {t: [] for t in self.types}
         self.node_index: dict[str, dict[str, int]] = {t: {} for t in self.types}
+        self.past_cap: dict[str, int] = {}
+        """This episode's entities past their type's node cap (``max_nodes``), per type, at the most: the agent
+        knows them, the observation (and so the policy) does not. Counted here, logged once per type, and
+        reported in the step info and the episode record (``ENTITIES_PAST_CAP``)."""
+        self._cap_logged: set[str] = set()
 
     # ------------------------------------------------------------------ helpers
     def _edges(self, key: str, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -298,6 +307,7 @@ class ObservationBuilder:
         sp, k, em = self.spec, self.k, self.layout.enum_max
         self._task = task
         self._know_version = (-1, -1)
+        self.past_cap = {}
         self._row_cache = {}
         gx = np.zeros((sp.max_nodes[GOAL_NODE_TYPE], sp.feat_dims[GOAL_NODE_TYPE]), dtype=np.float32)
         gidx = task.goal_index()
@@ -367,7 +377,10 @@ class ObservationBuilder:
         out: dict[str, np.ndarray] = {}
         sp = self.spec
         for t in self.types:
-            ids = knowledge.ids(t)[: sp.max_nodes[t]]
+            known = knowledge.ids(t)
+            if len(known) > sp.max_nodes[t]:
+                self._note_past_cap(t, len(known) - sp.max_nodes[t])
+            ids = known[: sp.max_nodes[t]]
             self.node_ids[t] = ids
             self.node_index[t] = {e: i for i, e in enumerate(ids)}
             x = np.zeros((sp.max_nodes[t], sp.feat_dims[t]), dtype=np.float32)
@@ -413,6 +426,19 @@ class ObservationBuilder:
         out["source_mask"] = src
         self._entity_cache, self._know_version = out, (id(knowledge), knowledge.version)
         return out
+
+    def _note_past_cap(self, t: str, over: int) -> None:
+        """``over`` known entities of type ``t`` do not fit its node cap (the latest revealed ones are left out)."""
+        if over <= self.past_cap.get(t, 0):
+            return
+        self.past_cap[t] = over
+        if t not in self._cap_logged:
+            self._cap_logged.add(t)
+            logger.warning(
+                "%d known %s entities past the node cap of %d: the observation leaves them out, so the policy "
+                "cannot point at them (raise max_nodes of %r in the domain schema). Counted per episode as %s.",
+                over, t, self.spec.max_nodes[t], t, ENTITIES_PAST_CAP,
+            )  # fmt: skip
 
     def _row(self, knowledge: Knowledge, t: str, eid: str) -> np.ndarray:
         """One entity's features (cached until the entity changes)."""

@@ -20,7 +20,8 @@ of ``metrics.jsonl`` can tell 0.5 over 4 calls from 0.5 over 4,000.
 * **SPT** (steps per task): mean env steps per **successful** episode (a failed episode's steps say nothing about
   how many a task takes); ``spt_over_optimal`` divides each one's steps by the task's optimal step count first.
   Both are None when no episode succeeded.
-* ``completion``: share of episodes with every goal satisfied; ``high_risk_share``: high-risk steps ÷ steps.
+* ``completion``: share of episodes with every goal satisfied; ``high_risk_share``: high-risk steps ÷ steps;
+  ``entities_past_cap``: entities per episode the observation left out because their type's node cap was full.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class EvalMetrics:
     completion_n: int  # episodes
     high_risk_share: float
     high_risk_share_n: int  # steps
+    entities_past_cap: float = 0.0  # mean entities per episode the observation left out (past a node cap)
+    entities_past_cap_n: int = 0  # episodes
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,6 +131,12 @@ def high_risk_share(episodes: Sequence[EpisodeRecord]) -> float:
     return _share([s.high_risk for e in episodes for s in e.steps])
 
 
+def entities_past_cap(episodes: Sequence[EpisodeRecord]) -> float:
+    """Mean number of entities per episode past their type's node cap (known to the agent, not in the
+    observation); 0 when every episode fit its caps."""
+    return sum(sum(e.entities_past_cap.values()) for e in episodes) / len(episodes) if episodes else 0.0
+
+
 def first_action_after_failure(episodes: Sequence[EpisodeRecord], first_only: bool = False) -> list[bool]:
     """For every failed step that is not the last one, whether the next step succeeded.
 
@@ -178,6 +187,8 @@ def evaluate(
         completion_n=len(eps),
         high_risk_share=high_risk_share(eps),
         high_risk_share_n=steps,
+        entities_past_cap=entities_past_cap(eps),
+        entities_past_cap_n=len(eps),
     )
 
 

@@ -59,6 +59,9 @@ class EpisodeRecord:
     )  # domain features for reward layers (e.g. user level)
     policy_version: int = 0
     intent_id: str = ""
+    entities_past_cap: dict[str, int] = field(default_factory=dict)
+    """Per node type, the most entities the agent knew past the type's node cap during the episode (left out of
+    the observation; see ``ObservationBuilder.past_cap``). Empty when every known entity fit."""
     consequences: list[dict[str, Any]] = field(default_factory=list)
     """Delayed outcomes of high-risk shortcuts (``risk_mode: soft``): ``{"skill", "kind", "step", "weight"}``
     for each complaint or chargeback that followed. The env's cheap reward never sees them; the reward pool

@@ -14,7 +14,7 @@ import numpy as np
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
 from agentic_ray.eval.metrics import root_cause_index
-from agentic_ray.keys import EPISODE_RECORD, RISK_REWARDS, ROOT_CAUSE
+from agentic_ray.keys import EPISODE_RECORD, METRIC_ENTITIES_PAST_CAP, RISK_REWARDS, ROOT_CAUSE
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.risk_layer import RiskLayer
 
@@ -49,6 +49,9 @@ class AgenticEpisodeCallbacks(RLlibCallback):
                 "agentic/high_risk_share", sum(s.high_risk for s in rec.steps) / n, window=100
             )
             metrics_logger.log_value("agentic/steps", float(len(rec.steps)), window=100)
+            metrics_logger.log_value(
+                METRIC_ENTITIES_PAST_CAP, float(sum(rec.entities_past_cap.values())), window=100
+            )
 
 
 def _foreach_env(algo: Any, method: str, *args: Any) -> None:

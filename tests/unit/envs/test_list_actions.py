@@ -1,4 +1,4 @@
-"""List arguments in the env: ordered, repeated and paired lists through the action codec.
+"""List arguments in the env: ordered, repeated and paired lists through the action codec, and the caps.
 
 The e-commerce contracts plus one skill a third party would write: an exchange whose ``item_ids`` may repeat an
 item and whose ``new_item_ids`` pair with them by position.
@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
+from agentic_ray.keys import ENTITIES_PAST_CAP
 from agentic_ray.skills.contracts import domain_file
 
 EXCHANGE = {
@@ -92,3 +94,23 @@ def test_random_policy_draws_paired_lists_of_equal_length(env: AgentTaskEnv) -> 
         assert len(params["item_ids"]) == len(params["new_item_ids"])
         repeats += len(set(params["item_ids"])) < len(params["item_ids"])
     assert repeats > 0  # repeats are drawn where the contract allows them
+
+
+def test_entities_past_a_cap_are_counted_and_reported(
+    env: AgentTaskEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    e = AgentTaskEnv(AgentTaskEnvConfig(domain="ecommerce"))
+    e.reset(seed=1)
+    assert e.knowledge is not None
+    cap = e.graph_spec.max_nodes["product"]
+    for i in range(cap + 3):
+        e.knowledge.mention("product", f"P-extra-{i}")
+    with caplog.at_level("WARNING"):
+        _obs, _r, term, trunc, info = e.step(RandomMaskedPolicy(e.layout, seed=0).act(e._observe()))
+    known = len(e.knowledge.ids("product"))
+    assert info[ENTITIES_PAST_CAP] == {"product": known - cap} and known - cap >= 3
+    assert any("past the node cap" in r.message for r in caplog.records)
+    while not (term or trunc):
+        _obs, _r, term, trunc, info = e.step(RandomMaskedPolicy(e.layout, seed=1).act(_obs))
+    assert info["episode_record"][ENTITIES_PAST_CAP]["product"] >= 3
+    assert np.isfinite(_obs["product_x"]).all()
