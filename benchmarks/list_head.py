@@ -280,14 +280,14 @@ def main(argv: list[str] | None = None) -> None:
         "skills": args.skills,
         "threads": args.threads,
     }
-    new_ms: dict[int, float] = {}
+    new_ms: dict[int, tuple[float, float]] = {}  # width -> (wall, CPU) ms of new_mixed
     last_old: tuple[int, float, float] | None = None  # width, seconds, GB
     for w in args.widths:
         for head, mixed in (("new_sets", False), ("new_mixed", True)):
             gen = torch.Generator().manual_seed(w)
             ms, cpu = time_it(new_step(layout(w, args.skills, mixed), gen), args.repeats)
             if mixed:
-                new_ms[w] = ms
+                new_ms[w] = (ms, cpu)
             print(json.dumps({**common, "head": head, "width": w, "ms_fwd_bwd": round(ms, 2),
                               "cpu_ms_fwd_bwd": round(cpu, 2)}), flush=True)  # fmt: skip
         if last_old is not None:
@@ -312,9 +312,9 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps({**common, "head": "old", "width": w, "ms_fwd_bwd": round(ms, 2), "cpu_ms_fwd_bwd":
                           round(cpu, 2), "repeats": reps, "peak_rss_growth_gb": round(grew_gb, 2)}), flush=True)  # fmt: skip
     if 8 in new_ms and 64 in new_ms:
-        ratio = new_ms[64] / new_ms[8]
-        print(json.dumps({**common, "summary": "new_mixed at width 64 / at width 8", "ratio": round(ratio, 2),
-                          "goal": "<= 2", "met": ratio <= 2.0}))  # fmt: skip
+        wall, cpu = (new_ms[64][i] / new_ms[8][i] for i in range(2))
+        print(json.dumps({**common, "summary": "new_mixed at width 64 / at width 8", "ratio_wall": round(wall, 2),
+                          "ratio_cpu": round(cpu, 2), "goal": "<= 2", "met": max(wall, cpu) <= 2.0}))  # fmt: skip
 
 
 if __name__ == "__main__":

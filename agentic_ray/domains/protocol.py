@@ -116,7 +116,12 @@ class FieldSpec:
 
 @dataclass(frozen=True)
 class EntityTypeSchema:
-    """A domain node type: at most ``max_nodes`` revealed entities, encoded by ``fields``."""
+    """A domain node type: at most ``max_nodes`` revealed entities, encoded by ``fields``.
+
+    ``max_nodes`` is also the type's pointer width: every entity argument and list over the type chooses among
+    that many nodes (``ActionLayout.width``), whatever the other types' caps. Entities the agent knows past it are
+    left out of the observation; the env counts them per episode (``ENTITIES_PAST_CAP`` in the step info, the
+    episode record and the ``entities_past_cap`` metric) and logs the first time per type."""
 
     name: str
     max_nodes: int
@@ -200,7 +205,9 @@ class Task:
         seed: the task seed (world and task are a pure function of ``(family, seed)``).
         request: what the customer said.
         goals: the goal DAG (each goal's ``args`` hold the ground truth; the observation shows only the skill,
-            its enum constraints, its hints and edges to the entities it names once they are revealed).
+            its enum constraints, its hints and edges to the entities it names once they are revealed). A list
+            argument is compared as its contract says: an ``ordered`` list as a sequence, any other as a multiset,
+            a ``paired_with`` list by its pairs (``Goal.matches``).
         optimal_steps: fewest calls that solve the task without faults, lookups included.
         relevant: ids of the entities the task is about (a call on another one is a ``wrong_entity`` error).
         end: ``goals``: success when every goal is satisfied; ``world_state``: success when

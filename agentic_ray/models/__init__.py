@@ -27,8 +27,8 @@ _EXPORTS = {
     "RelationGatedLayer": "relation_gated_layer",
     "stack_observations": "obs_batching",
     "reflection_loss": "reflection",
-    "PackedActionLayout": "skill_argument_functional",
-    "PackedActionLogits": "skill_argument_functional",
+    "PackedActionLayout": "packed_action_layout",
+    "PackedActionLogits": "packed_action_layout",
     "SkillArgumentHeads": "skill_argument_heads",
     "StateEncoderOutput": "state_encoder_output",
 }
@@ -63,10 +63,10 @@ if TYPE_CHECKING:
     from agentic_ray.models.hetero_edge_index import HeteroEdgeIndex
     from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
     from agentic_ray.models.obs_batching import stack_observations
+    from agentic_ray.models.packed_action_layout import PackedActionLayout, PackedActionLogits
     from agentic_ray.models.pyg_gatv2_hetero_layer import PyGGATv2HeteroLayer
     from agentic_ray.models.reflection import reflection_loss
     from agentic_ray.models.relation_gated_layer import RelationGatedLayer
-    from agentic_ray.models.skill_argument_functional import PackedActionLayout, PackedActionLogits
     from agentic_ray.models.skill_argument_heads import SkillArgumentHeads
     from agentic_ray.models.state_encoder_output import StateEncoderOutput
 

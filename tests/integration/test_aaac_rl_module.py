@@ -56,6 +56,10 @@ class RandomGraphEnv(gym.Env):
             self.violations += int(self.last["skill_mask"][chosen] == 0)
             for i in range(len(LAYOUT.skills[chosen].pointer_types)):
                 self.violations += int(self.last["pointer_mask"][chosen, i, int(action["pointer"][i])] == 0)
+            lists = np.asarray(action["members"]).reshape(LAYOUT.list_slots, LAYOUT.list_length)
+            for i in range(len(LAYOUT.skills[chosen].list_types)):
+                members = lists[i][lists[i] < LAYOUT.max_pointer]
+                self.violations += int((self.last["list_mask"][chosen, i, members] == 0).any())
         self.t += 1
         return self._obs(), float(chosen == 0), self.t >= 8, False, {}
 
