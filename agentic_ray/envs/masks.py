@@ -1,6 +1,7 @@
 """Skill and argument masks: hard, soft and business rules, with the reason for every masked skill.
 
-* **hard**: an entity argument with no known entity of its type to point at (a list with fewer than its minimum),
+* **hard**: an entity argument with no known entity of its type to point at (a list with fewer than its minimum,
+  or, when it may repeat an entity, none),
   a string argument copied from a request fact the request does not give, and the domain's own rules
   (:meth:`Domain.hard_rules`, from what is known, e.g. "no address change before verification");
 * **soft**: the live error rate of a skill above its threshold, or an open breaker (executor SLA statistics),
@@ -149,7 +150,10 @@ class MaskComputer:
                     if name not in constrained:
                         free.setdefault(p.node_type, []).append((i, slot))
                 elif isinstance(p, EntityListParam):
-                    ls.append((len(ls), name, p.node_type, p.min_items))
+                    lead = c.input.get(p.paired_with or "")
+                    n = max(p.min_items, lead.min_items if isinstance(lead, EntityListParam) else 0)
+                    # distinct entities the list needs: its length, or one when it may repeat an entity
+                    ls.append((len(ls), name, p.node_type, n if p.unique else min(n, 1)))
                 elif isinstance(p, StringParam) and p.request_fact and p.required:
                     fs.append(p.request_fact)
             self.pointers.append(pr)

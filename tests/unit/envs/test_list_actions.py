@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
+from agentic_ray.domains.knowledge import Knowledge
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
 from agentic_ray.keys import ENTITIES_PAST_CAP
@@ -22,7 +23,9 @@ EXCHANGE = {
     "description": "Exchange delivered items for others, item by item.",
     "input": {
         "order_id": {"type": "entity", "node_type": "order"},
-        "item_ids": {"type": "list", "node_type": "product", "ordered": True, "unique": False, "max_items": 3},
+        "item_ids": {
+            "type": "list", "node_type": "product", "ordered": True, "unique": False, "min_items": 2, "max_items": 3,
+        },
         "new_item_ids": {
             "type": "list", "node_type": "product", "ordered": True, "unique": False, "max_items": 3,
             "paired_with": "item_ids",
@@ -77,6 +80,20 @@ def test_ordered_repeated_and_paired_lists_round_trip(env: AgentTaskEnv) -> None
     bad = {**ret, "members": ret["members"].copy()}
     bad["members"][:2] = idx["P-a"]
     assert env.codec.decode(bad, env.task, env.knowledge)[2] == "INVALID_INPUT"
+
+
+def test_a_list_with_repeats_needs_one_known_entity(env: AgentTaskEnv) -> None:
+    """``item_ids`` takes 2..3 members with repeats: one known product is enough (the set of ``return.create``
+    needs its minimum of distinct ones)."""
+    know = Knowledge(env.domain.schema.type_names)
+    know.mention("product", "P-only")
+    know.mention("order", "O-1")
+    ids = {t: know.ids(t) for t in env.domain.schema.type_names}
+    m = env.masks.compute(know, ids, env._sla(None), 0.0, np.full(len(env.skills), -1e9))
+    reasons = " ".join(m.reasons.get("order.exchange", []))
+    assert "known product" not in reasons
+    obs_free = env.layout.skill_index("order.exchange")
+    assert m.list_mask[obs_free, 0, 0] == 1
 
 
 def test_random_policy_draws_paired_lists_of_equal_length(env: AgentTaskEnv) -> None:
