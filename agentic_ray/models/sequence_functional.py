@@ -200,11 +200,17 @@ def _decode(
     if not unique:  # history-free: every position at once, then cut at the first stop
         step = sequence_step_logits(items, stop, lo, hi, bonus=bonus)
         return _cut(step.argmax(-1) if greedy else categorical_sample(step), w)
+    base = sequence_step_logits(items, stop, lo, hi, bonus=bonus)  # (..., T, W + 1) before the unique mask
+    neg = _neg(items)
     seq = torch.full(items.shape[:-1], w, dtype=torch.long, device=items.device)
+    chosen = torch.zeros_like(base[..., 0, :], dtype=torch.bool)  # (..., W + 1): members drawn so far
+    ended = torch.zeros_like(seq[..., 0], dtype=torch.bool)
     for t in range(n_pos):  # the unique mask needs the members drawn so far
-        step = sequence_step_logits(items, stop, lo, hi, unique=True, history=seq, bonus=bonus)[..., t, :]
-        seq[..., t] = step.argmax(-1) if greedy else categorical_sample(step)
-        seq = _cut(seq, w)
+        step = base[..., t, :].masked_fill(chosen, neg)
+        pick = step.argmax(-1) if greedy else categorical_sample(step)
+        ended = ended | (pick == w)
+        seq[..., t] = torch.where(ended, torch.full_like(pick, w), pick)
+        chosen = chosen | (F.one_hot(pick, w + 1).bool() & (pick < w).unsqueeze(-1))
     return seq
 
 

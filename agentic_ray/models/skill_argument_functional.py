@@ -203,21 +203,38 @@ def _sequences(
     parts: PackedActionLogits,
     layout: PackedActionLayout,
     decode: Callable[..., torch.Tensor],
-) -> list[torch.Tensor]:
+    only: Sequence[bool] | None = None,
+) -> list[torch.Tensor | None]:
     """One sequence ``(B, T)`` per sequence slot within its width, leaders first (``decode``:
-    :func:`sequence_sample` or :func:`sequence_mode`)."""
-    out: list[torch.Tensor] = []
+    :func:`sequence_sample` or :func:`sequence_mode`); with ``only``, just the slots it marks (None elsewhere)."""
+    out: list[torch.Tensor | None] = []
     for i, q in enumerate(layout.sequences):
-        lead = out[q.leader] if q.leader >= 0 else None
-        lo, hi, bonus = _sequence_inputs(parts, layout, i, lead)
+        if only is not None and not only[i]:
+            out.append(None)
+            continue
+        lo, hi, bonus = _sequence_inputs(parts, layout, i, out[q.leader] if q.leader >= 0 else None)
         out.append(decode(parts.seq_items[i], parts.seq_stop[i], lo, hi, unique=q.unique, bonus=bonus))
     return out
 
 
+def _estimate_draws(parts: PackedActionLogits, layout: PackedActionLayout) -> list[torch.Tensor | None]:
+    """The sequences the entropy and KL estimates run along, drawn from ``parts``: a ``unique`` slot's own, and a
+    leader's for its followers (a history-free slot's part is exact and needs none)."""
+    need = [q.unique for q in layout.sequences]
+    for q in layout.sequences:
+        if q.leader >= 0:
+            need[q.leader] = True
+    return _sequences(parts, layout, sequence_sample, need) if any(need) else [None] * len(need)
+
+
 def _write_sequences(
-    layout: PackedActionLayout, skill: torch.Tensor, seqs: list[torch.Tensor], members: torch.Tensor
+    layout: PackedActionLayout,
+    skill: torch.Tensor,
+    seqs: Sequence[torch.Tensor | None],
+    members: torch.Tensor,
 ) -> None:
     for q, seq in zip(layout.sequences, seqs, strict=True):
+        assert seq is not None
         mine = (skill == q.skill).unsqueeze(-1)
         cur = members[:, q.slot, : q.length]
         members[:, q.slot, : q.length] = torch.where(mine, _to_action(seq, q.width, layout.max_pointer), cur)
@@ -376,13 +393,8 @@ def sigma_scaled_mean(mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor
     return mean.detach() + (mean - mean.detach()) * log_std.detach().exp()
 
 
-def _needs_draw(layout: PackedActionLayout) -> bool:
-    """Whether some sequence slot's entropy/KL is estimated along a drawn sequence."""
-    return any(q.unique or q.leader >= 0 for q in layout.sequences)
-
-
 def _per_skill_argument_entropy(
-    parts: PackedActionLogits, layout: PackedActionLayout, draws: Sequence[torch.Tensor] | None
+    parts: PackedActionLogits, layout: PackedActionLayout, draws: Sequence[torch.Tensor | None] | None
 ) -> torch.Tensor:
     """``(B, K)``: entropy of the used argument slots of each skill."""
     e_used, n_used = layout.used_masks(parts.skill.device)
@@ -396,7 +408,7 @@ def _per_skill_argument_entropy(
     for g, lg, (ks, _ls, lo, hi) in zip(layout.set_groups, parts.sets, gi.sets, strict=True):
         h = h.index_add(1, ks, set_entropy(lg, lo, hi, g.levels))
     if draws is None:
-        draws = _sequences(parts, layout, sequence_sample) if _needs_draw(layout) else []
+        draws = _estimate_draws(parts, layout)
     for i, q in enumerate(layout.sequences):
         lo, hi, bonus = _sequence_inputs(parts, layout, i, draws[q.leader] if q.leader >= 0 else None)
         seq = draws[i] if q.unique else None
@@ -408,7 +420,7 @@ def _per_skill_argument_entropy(
 
 
 def skill_argument_entropy(
-    parts: PackedActionLogits, layout: PackedActionLayout, draws: Sequence[torch.Tensor] | None = None
+    parts: PackedActionLogits, layout: PackedActionLayout, draws: Sequence[torch.Tensor | None] | None = None
 ) -> torch.Tensor:
     """Entropy of the joint (skill, arguments): ``H(skill) + Σ_k p(k) H(args | k)`` (exact, but for the sequence
     slots the module docstring names, whose part is a one-sample unbiased estimate).
@@ -432,7 +444,7 @@ def skill_argument_kl(
     p: PackedActionLogits,
     q: PackedActionLogits,
     layout: PackedActionLayout,
-    draws: Sequence[torch.Tensor] | None = None,
+    draws: Sequence[torch.Tensor | None] | None = None,
 ) -> torch.Tensor:
     """``KL(p ‖ q)`` of the joint: ``KL(skill) + Σ_k p(k) KL(args | k)`` (exact, but for the sequence slots the
     module docstring names, whose part is a one-sample unbiased estimate along a sequence drawn from ``p``).
@@ -466,7 +478,7 @@ def skill_argument_kl(
     for g, lp, lq, (ks, _ls, lo, hi) in zip(layout.set_groups, p.sets, q.sets, gi.sets, strict=True):
         kl_args = kl_args.index_add(1, ks, set_kl(lp, lq, lo, hi, g.levels))
     if draws is None:
-        draws = _sequences(p, layout, sequence_sample) if _needs_draw(layout) else []
+        draws = _estimate_draws(p, layout)
     for i, s in enumerate(layout.sequences):
         lead = draws[s.leader] if s.leader >= 0 else None
         lo, hi, p_bonus = _sequence_inputs(p, layout, i, lead)
