@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_ray.domains.protocol import EntityRef, Goal, Request, Task
-from tests.plugin_domain.world import CANCEL_REASONS, RetailWorld, make_world
+from tests.plugin_domain.world import CANCEL_REASONS, Item, RetailWorld, make_world
 
 VALIDATION_SEED_BASE = 1_000_000
 """Task seeds at or above this value are validation seeds; training draws below it."""
@@ -82,6 +82,36 @@ def refund_item(ctx: _Ctx) -> _Spec:
     return _Spec(text, (goal,), (EntityRef("order", o.id),), (c.id, o.id, item.id, pm.id), 3)
 
 
+def refund_items(ctx: _Ctx) -> _Spec:
+    """Refund two items of a delivered order, each to a payment method the customer names for it (a list paired by
+    position with another, whose members may repeat: the goal matches the pairs, in any order)."""
+    c = ctx.world.customer
+    o = c.orders[_pick(ctx, len(c.orders))]
+    o.status = "delivered"
+    if len(o.items) < 2:
+        o.items.append(Item(f"item_{o.id[2:]}_x", "book", round(float(ctx.rng.uniform(10, 200)), 2)))
+    items = [o.items[int(j)] for j in ctx.rng.permutation(len(o.items))[:2]]
+    pms = [c.payment_methods[_pick(ctx, len(c.payment_methods))] for _ in items]
+    goal = Goal(
+        "refunds",
+        "refund_items",
+        args={
+            "customer_id": c.id,
+            "order_id": o.id,
+            "item_ids": [i.id for i in items],
+            "payment_method_ids": [p.id for p in pms],
+        },
+        description="refund both items",
+        hints={"category": items[0].category, "kind": pms[0].kind},
+    )
+    what = " and ".join(
+        f"the {i.category} ({i.id}) to my {p.kind.replace('_', ' ')}" for i, p in zip(items, pms, strict=True)
+    )
+    text = f"Hi, this is {c.email}. Please refund {what}, from order {o.id}."
+    mentioned = (EntityRef("order", o.id), *(EntityRef("item", i.id) for i in items))
+    return _Spec(text, (goal,), mentioned, (c.id, o.id, *(i.id for i in items), *(p.id for p in pms)), 3)
+
+
 def return_items(ctx: _Ctx) -> _Spec:
     """Return one or two items of a delivered order, named by id (a list member that must belong to the order:
     the items are known from the start, the mask allows them once the order is read)."""
@@ -136,6 +166,7 @@ BUILDERS: dict[str, Callable[[_Ctx], _Spec]] = {
     "return_items": return_items,
     "cancel_order": cancel_order,
     "no_change": no_change,
+    "refund_items": refund_items,
 }
 FAMILIES: tuple[str, ...] = tuple(BUILDERS)
 
@@ -176,6 +207,11 @@ def goal_feasible(world: RetailWorld, goal: Goal) -> bool:
         return o.status in ("processed", "delivered") and hit is not None and hit[1].status == "normal"
     if goal.skill == "cancel_order":
         return o.status == "pending"
+    if goal.skill == "refund_items":
+        hits = [world.item(str(i)) for i in goal.args["item_ids"]]
+        return o.status in ("processed", "delivered") and all(
+            h is not None and h[1].status == "normal" for h in hits
+        )
     if goal.skill == "return_items":
         hits = [world.item(str(i)) for i in goal.args["item_ids"]]
         return o.status == "delivered" and all(h is not None and h[1].status == "normal" for h in hits)

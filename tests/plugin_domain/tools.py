@@ -101,6 +101,36 @@ def refund_item(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     return {"refund_id": f"rf_{len(w.refunds)}", "amount": amount, "payment_method_id": p.id}
 
 
+def refund_items(world: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Refund several items in full, item ``i`` to payment method ``i`` (the gateway checked the pairing)."""
+    w = _world(world)
+    _customer(w, params["customer_id"])
+    o = _order(w, params["order_id"])
+    items = {i.id: i for i in o.items}
+    if len(params["item_ids"]) != len(params["payment_method_ids"]):
+        raise ToolError("INVALID_INPUT", "one payment method per item")
+    pairs = [
+        (items.get(i), _payment_method(w, p))
+        for i, p in zip(params["item_ids"], params["payment_method_ids"], strict=True)
+    ]
+    if any(i is None for i, _p in pairs):
+        raise ToolError("NOT_FOUND", f"an item is not in order {o.id}")
+    if o.status not in ("processed", "delivered") or any(
+        i is not None and i.status != "normal" for i, _p in pairs
+    ):
+        raise ToolError("CONFLICT", "only normal items of a processed or delivered order can be refunded")
+    total = 0.0
+    for item, p in pairs:
+        assert item is not None
+        item.status = "refunded"
+        p.balance = round(p.balance + item.price, 2)
+        w.refunds.append(
+            {"order_id": o.id, "item_id": item.id, "payment_method_id": p.id, "amount": item.price}
+        )
+        total += item.price
+    return {"refunds": len(pairs), "total": round(total, 2)}
+
+
 def return_items(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Start the return of items of a delivered order; the items' new status comes back as nested objects."""
     w = _world(world)

@@ -131,3 +131,34 @@ def test_entities_past_a_cap_are_counted_and_reported(
         _obs, _r, term, trunc, info = e.step(RandomMaskedPolicy(e.layout, seed=1).act(_obs))
     assert info["episode_record"][ENTITIES_PAST_CAP]["product"] >= 3
     assert np.isfinite(_obs["product_x"]).all()
+
+
+def test_a_paired_refund_counts_only_with_the_right_pairs() -> None:
+    """The plug-in domain's ``refund_items``: the goal holds pairs (item, payment method); the same lists paired
+    the other way round satisfy nothing, the right pairs in another order do."""
+    from tests.helpers.plugin_domain import register
+
+    env = AgentTaskEnv(AgentTaskEnvConfig(domain=register(), families=["refund_items"]))
+    expert = env.domain.expert()
+    for seed in range(20):
+        env.reset(seed=seed)
+        assert env.task is not None
+        g = env.task.goals[0]
+        if len(set(g.args["payment_method_ids"])) == 2:
+            break
+    else:
+        pytest.fail("no refund_items task with two payment methods in 20 seeds")
+    while (step := expert.plan(env.view()))[0] != "refund_items":
+        env.step(env.encode_action(*step))
+    skill, params = step
+    swapped = {**params, "payment_method_ids": params["payment_method_ids"][::-1]}
+    reordered = {
+        **params,
+        "item_ids": params["item_ids"][::-1],
+        "payment_method_ids": swapped["payment_method_ids"],
+    }
+    lists = env.list_semantics[skill]
+    assert not g.matches(skill, swapped, lists)
+    assert g.matches(skill, reordered, lists)
+    *_, term, _trunc, info = env.step(env.encode_action(skill, reordered))
+    assert term and info["episode_record"]["completed"]
