@@ -21,9 +21,11 @@ session        steps used / budget, steps left / budget, goals done share, last 
 =============  ====================================================================================================
 
 Relations: ``tool -depends-> tool`` (contract preconditions), ``goal -requires-> goal``, ``goal -needs-> tool``,
-``session -uses-> tool`` (tools called this episode), for every entity type ``T`` ``goal -targets-> T`` (a goal's
-entity argument once that entity is known) and ``tool -operates-> T`` (skills with an argument of type ``T``), and
-the schema's links (from revealed fields).
+``session -uses-> tool`` (tools called this episode), for every entity argument ``a`` of type ``T`` in the contracts
+``goal -targets_a-> T`` (a goal's argument ``a`` once that entity is known: the relation names the argument, so the
+item an exchange gives back and the one it sends look different, and so do a merge's primary ticket and its
+duplicates; :func:`goal_relation`), for every entity type ``T`` ``tool -operates-> T`` (skills with an argument of
+type ``T``), and the schema's links (from revealed fields).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from agentic_ray.graph_spec import (
     NumericSource,
     RelationSpec,
     SkillSlots,
+    relation_key,
 )
 from agentic_ray.keys import ENTITIES_PAST_CAP
 from agentic_ray.skills.contracts import (
@@ -62,7 +65,7 @@ from agentic_ray.skills.contracts import (
     StringParam,
 )
 
-__all__ = ["ObservationBuilder", "build_specs", "entity_columns"]
+__all__ = ["ObservationBuilder", "build_specs", "entity_columns", "goal_relation", "goal_roles"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +93,23 @@ def entity_columns(t: EntityTypeSchema) -> tuple[list[FieldColumns], int]:
         cols.append(FieldColumns(f.name, f.kind, c, c + 1, f.choices, quantile_key(t.name, f.name)))
         c += 1 + f.width
     return cols, c
+
+
+def goal_relation(arg: str) -> str:
+    """The relation name of the goal edges to the entities a goal names in its argument ``arg``:
+    ``targets_<arg>`` (a double underscore in the name becomes one, since relation keys are ``__``-separated)."""
+    return "targets_" + arg.replace("__", "_")
+
+
+def goal_roles(contracts: DomainContracts) -> list[tuple[str, str]]:
+    """``(argument, node type)`` of every entity (or list) argument of the contracts, each once, in contract
+    order: one ``goal -targets_<argument>-> type`` relation each."""
+    roles: dict[tuple[str, str], None] = {}
+    for c in contracts.skills:
+        for name, p in c.input.items():
+            if isinstance(p, EntityParam | EntityListParam):
+                roles[(goal_relation(name), p.node_type)] = None
+    return list(roles)
 
 
 def _param_kinds(contracts: DomainContracts) -> list[SkillSlots]:
@@ -168,9 +188,9 @@ def build_specs(
         RelationSpec(GOAL_NODE_TYPE, "needs", TOOL_NODE_TYPE, g),
         RelationSpec(SESSION_NODE_TYPE, "uses", TOOL_NODE_TYPE, k),
     ]
+    rels += [RelationSpec(GOAL_NODE_TYPE, rel, t, g * max_nodes[t]) for rel, t in goal_roles(contracts)]
     for t in schema.entity_types:
         users = sum(1 for s in skills if t.name in (*s.pointer_types, *s.list_types))
-        rels.append(RelationSpec(GOAL_NODE_TYPE, "targets", t.name, 3 * g))
         rels.append(RelationSpec(TOOL_NODE_TYPE, "operates", t.name, max(users, 1) * t.max_nodes))
     rels += [RelationSpec(lk.src, lk.rel, lk.dst, lk.max_edges) for lk in schema.links]
     sources = []
@@ -253,6 +273,7 @@ class ObservationBuilder:
             t: [i for i, s in enumerate(layout.skills) if t in (*s.pointer_types, *s.list_types)]
             for t in self.types
         }
+        self.goal_relations = [relation_key(GOAL_NODE_TYPE, rel, t) for rel, t in goal_roles(contracts)]
         # Which goal argument names are entities of which type, per skill.
         self.entity_args: dict[str, list[tuple[str, str]]] = {
             s: [
@@ -345,9 +366,9 @@ class ObservationBuilder:
         self._static[f"{GOAL_NODE_TYPE}_mask"] = gm
         self._static[f"{TOOL_NODE_TYPE}_mask"] = np.ones(self.k, dtype=np.int8)
         self._static[f"{SESSION_NODE_TYPE}_mask"] = np.ones(1, dtype=np.int8)
-        # Goal entity references: (goal index, type, id).
+        # Goal entity references: (goal index, relation key of the argument, type, id).
         self._goal_refs = [
-            (i, t, v)
+            (i, relation_key(GOAL_NODE_TYPE, goal_relation(name), t), t, v)
             for i, g in enumerate(task.goals)
             for name, t in self.entity_args[g.skill]
             if name in g.args
@@ -409,14 +430,13 @@ class ObservationBuilder:
                         pairs.append((i, dst_idx[d]))
             key = f"{lk.src}__{lk.rel}__{lk.dst}"
             out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, pairs)
-        per_type: dict[str, list[tuple[int, int]]] = {t: [] for t in self.types}
-        for gi, t, v in self._goal_refs:
+        per_role: dict[str, list[tuple[int, int]]] = {key: [] for key in self.goal_relations}
+        for gi, key, t, v in self._goal_refs:
             j = self.node_index[t].get(str(v))
             if j is not None:
-                per_type[t].append((gi, j))
-        for t, pairs in per_type.items():
-            key = f"{GOAL_NODE_TYPE}__targets__{t}"
-            out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, pairs)
+                per_role[key].append((gi, j))
+        for key, pairs in per_role.items():
+            out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, list(dict.fromkeys(pairs)))
         src = np.zeros(max(sp.num_sources, 1), dtype=np.int8)
         c = 0
         for s in sp.numeric_sources:

@@ -131,7 +131,7 @@ def test_observation_rebuilt_from_the_transcript_matches_the_env() -> None:
     k = layout.num_skills
     assert out["goal_x"][0, k + 2] == out["goal_x"][1, k + 2] == 1.0  # check and exchange done
     assert out["goal_x"][2, k + 1] == 1.0  # the pickup is ready
-    targets = out["goal__targets__product_ei"][:, out["goal__targets__product_mask"] > 0]
+    targets = out["goal__targets_sku__product_ei"][:, out["goal__targets_sku__product_mask"] > 0]
     assert g[1].args["sku"] in {env.builder.node_ids["product"][int(j)] for i, j in targets.T if i == 1}
 
 
