@@ -33,7 +33,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from results_record import publish  # noqa: E402 - benchmarks/: the script's own folder is on sys.path
+try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
+    from benchmarks.results_record import publish
+except ModuleNotFoundError:
+    from results_record import publish  # type: ignore[no-redef]
 
 from tests.helpers.browser import (  # noqa: E402
     browser_missing,

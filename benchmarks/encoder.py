@@ -32,7 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 from gpu_learner import actor_critic_loss, make_batch
-from results_record import publish  # benchmarks/: the script's own folder is on sys.path
+
+try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
+    from benchmarks.results_record import publish
+except ModuleNotFoundError:
+    from results_record import publish  # type: ignore[no-redef]
 
 from agentic_ray.models import (
     AAACModel,

@@ -19,7 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from results_record import publish  # benchmarks/: the script's own folder is on sys.path
+
+try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
+    from benchmarks.results_record import publish
+except ModuleNotFoundError:
+    from results_record import publish  # type: ignore[no-redef]
 
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.baseline_policies import ObsOnlyRulePolicy, RandomMaskedPolicy

@@ -42,7 +42,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from encoder import SMALL_CONFIGS, expert_batch
-from results_record import publish  # benchmarks/: the script's own folder is on sys.path
+
+try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
+    from benchmarks.results_record import publish
+except ModuleNotFoundError:
+    from results_record import publish  # type: ignore[no-redef]
 from specs import benchmark_specs
 
 from agentic_ray.graph_spec import random_observation

@@ -72,14 +72,10 @@ def run_policy(plan: Planner, tasks_per_family: int) -> dict[str, Any]:
 
 
 def publish_rows(rows: list[dict[str, Any]]) -> None:
-    """``benchmarks/results_record.publish`` where it exists, else one JSON line per row."""
+    """Print and record the rows through ``benchmarks/results_record.publish``."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    try:
-        from results_record import publish  # type: ignore[import-not-found]
-    except ImportError:
-        for row in rows:
-            print(json.dumps(row))
-        return
+    from results_record import publish
+
     publish("inspection", rows)
 
 

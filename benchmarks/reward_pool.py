@@ -42,7 +42,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from results_record import publish  # benchmarks/: the script's own folder is on sys.path
+try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
+    from benchmarks.results_record import publish
+except ModuleNotFoundError:
+    from results_record import publish  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

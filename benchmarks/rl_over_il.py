@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from results_record import publish  # benchmarks/: the script's own folder is on sys.path
+
+try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
+    from benchmarks.results_record import publish
+except ModuleNotFoundError:
+    from results_record import publish  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[1]
 

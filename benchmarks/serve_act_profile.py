@@ -31,7 +31,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python benchmarks/...` from the repo root
 
-from results_record import publish
+try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
+    from benchmarks.results_record import publish
+except ModuleNotFoundError:
+    from results_record import publish  # type: ignore[no-redef]
 
 from agentic_ray.algorithms.build import module_spec
 from agentic_ray.envs.agent_task_env import AgentTaskEnv

@@ -37,7 +37,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from results_record import publish  # benchmarks/: the script's own folder is on sys.path
+
+try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
+    from benchmarks.results_record import publish
+except ModuleNotFoundError:
+    from results_record import publish  # type: ignore[no-redef]
 
 from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.keys import STEP_TRACE

@@ -26,7 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from results_record import publish  # benchmarks/: the script's own folder is on sys.path
+try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
+    from benchmarks.results_record import publish
+except ModuleNotFoundError:
+    from results_record import publish  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[1]
 SHOWN = ("completion", "high_risk_share", "consequence_rate", "tcsr_policy", "spt")

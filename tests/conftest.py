@@ -25,7 +25,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if started:
         import time
 
-        print(f"\nci: installation and setup took {time.time() - float(started):.0f} s before the tests started")
+        print(
+            f"\nci: installation and setup took {time.time() - float(started):.0f} s before the tests started"
+        )
 
 
 @pytest.fixture(autouse=True)

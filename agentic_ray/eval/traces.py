@@ -42,14 +42,15 @@ TRACES_FILE = "traces.jsonl"
 def trace_reward_layers(rewards: RewardPoolConfig | None) -> list[RewardLayer]:
     """The plain reward layers (no Ray) that score traced episodes.
 
-    The run's enabled layers with their parameters, or every registered layer with defaults when the run uses
-    the env's synchronous reward only. I/O layers (the LLM judge) are left out: they need a server.
+    The run's enabled layers with their parameters, or, when the run uses the env's synchronous reward only,
+    the layers a default reward pool enables (a layer off by default, such as a domain's detection F1, stays
+    off), with defaults. I/O layers (the LLM judge) are left out: they need a server.
     """
     from agentic_ray.rewards.layers import LAYER_CLASSES, CostClass, build_layer
 
     chosen: dict[str, dict[str, Any]]
     if rewards is None:
-        chosen = {name: {} for name in LAYER_CLASSES}
+        chosen = {name: {} for name, cls in LAYER_CLASSES.items() if cls.enabled_by_default}
     else:
         chosen = {name: lc.params for name, lc in rewards.layers.items() if lc.enabled}
     return [
