@@ -117,7 +117,7 @@ def test_client_mistakes_are_422_naming_the_field(app):
     t["goals"][0]["deps"] = ["sms"]  # sms depends on erp -> address -> verify: a cycle
     assert loc({**ok, "task": t}) == [["body", "task", "goals"]]
     bad_call = transcript_entry("user.find", {"email": 5})
-    assert loc({**ok, "transcript": [bad_call]}) == [["body", "transcript", 0, "params"]]
+    assert loc({**ok, "transcript": [bad_call]}) == [["body", "transcript", 0, "params", "email"]]
     garbled = transcript_entry("user.find", {"email": "a@b.c"}, payload={"user_id": 7})
     assert loc({**ok, "transcript": [garbled]}) == [["body", "transcript", 0, "payload"]]
     r = c.post(
