@@ -142,15 +142,16 @@ def create_app(
 
     @app.post("/v1/sessions/{session_id}/step", response_model=StepOut, responses={**WITH_BODY, **SESSION})
     async def step_session(
-        session_id: SessionId, body: Annotated[SessionStepIn | None, Body()] = None
+        session_id: SessionId, request: Request, body: Annotated[SessionStepIn | None, Body()] = None
     ) -> dict[str, Any]:
-        """Decide and execute one step through the ToolExecutor."""
-        return await service().step_session(session_id)
+        """Decide and execute one step through the ToolExecutor (a session is its client's: another token gets
+        404)."""
+        return await service().step_session(session_id, _client(request))
 
     @app.delete("/v1/sessions/{session_id}", response_model=ClosedOut, responses={**GUARDED, **SESSION})
-    async def close_session(session_id: SessionId) -> dict[str, bool]:
+    async def close_session(session_id: SessionId, request: Request) -> dict[str, bool]:
         """Close a session before its episode ends."""
-        service().close_session(session_id)
+        service().close_session(session_id, _client(request))
         return {"closed": True}
 
     @app.post(

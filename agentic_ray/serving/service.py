@@ -238,9 +238,10 @@ class PolicyService:
             "budget": s.budget,
         }
 
-    async def step_session(self, session_id: str) -> dict[str, Any]:
-        """``POST /v1/sessions/{id}/step``: one decision, executed through the env's ToolExecutor."""
-        s = self.sessions.get(session_id)
+    async def step_session(self, session_id: str, client: str | None = None) -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/step`` by ``client`` (None: the server itself, streaming an episode): one
+        decision, executed through the env's ToolExecutor."""
+        s = self.sessions.get(session_id, client)
         async with s.lock:
             if s.done:
                 raise ClientError([(("path", "session_id"), "the episode has ended")], status=409)
@@ -309,8 +310,9 @@ class PolicyService:
         finally:
             self.sessions.close(s.session_id)
 
-    def close_session(self, session_id: str) -> None:
-        self.sessions.get(session_id)
+    def close_session(self, session_id: str, client: str | None = None) -> None:
+        """``DELETE /v1/sessions/{id}`` by ``client``."""
+        self.sessions.get(session_id, client)
         self.sessions.close(session_id, {"closed": True})
 
     # ------------------------------------------------------------------ feedback and metrics

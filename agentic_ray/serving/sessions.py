@@ -223,23 +223,29 @@ class SessionManager:
         wait = oldest_used + self.ttl_s - time.time()
         return ClientError([(("body",), msg)], status=429, headers={"Retry-After": retry_after(wait)})
 
-    def get(self, session_id: str) -> AgentSession:
-        """An open session, resumed from the store if a previous replica held it.
+    def get(self, session_id: str, client: str | None = None) -> AgentSession:
+        """An open session of ``client`` (None: of anyone), resumed from the store if a previous replica held it.
 
         Raises:
-            ClientError: ended (409) or unknown (404).
+            ClientError: ended (409) or unknown, or another client's (404).
         """
+        unknown = ClientError([(("path", "session_id"), "no such session")], status=404)
         s = self.open.get(session_id)
+        d = self.dormant.get(session_id)
+        owner = s.client if s is not None else (d.client if d is not None else None)
+        if owner is not None and client is not None and owner != client:
+            raise unknown
         if s is not None:
             return s
-        d = self.dormant.pop(session_id, None)
         if d is not None:
+            del self.dormant[session_id]
             return self._resume(d)
-        if session_id in self.finished or (
-            self.store is not None and (st := self.store.session(session_id)) is not None and not st.open
-        ):
+        st = self.store.session(session_id) if self.store is not None else None
+        if st is not None and client is not None and st.client != client:
+            raise unknown
+        if session_id in self.finished or (st is not None and not st.open):
             raise ClientError([(("path", "session_id"), "the episode has ended")], status=409)
-        raise ClientError([(("path", "session_id"), "no such session")], status=404)
+        raise unknown
 
     def _resume(self, d: StoredSession) -> AgentSession:
         """Replay a stored session's actions on a fresh env of its task."""
