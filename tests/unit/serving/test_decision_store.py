@@ -115,17 +115,19 @@ def test_compaction_runs_beside_requests_without_blocking_them(tmp_path):
     s._con.commit()
     clock.t += 100.0
     s.compact_every_s = 0.0  # the writer thread compacts at its next flush
-    waits = []
+    done = []
     t_end = time.monotonic() + 30
     while not s.compactions and time.monotonic() < t_end:
-        t0 = time.perf_counter()
-        s.add_decision(f"new{len(waits)}", "act", "stable", "v1", {}, {})
-        s.add_feedback(f"new{len(waits)}", "success", None, "")
-        waits.append(time.perf_counter() - t0)
+        s.add_decision(f"new{len(done)}", "act", "stable", "v1", {}, {})
+        s.add_feedback(f"new{len(done)}", "success", None, "")
+        done.append(time.perf_counter())
     s.compact_every_s = None
-    assert s.compactions and s.compactions[0]["decisions_expired"] == 20_000
-    # requests were served while it ran (measured: 933 feedback writes during a 0.92 s compaction, the longest
-    # waiting 0.21 s; compacting under the store's lock would let one through)
-    assert len(waits) >= 20, (len(waits), max(waits), s.compactions)
+    (c,) = s.compactions
+    assert c["decisions_expired"] == 20_000
+    # requests were served while it ran (measured: 444 feedback writes during a 1.37 s compaction, on a loaded
+    # box; compacting under the store's lock, or without it between batches on a second connection, lets none
+    # through)
+    during = [t for t in done if c["started"] < t < c["started"] + c["ms"] / 1e3]
+    assert len(during) >= 20, (len(during), c)
     s.close()
-    assert len(read_feedback(path)) == len(waits)
+    assert len(read_feedback(path)) == len(done)
