@@ -157,6 +157,7 @@ class Gateway:
     def reconfigure(self, user_config: dict[str, Any]) -> None:
         cfg = GatewayUserConfig.model_validate(user_config)
         self.service.set_strategy(cfg.strategy_mode)
+        self.service.set_sla(cfg.sla or self.service.settings.sla)
         for arm, policy in self.local.items():
             policy.reconfigure(cfg.batching.get(arm, self.arm_settings[arm].batching).model_dump())
 

@@ -33,12 +33,12 @@ from agentic_ray.serving.canary import ArmCounts, CanaryRouter
 from agentic_ray.serving.decision_store import DecisionStore
 from agentic_ray.serving.decisions import DecisionBuilder, EnvPool
 from agentic_ray.serving.http_guards import load_clients
-from agentic_ray.serving.live_metrics import LiveMetrics, MetricsSink
+from agentic_ray.serving.live_metrics import LatencyWindow, LiveMetrics, MetricsSink
 from agentic_ray.serving.quotas import RequestRate
 from agentic_ray.serving.request_check import ClientError
 from agentic_ray.serving.schemas import ActRequest, FeedbackIn, SessionCreate
 from agentic_ray.serving.sessions import AgentSession, SessionManager, StepResult
-from agentic_ray.serving.settings import ServeSettings, StrategyMode
+from agentic_ray.serving.settings import ServeSettings, SLASettings, StrategyMode
 from agentic_ray.skills.circuit_breaker import CircuitBreaker
 
 __all__ = ["PolicyCall", "PolicyService", "served_env_config"]
@@ -105,17 +105,10 @@ class PolicyService:
         self.metrics = LiveMetrics(sink)
         self.clients = load_clients(settings.auth)
         self.rate = RequestRate(settings.quotas.requests_per_s, settings.quotas.burst)
-        sla = settings.sla
-        self.breakers = {
-            arm: CircuitBreaker(
-                sla.breaker_error_budget,
-                sla.breaker_window,
-                sla.breaker_min_calls,
-                sla.breaker_reset_s,
-                clock,
-            )
-            for arm in ARMS
-        }
+        self.policy_latency = {arm: LatencyWindow() for arm in ARMS}
+        self.clock = clock
+        self.sla = settings.sla
+        self.breakers = self._breakers(settings.sla)
         self.rules_counts = ArmCounts()
         self.strategy_mode: StrategyMode = settings.strategy_mode
         self.strategy_source: StrategySource = "user_config"
@@ -132,6 +125,24 @@ class PolicyService:
             log.info(json.dumps({"event": "strategy_mode", "from": previous, "to": mode, "source": source}))
         self.strategy_mode, self.strategy_source = mode, source
         return {"strategy_mode": mode, "previous": previous, "source": source}
+
+    def set_sla(self, sla: SLASettings) -> None:
+        """The policy timeout and breakers from now on (the gateway's ``reconfigure``: its ``user_config`` may
+        carry an SLA other than the settings'). The breakers start closed when it changes."""
+        if sla != self.sla:
+            self.sla, self.breakers = sla, self._breakers(sla)
+
+    def _breakers(self, sla: SLASettings) -> dict[str, CircuitBreaker]:
+        return {
+            arm: CircuitBreaker(
+                sla.breaker_error_budget,
+                sla.breaker_window,
+                sla.breaker_min_calls,
+                sla.breaker_reset_s,
+                self.clock,
+            )
+            for arm in ARMS
+        }
 
     # ------------------------------------------------------------------ decisions
     async def act(self, body: ActRequest, trace_id: str) -> dict[str, Any]:
@@ -168,11 +179,13 @@ class PolicyService:
         """``(who decided, the policy output, None)``; ``("rules", None, why)`` when no policy answered within the
         SLA (the candidate's requests fall back to stable first)."""
         breaker = self.breakers[arm]
-        timeout_ms = self.settings.sla.policy_timeout_ms
+        timeout_ms = self.sla.policy_timeout_ms
         if breaker.allow():
+            t0 = time.perf_counter()
             try:
                 out = await asyncio.wait_for(self.call_policy(arm, obs), timeout_ms / 1e3)
                 breaker.record(False)
+                self.policy_latency[arm].add((time.perf_counter() - t0) * 1e3)
                 return arm, out, None
             except TimeoutError:
                 breaker.record(True)
@@ -348,7 +361,9 @@ class PolicyService:
             "sessions_open": len(self.sessions.open) + len(self.sessions.dormant),
             "sessions_resumed": self.sessions.resumed,
             "degraded_to_rules": self.degraded,
+            "sla": self.sla.model_dump(),
             "breakers": {arm: b.state for arm, b in self.breakers.items()},
+            "policy_latency_ms": {arm: w.summary() for arm, w in self.policy_latency.items()},
             "quota_refused": dict(self.rate.refused),
             "store_compaction": self.store.compactions[-1] if self.store.compactions else None,
             **self.metrics.summary(),

@@ -46,6 +46,30 @@ class PolicyUserConfig(_Strict):
     )
 
 
+class SLASettings(_Strict):
+    """How long a decision may wait on a policy, and when a failing policy is skipped (its arm's breaker)."""
+
+    policy_timeout_ms: float = Field(
+        default=1000.0,
+        gt=0,
+        description="A policy that has not answered by then is given up: the candidate's request goes to stable, "
+        "stable's to the rule-based policy (marked degraded). A canary candidate slower than this fails every "
+        "call and is rolled back, never promoted. The default leaves room for a loaded small machine: HTTP p99 at "
+        "32 clients was 640-680 ms on the 2-CPU box (benchmarks/serve_latency.py), and a policy overloaded past "
+        "its SLA is shed to the rule-based policy by its breaker. /v1/metrics shows policy_latency_ms per arm.",
+    )
+    breaker_error_budget: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="An arm whose failed or timed-out share of recent calls exceeds this is skipped (its "
+        "breaker opens) until a probe succeeds.",
+    )
+    breaker_window: int = Field(default=20, ge=1, description="Recent calls the breaker counts.")
+    breaker_min_calls: int = Field(default=5, ge=1, description="Calls in the window before it may open.")
+    breaker_reset_s: float = Field(default=1.0, gt=0, description="Open time before a probe.")
+
+
 class GatewayUserConfig(_Strict):
     """Runtime settings of the gateway (its Serve ``user_config``; changed without a restart)."""
 
@@ -58,6 +82,9 @@ class GatewayUserConfig(_Strict):
         default_factory=dict,
         description="Batch settings of the arms served inside the gateway (``in_gateway``; the other arms' are "
         "their own deployments' user_config). An arm not named keeps its settings' batching.",
+    )
+    sla: SLASettings | None = Field(
+        default=None, description="Policy timeout and breakers now (None: the application settings' `sla`)."
     )
 
 
@@ -143,28 +170,6 @@ class QuotaSettings(_Strict):
     burst: int = Field(
         default=500, ge=1, description="Requests one client may send at once (the bucket's size)."
     )
-
-
-class SLASettings(_Strict):
-    """How long a decision may wait on a policy, and when a failing policy is skipped (its arm's breaker)."""
-
-    policy_timeout_ms: float = Field(
-        default=250.0,
-        gt=0,
-        description="A policy that has not answered by then is given up: the candidate's request goes to stable, "
-        "stable's to the rule-based policy (marked degraded). A canary candidate slower than this fails every "
-        "call and is rolled back, never promoted.",
-    )
-    breaker_error_budget: float = Field(
-        default=0.5,
-        ge=0,
-        le=1,
-        description="An arm whose failed or timed-out share of recent calls exceeds this is skipped (its "
-        "breaker opens) until a probe succeeds.",
-    )
-    breaker_window: int = Field(default=20, ge=1, description="Recent calls the breaker counts.")
-    breaker_min_calls: int = Field(default=5, ge=1, description="Calls in the window before it may open.")
-    breaker_reset_s: float = Field(default=1.0, gt=0, description="Open time before a probe.")
 
 
 class StoreSettings(_Strict):
@@ -326,14 +331,18 @@ class ServeSettings(_Strict):
         }
 
     def gateway_user_config(
-        self, strategy_mode: StrategyMode | None = None, batching: PolicyUserConfig | None = None
+        self,
+        strategy_mode: StrategyMode | None = None,
+        batching: PolicyUserConfig | None = None,
+        sla: SLASettings | None = None,
     ) -> dict[str, object]:
-        """The gateway's Serve ``user_config``: the strategy, and the batch settings of the in-gateway arms
-        (``batching`` for all of them; default: each arm's own)."""
+        """The gateway's Serve ``user_config``: the strategy, the batch settings of the in-gateway arms
+        (``batching`` for all of them; default: each arm's own) and an SLA other than the settings' (``sla``)."""
         return GatewayUserConfig(
             strategy_mode=strategy_mode or self.strategy_mode,
             batching={k: batching or a.batching for k, a in self.arms().items() if a.in_gateway},
-        ).model_dump()
+            sla=sla,
+        ).model_dump(exclude_none=True)
 
     def env_config(self) -> AgentTaskEnvConfig:
         """The served env config: given, or the stable run's (``settings.json`` next to its checkpoints)."""
