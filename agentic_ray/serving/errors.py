@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from agentic_ray.serving.request_check import ClientError
@@ -126,7 +127,12 @@ def error_response(
 
 def install_error_handlers(app: FastAPI, trace: Callable[[Request], str]) -> None:
     """Answer schema violations (FastAPI's RequestValidationError) and domain mistakes (:class:`ClientError`)
-    with :func:`render_errors`."""
+    with :func:`render_errors`, and the framework's own refusals (a body that is not UTF-8 JSON: 400; an unknown
+    path: 404; a method the path lacks: 405, with its ``Allow`` header) in :class:`MessageOut`'s shape."""
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, e: HTTPException) -> Response:
+        return error_response(e.status_code, safe_text(str(e.detail)), trace(request), e.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, e: RequestValidationError) -> Response:

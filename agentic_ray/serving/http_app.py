@@ -21,8 +21,10 @@ from typing import Annotated, Any
 from fastapi import Body, FastAPI, Path, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from agentic_ray.serving.client import act_body
 from agentic_ray.serving.errors import FieldErrorsOut, MessageOut, install_error_handlers
 from agentic_ray.serving.http_guards import OPEN_PATHS, GuardMiddleware
+from agentic_ray.serving.request_check import INVALID_SKILL
 from agentic_ray.serving.schemas import (
     ActRequest,
     ActResponse,
@@ -161,8 +163,9 @@ def create_app(
             **WITH_BODY,
             **SESSION_QUOTA,
             200: {
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
-                "description": "One event per step (`event: session`, then `event: step` with a StepOut).",
+                "content": {"text/event-stream": {"schema": SSE_EVENT}},
+                "description": "Server-sent events: `event: session` (its data a SessionOut), then one `event: step` "
+                "per step (a StepOut), the last one with `done: true`.",
             },
         },
     )
@@ -205,13 +208,55 @@ def create_app(
             out.update(await extra_metrics())
         return out
 
-    _document_bearer_auth(app)
+    _complete_openapi(app, service)
     return app
 
 
-def _document_bearer_auth(app: FastAPI) -> None:
-    """Declare the bearer token in the OpenAPI schema: every operation but the health checks requires it (the
-    guard middleware enforces it, so no route has a dependency that would say so)."""
+SSE_EVENT = {
+    "type": "object",
+    "description": "One server-sent event.",
+    "oneOf": [
+        {
+            "properties": {
+                "event": {"const": event},
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {"$ref": f"#/components/schemas/{model}"},
+                },
+            },
+            "required": ["event", "data"],
+        }
+        for event, model in (("session", "SessionOut"), ("step", "StepOut"))
+    ],
+}
+"""The schema of each event of ``POST /v1/episodes``."""
+
+LINKS = {
+    ("/v1/sessions", "post"): {
+        "StepSession": (
+            ("/v1/sessions/{session_id}/step", "post"),
+            {"parameters": {"session_id": "$response.body#/session_id"}},
+        ),
+        "CloseSession": (
+            ("/v1/sessions/{session_id}", "delete"),
+            {"parameters": {"session_id": "$response.body#/session_id"}},
+        ),
+    },
+    ("/v1/act", "post"): {
+        "Feedback": (
+            ("/v1/feedback", "post"),
+            {"requestBody": {"trace_id": "$response.body#/trace_id", "outcome": "success"}},
+        )
+    },
+}
+"""OpenAPI links: where a response's fields are another operation's input (clients and fuzzers follow them)."""
+
+
+def _complete_openapi(app: FastAPI, service: Callable[[], PolicyService]) -> None:
+    """Declare what the routes cannot say themselves: the bearer token (the guard middleware enforces it on every
+    operation but the health checks, so no route has a dependency that would declare it), the links between
+    operations, and what the served domain allows (:func:`_served_domain`)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -220,14 +265,45 @@ def _document_bearer_auth(app: FastAPI) -> None:
             schema.setdefault("components", {})["securitySchemes"] = {
                 "bearer": {"type": "http", "scheme": "bearer", "description": "The service token."}
             }
-            for path, ops in schema["paths"].items():
+            paths = schema["paths"]
+            for path, ops in paths.items():
                 if path not in OPEN_PATHS:
                     for op in ops.values():
                         op["security"] = [{"bearer": []}]
+            for (path, method), links in LINKS.items():
+                paths[path][method]["responses"]["200"]["links"] = {
+                    name: {"operationId": paths[to][to_method]["operationId"], **how}
+                    for name, ((to, to_method), how) in links.items()
+                }
+            _served_domain(schema["components"]["schemas"], service())
             app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _served_domain(schemas: dict[str, Any], svc: PolicyService) -> None:
+    """The request schemas narrowed to the served domain (its name, task families, skills), with an example of
+    each body: one validation task of the domain, as :func:`~agentic_ray.serving.client.act_body` writes it."""
+    skills = list(svc.builder.skills)
+    families = list(svc.sessions.families)
+    domain = {"type": "string", "enum": [svc.domain], "title": "Domain", "description": "The served domain."}
+    for name in ("ActRequest", "SessionCreate"):
+        schemas[name]["properties"]["domain"] = domain
+    schemas["SessionCreate"]["properties"]["family"]["anyOf"][0] = {"type": "string", "enum": families}
+    schemas["GoalIn"]["properties"]["skill"] = {"type": "string", "enum": skills, "title": "Skill"}
+    schemas["TranscriptCallIn"]["properties"]["skill"] = {
+        "type": "string",
+        "enum": [*skills, INVALID_SKILL],
+        "title": "Skill",
+        "description": f"Skill called ({INVALID_SKILL}: an action that decoded to no skill).",
+    }
+    schemas["ActRequest"]["properties"]["tool_stats"]["propertyNames"] = {"enum": skills}
+    family = families[0]
+    seed = svc.pool.template.domain.validation_seeds(family, 1)[0]
+    _world, task = svc.pool.template.domain.make_task(family, seed)
+    schemas["ActRequest"]["examples"] = [act_body(svc.domain, task)]
+    schemas["SessionCreate"]["examples"] = [{"domain": svc.domain, "family": family, "seed": seed}]
 
 
 def _trace(request: Request) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from agentic_ray.serving.settings import StrategyMode
 
@@ -38,6 +38,15 @@ def _finite_json(value: dict[str, Any]) -> dict[str, Any]:
 
 JsonObject = Annotated[dict[str, Any], AfterValidator(_finite_json)]
 """A free-form JSON object (tool parameters and payloads, domain data) without non-finite numbers."""
+
+
+def _integral(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+JsonInt = Annotated[int, BeforeValidator(_integral)]
+"""An integer as JSON Schema reads one: ``3`` or ``3.0``, but not ``3.5``, ``"3"`` or ``true`` (the models are
+strict, and pydantic's lax int would take the string and the boolean)."""
 
 
 class _Body(BaseModel):
@@ -86,7 +95,7 @@ class GoalIn(_Body):
         description="Required numeric arguments (matched with tolerance).",
     )
     deps: list[str] = Field(default_factory=list, max_length=32, description="Ids of prerequisite goals.")
-    priority: int = Field(default=1, ge=0, le=100, description="Larger is more urgent.")
+    priority: JsonInt = Field(default=1, ge=0, le=100, description="Larger is more urgent.")
     tolerance: float = Field(default=0.02, ge=0, le=1, description="Relative tolerance of numeric targets.")
     description: str = Field(default="", max_length=1000, description="What the goal means for the customer.")
     hints: dict[str, str] = Field(
@@ -102,11 +111,11 @@ class TaskIn(_Body):
     goals: list[GoalIn] = Field(
         default_factory=list, max_length=64, description="The goal DAG (structured; required for now)."
     )
-    optimal_steps: int | None = Field(
-        default=None, ge=1, le=256, description="Fewest calls that solve the task (default: one per goal)."
+    optimal_steps: Annotated[int, Field(ge=1, le=256), BeforeValidator(_integral)] | None = Field(
+        default=None, description="Fewest calls that solve the task (default: one per goal)."
     )
-    budget: int | None = Field(
-        default=None, ge=1, le=512, description="Step budget (default: the env's rule on optimal_steps)."
+    budget: Annotated[int, Field(ge=1, le=512), BeforeValidator(_integral)] | None = Field(
+        default=None, description="Step budget (default: the env's rule on optimal_steps)."
     )
     relevant: list[str] = Field(
         default_factory=list, max_length=64, description="Ids of the entities the task is about."
@@ -135,7 +144,7 @@ class ToolStatsIn(_Body):
     p95_ms: float = Field(default=0.0, ge=0, le=1e7, description="95th percentile latency.")
     error_rate: float = Field(default=0.0, ge=0, le=1, description="Failed calls / calls (after retries).")
     attempt_error_rate: float = Field(default=0.0, ge=0, le=1, description="Failed attempts / attempts.")
-    calls: int = Field(default=0, ge=0, le=10**9, description="Calls in the window.")
+    calls: JsonInt = Field(default=0, ge=0, le=10**9, description="Calls in the window.")
     breaker: Literal["closed", "open", "half_open"] = Field(default="closed", description="Breaker state.")
 
 
@@ -184,8 +193,8 @@ class SessionCreate(_Body):
 
     domain: str = Field(min_length=1, max_length=64, description="The served domain.")
     family: str | None = Field(default=None, max_length=64, description="Task family (default: round-robin).")
-    seed: int | None = Field(
-        default=None, ge=0, lt=2**31, description="Task seed (default: the family's next validation seed)."
+    seed: Annotated[int, Field(ge=0, lt=2**31), BeforeValidator(_integral)] | None = Field(
+        default=None, description="Task seed (default: the family's next validation seed)."
     )
 
 
@@ -196,6 +205,13 @@ class SessionStepIn(_Body):
 
 class FeedbackIn(_Body):
     """``POST /v1/feedback``."""
+
+    model_config = ConfigDict(
+        json_schema_extra={  # the `_reason` rule, for clients and fuzzers
+            "if": {"properties": {"outcome": {"const": "failure"}}, "required": ["outcome"]},
+            "then": {"properties": {"reason": {"type": "string"}}, "required": ["reason"]},
+        }
+    )
 
     trace_id: str = Field(min_length=1, max_length=128, description="A decision's or an episode's trace_id.")
     outcome: Literal["success", "failure"] = Field(description="How it went for the user.")

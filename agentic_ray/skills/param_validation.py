@@ -35,8 +35,7 @@ def validate_params(
         contract: the skill's contract.
         params: the call's parameters.
         strict: for values a client asserts rather than a call the gateway executes (the Serve endpoint's goals
-            and transcripts): a number outside the bounds is an error naming them instead of being clipped, and
-            an integer parameter takes no float.
+            and transcripts): a number outside the bounds is an error naming them instead of being clipped.
         partial: check only the parameters given (no missing-parameter error, no defaults filled).
 
     Returns:
@@ -78,7 +77,7 @@ def validate_params(
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise InvalidParams(f"{name}: expected an integer, got {v!r}")
             if isinstance(v, float):
-                if strict or not math.isfinite(v) or v != int(v):
+                if not math.isfinite(v) or v != int(v):
                     raise InvalidParams(f"{name}: expected an integer, got {v!r}")
                 v = int(v)
             if strict and not p.min <= v <= p.max:

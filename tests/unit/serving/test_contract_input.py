@@ -61,10 +61,13 @@ def test_goal_arguments_are_enums_and_strict_types(app):
         (("goals", 0, "safety_check"), "yes", "Input should be a valid boolean"),
         (("goals", 0, "priority"), "1", "Input should be a valid integer"),
         (("goals", 0, "priority"), True, "Input should be a valid integer"),
-        (("goals", 0, "priority"), 2.0, "Input should be a valid integer"),
+        (("goals", 0, "priority"), 2.5, "Input should be a valid integer"),
         (("goals", 0, "tolerance"), "0.1", "Input should be a valid number"),
         (("optimal_steps",), 0, "Input should be greater than or equal to 1"),
     ]
+    body = refund_body()
+    body["task"]["goals"][0]["priority"] = 2.0  # an integer to JSON Schema, as 2 is
+    assert c.post("/v1/act", json=body, headers=AUTH).status_code == 200
     for path, value, want in cases:
         body = refund_body()
         node = body["task"]
