@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import reprlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -116,7 +116,7 @@ def render_errors(errors: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def error_response(
-    status: int, detail: str | list[dict[str, Any]], trace_id: str, headers: dict[str, str] | None = None
+    status: int, detail: str | list[dict[str, Any]], trace_id: str, headers: Mapping[str, str] | None = None
 ) -> Response:
     """A JSON error answer (ASCII, strict JSON: rendering a rendered detail cannot fail)."""
     body = json.dumps(
