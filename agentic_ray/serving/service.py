@@ -325,7 +325,7 @@ class PolicyService:
 
     def close_session(self, session_id: str, client: str | None = None) -> None:
         """``DELETE /v1/sessions/{id}`` by ``client``."""
-        self.sessions.get(session_id, client)
+        self.sessions.check(session_id, client)
         self.sessions.close(session_id, {"closed": True})
 
     # ------------------------------------------------------------------ feedback and metrics

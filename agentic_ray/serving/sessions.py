@@ -229,23 +229,31 @@ class SessionManager:
         Raises:
             ClientError: ended (409) or unknown, or another client's (404).
         """
-        unknown = ClientError([(("path", "session_id"), "no such session")], status=404)
+        self.check(session_id, client)
         s = self.open.get(session_id)
-        d = self.dormant.get(session_id)
-        owner = s.client if s is not None else (d.client if d is not None else None)
-        if owner is not None and client is not None and owner != client:
-            raise unknown
-        if s is not None:
-            return s
-        if d is not None:
-            del self.dormant[session_id]
-            return self._resume(d)
-        st = self.store.session(session_id) if self.store is not None else None
-        if st is not None and client is not None and st.client != client:
-            raise unknown
-        if session_id in self.finished or (st is not None and not st.open):
+        return s if s is not None else self._resume(self.dormant.pop(session_id))
+
+    def check(self, session_id: str, client: str | None = None) -> None:
+        """That ``session_id`` is an open session of ``client`` (None: of anyone), here or in the store.
+
+        Raises:
+            ClientError: ended (409) or unknown, or another client's (404).
+        """
+        s, d = self.open.get(session_id), self.dormant.get(session_id)
+        st = self.store.session(session_id) if s is None and d is None and self.store is not None else None
+        owner = (
+            s.client
+            if s is not None
+            else d.client
+            if d is not None
+            else st.client
+            if st is not None
+            else None
+        )
+        if owner is None or (client is not None and owner != client):
+            raise ClientError([(("path", "session_id"), "no such session")], status=404)
+        if s is None and d is None:
             raise ClientError([(("path", "session_id"), "the episode has ended")], status=409)
-        raise unknown
 
     def _resume(self, d: StoredSession) -> AgentSession:
         """Replay a stored session's actions on a fresh env of its task."""
