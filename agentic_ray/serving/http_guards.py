@@ -263,7 +263,16 @@ def _replay(body: bytes, receive: Callable) -> Callable:
 
 
 KNOWN_ROUTES = frozenset(
-    {"/healthz", "/readyz", "/v1/act", "/v1/sessions", "/v1/episodes", "/v1/feedback", "/v1/metrics"}
+    {
+        "/healthz",
+        "/readyz",
+        "/v1/act",
+        "/v1/sessions",
+        "/v1/episodes",
+        "/v1/feedback",
+        "/v1/metrics",
+        "/v1/strategy",
+    }
     | {"/docs", "/openapi.json", "/v1/sessions/{id}", "/v1/sessions/{id}/step"}
 )
 
