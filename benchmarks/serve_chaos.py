@@ -7,7 +7,8 @@ Prints one JSON line:
                                   non-finite numbers, lone surrogates, deep nesting, huge arrays, wrong types)
   bad_inputs, bad_inputs_5xx      the probe's reproducers (tests/helpers/serving.py: bad_inputs);
   bad_inputs_2xx                  ... of which wrongly accepted
-  rps_c32, p99_ms_c32             32 clients on /v1/act, no fault
+  rps_c32, p99_ms_c32             32 clients on /v1/act, no fault (after a 3 s warm-up at 4 clients);
+  answers_c32, degraded_c32       ... answers, and those the rule-based policy gave (policy over its SLA)
   rps_c32_kill, p99_ms_c32_kill   the same while the policy replica is killed and Serve replaces it
   replica_kill_errors             answers other than 200 during that (goal 0)
   replica_kill_degraded           answers from the rule-based policy marked degraded (of replica_kill_answers)
@@ -69,24 +70,26 @@ def fuzz(url: str, headers: dict[str, str], examples: int) -> tuple[int, int]:
 
     from tests.helpers.serving import VALID_BODIES, json_value, mutated
 
-    cases, server_errors = 0, 0
+    counts = {"cases": 0, "5xx": 0}
     with httpx.Client(base_url=url, headers={**headers, "content-type": "application/json"}, timeout=60) as c:
-        for (method, path), valid in VALID_BODIES.items():
 
+        def prop(method: str, path: str, valid: dict[str, Any]) -> Any:
             @settings(
                 max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None
             )
             @given(body=st.one_of(mutated(valid), json_value))
-            def send(body: Any, method: str = method, path: str = path) -> None:
-                nonlocal cases, server_errors
+            def send(body: Any) -> None:
                 r = c.request(method.upper(), path, content=json.dumps(body, allow_nan=True).encode())
-                cases += 1
-                server_errors += int(r.status_code >= 500)
+                counts["cases"] += 1
+                counts["5xx"] += int(r.status_code >= 500)
                 if path == "/v1/sessions" and r.status_code == 200:
                     c.delete(f"/v1/sessions/{r.json()['session_id']}")
 
-            send()
-    return cases, server_errors
+            return send
+
+        for (method, path), valid in VALID_BODIES.items():
+            prop(method, path, valid)()
+    return counts["cases"], counts["5xx"]
 
 
 def bad(url: str, headers: dict[str, str]) -> dict[str, int]:
@@ -339,8 +342,15 @@ def main() -> None:
     )
     out["deploy_s"] = round(time.perf_counter() - t0, 1)
     try:
-        base = asyncio.run(closed_loop(url, "/v1/act", bodies, 32, a.phase_s, headers))
-        out.update(rps_c32=round(base.rps, 1), p99_ms_c32=round(base.pct(99) or 0, 1), errors_c32=base.errors)
+        asyncio.run(closed_loop(url, "/v1/act", bodies, 4, 3.0, headers))  # warm-up
+        base = asyncio.run(closed_loop(url, "/v1/act", bodies, 32, a.phase_s, headers, True))
+        out.update(
+            rps_c32=round(base.rps, 1),
+            p99_ms_c32=round(base.pct(99) or 0, 1),
+            errors_c32=base.errors,
+            degraded_c32=sum(1 for _t, s, b in base.answers if s == 200 and b and b.get("degraded")),
+            answers_c32=len(base.answers),
+        )
         out.update(asyncio.run(load_with_kill(url, headers, bodies, a.phase_s)))
         out["fuzz_cases"], out["fuzz_5xx"] = fuzz(url, headers, a.fuzz_examples)
         out.update(bad(url, headers))
@@ -350,6 +360,7 @@ def main() -> None:
         out.update(gateway_kill(url, headers, valid_act(), chaos.feedback_db))
         out.update(retention(tmp))
     finally:
+        print(json.dumps(out), file=sys.stderr)  # what was measured, should a phase fail
         serve.shutdown()
         ray.shutdown()
     out["loadavg_1m_end"] = os.getloadavg()[0]
