@@ -2,7 +2,7 @@
 config's size), fuzzed, fed the probe's bad inputs, loaded at 32 clients while its policy replica and then its
 gateway replica are killed, slowed, and its quotas and store retention checked.
 
-Prints one JSON line:
+Prints one JSON line (and records it in benchmarks/results/serve_chaos.json):
   fuzz_cases, fuzz_5xx            hypothesis bodies over every route with a body (mutated valid bodies, hostile JSON:
                                   non-finite numbers, lone surrogates, deep nesting, huge arrays, wrong types)
   bad_inputs, bad_inputs_5xx      the probe's reproducers (tests/helpers/serving.py: bad_inputs);
@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from results_record import publish  # benchmarks/: the script's own folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python benchmarks/serve_chaos.py` from the repository root
@@ -364,7 +365,7 @@ def main() -> None:
         serve.shutdown()
         ray.shutdown()
     out["loadavg_1m_end"] = os.getloadavg()[0]
-    print(json.dumps(out))
+    publish("serve_chaos", [out], note="shared 2-CPU box: other jobs may run (see the load figures)")
 
 
 if __name__ == "__main__":
