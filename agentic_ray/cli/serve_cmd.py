@@ -21,7 +21,11 @@ def serve_cmd(
     host: Annotated[str, typer.Option(help="HTTP bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
     token_file: Annotated[
-        Path | None, typer.Option(help="File holding the bearer token (default: $AGENTIC_RAY_SERVE_TOKEN).")
+        Path | None,
+        typer.Option(
+            help="File of bearer tokens, one client per line (`TOKEN` or `NAME TOKEN`; default: the one token in "
+            "$AGENTIC_RAY_SERVE_TOKEN)."
+        ),
     ] = None,
     strategy_mode: Annotated[str, typer.Option(help="learned, or rules (the domain's expert).")] = "learned",
     feedback_db: Annotated[
@@ -52,7 +56,7 @@ def serve_cmd(
 
     from agentic_ray.cli.common import init_ray
     from agentic_ray.serving.deploy import app_config, deploy
-    from agentic_ray.serving.http_guards import load_token
+    from agentic_ray.serving.http_guards import load_clients
     from agentic_ray.serving.settings import ServeSettings
 
     arm = {
@@ -74,7 +78,7 @@ def serve_cmd(
             }
         )
         settings.env_config()
-        load_token(settings.auth)
+        load_clients(settings.auth)
     except ValidationError as e:  # one line: the fields and their problems
         msgs = [f"{'.'.join(map(str, err['loc'])) or 'settings'}: {err['msg']}" for err in e.errors()]
         typer.echo(f"error: {'; '.join(msgs)}", err=True)

@@ -93,6 +93,17 @@ class DecisionBuilder:
         req = check_act_request(body, env)
         try:
             state = TranscriptState(env, req.task, [], budget=req.budget)
+            budget = state.state.budget
+            if len(req.transcript) >= budget:
+                raise ClientError(
+                    [
+                        (
+                            ("body", "transcript"),
+                            f"{len(req.transcript)} calls: the step budget ({budget}) is spent, the episode has "
+                            "ended",
+                        )
+                    ]
+                )
             for i, call in enumerate(req.transcript):
                 try:
                     state.add(call)

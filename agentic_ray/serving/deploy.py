@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agentic_ray.serving.settings import PolicyUserConfig, ServeSettings, StrategyMode
+from agentic_ray.serving.settings import PolicyUserConfig, ServeSettings, SLASettings, StrategyMode
 
 __all__ = ["APP_IMPORT_PATH", "app_config", "deploy", "wait_running"]
 
@@ -25,10 +25,11 @@ def app_config(
     strategy_mode: StrategyMode | None = None,
     batching: PolicyUserConfig | None = None,
     import_path: str = APP_IMPORT_PATH,
+    sla: SLASettings | None = None,
 ) -> dict[str, Any]:
     """One application of a Serve config file (an ``applications:`` entry): the settings as ``args``;
-    ``strategy_mode`` as the gateway's ``user_config`` and ``batching`` as the policy deployments' (the
-    gateway's for the ``in_gateway`` arms; both default to the settings'). Changing only these two reconfigures
+    ``strategy_mode`` and ``sla`` as the gateway's ``user_config`` and ``batching`` as the policy deployments'
+    (the gateway's for the ``in_gateway`` arms; all default to the settings'). Changing only these reconfigures
     the running replicas."""
     return {
         "name": name,
@@ -36,7 +37,7 @@ def app_config(
         "import_path": import_path,
         "args": settings.model_dump(mode="json"),
         "deployments": [
-            {"name": "Gateway", "user_config": settings.gateway_user_config(strategy_mode, batching)},
+            {"name": "Gateway", "user_config": settings.gateway_user_config(strategy_mode, batching, sla)},
             *(
                 {"name": arm, "user_config": (batching or a.batching).model_dump()}
                 for arm, a in settings.arms().items()

@@ -19,6 +19,8 @@ the application to diff it (352-600 ms measured), the endpoint within one reques
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from ray import serve
@@ -91,6 +93,8 @@ class BatchedPolicy:
 
     @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.001)
     async def act(self, obs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.batching.fault_delay_ms:  # chaos testing: a slow policy (PolicyUserConfig.fault_delay_ms)
+            await asyncio.sleep(self.batching.fault_delay_ms / 1e3)
         return self.runner.act(obs)
 
     def info(self) -> dict[str, Any]:
@@ -101,6 +105,9 @@ class BatchedPolicy:
             "stats": self.runner.stats.summary(),
         }
 
+
+READY_TIMEOUT_S = 2.0
+"""How long ``/readyz`` waits for each policy's ``info``."""
 
 PolicyDeployment = serve.deployment(BatchedPolicy)
 """A policy version as its own deployment (``stable``, ``candidate``): scale it with ``num_replicas``."""
@@ -144,11 +151,13 @@ class Gateway:
         versions: dict[str, str] = {k: a.resolved_version() for k, a in arms.items()}
         self.service = PolicyService(s, self._call_policy, versions, sink=RayMetricsSink())
         self._ready: tuple[bool, dict[str, Any]] | None = None
+        self._ready_at = 0.0
         _Replica.service, _Replica.gateway = self.service, self
 
     def reconfigure(self, user_config: dict[str, Any]) -> None:
         cfg = GatewayUserConfig.model_validate(user_config)
         self.service.set_strategy(cfg.strategy_mode)
+        self.service.set_sla(cfg.sla or self.service.settings.sla)
         for arm, policy in self.local.items():
             policy.reconfigure(cfg.batching.get(arm, self.arm_settings[arm].batching).model_dump())
 
@@ -169,26 +178,48 @@ class Gateway:
         return await self.service.act(ActRequest.model_validate(body), current_trace_id())
 
     async def ready(self) -> tuple[bool, dict[str, Any]]:
-        """Every policy deployment answers, with the observation space of the served env."""
-        if self._ready is not None and self._ready[0]:
+        """Every policy answers within :data:`READY_TIMEOUT_S`, with the observation space of the served env.
+        Checked again at most once a second (a probe every few seconds costs one ``info`` call per arm). An arm
+        that does not answer is reported ``restarting`` while Serve replaces its replica."""
+        now = time.monotonic()
+        if self._ready is not None and now - self._ready_at < 1.0:
             return self._ready
         want = self.service.pool.template.observation_space
         detail: dict[str, Any] = {"strategy_mode": self.service.strategy_mode, "policies": {}}
         ok = True
         for arm in self.arm_settings:
             try:
-                info = await self._info(arm)
+                info = await asyncio.wait_for(self._info(arm), READY_TIMEOUT_S)
             except Exception as e:
                 ok = False
-                detail["policies"][arm] = f"unreachable: {e!r}"[:300]
+                detail["policies"][arm] = await self._not_answering(arm, e)
                 continue
             match = info["observation_space"] == want
             ok &= match
             detail["policies"][arm] = (
                 info["version"] if match else "observation space differs from the served env's"
             )
-        self._ready = (ok, detail)
+        self._ready, self._ready_at = (ok, detail), time.monotonic()
         return self._ready
+
+    async def _not_answering(self, arm: str, error: Exception) -> str:
+        """Why an arm's deployment does not answer, from Serve's own status of its replicas."""
+        why = (
+            "no answer within the readiness timeout" if isinstance(error, TimeoutError) else repr(error)[:200]
+        )
+        try:
+            app = serve.get_replica_context().app_name
+            status = await asyncio.to_thread(serve.status)
+            d = status.applications[app].deployments[arm]
+            replicas = {str(k): v for k, v in d.replica_states.items()}
+        except Exception as e:
+            return f"unreachable: {why} (Serve status unavailable: {e!r})"[:300]
+        if replicas.get("RUNNING", 0) and not set(replicas) - {"RUNNING"}:
+            # Serve has not noticed a dead replica yet (it health-checks them periodically), or it is overloaded
+            return f"not answering: {why}; Serve counts {replicas['RUNNING']} running replica(s)"[:300]
+        return f"restarting: Serve is replacing its replica (replicas: {replicas}, deployment {d.status})"[
+            :300
+        ]
 
     async def policy_stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

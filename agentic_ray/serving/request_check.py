@@ -3,8 +3,15 @@
 The pydantic schema (:mod:`agentic_ray.serving.schemas`) checks shapes; this module checks meaning against the
 domain's contracts and schema, so that a client mistake is a 422 naming the field and never reaches code that
 would raise (a goal on an unknown skill, an enum value outside the contract, a cyclic goal graph, transcript
-parameters or payloads the contract rejects). It uses the gateway's own checks: ``validate_params`` for call
-arguments and ``output_problem`` for success payloads.
+parameters or payloads the contract rejects). It uses the gateway's own checks: ``validate_params`` for goal
+arguments and call arguments and ``output_problem`` for success payloads.
+
+What a client sends is checked *strictly*: the gateway clips an out-of-range number the policy proposes, but a
+goal target or a transcript argument outside the contract's bounds is an assertion about the world that cannot
+be true (a refund of -5 or 1e308, an amount of NaN: the schema refuses non-finite numbers), so it is a 422 naming
+the field and the bound. Types are not coerced (the schema is strict: ``"yes"`` is not a boolean, ``"1"`` or
+``true`` not an integer). A transcript that has spent the step budget is refused
+(:meth:`~agentic_ray.serving.decisions.DecisionBuilder.prepare`).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.envs.masks import sla_arrays
 from agentic_ray.envs.transcript import TranscriptCall
 from agentic_ray.serving.schemas import ActRequest, GoalIn, ToolStatsIn, TranscriptCallIn
-from agentic_ray.skills.contracts import EntityListParam, EntityParam, EnumParam, FloatParam, IntParam
+from agentic_ray.skills.contracts import FloatParam, IntParam, SkillContract
 from agentic_ray.skills.executor import SLAStats
 from agentic_ray.skills.param_validation import InvalidParams, output_problem, validate_params
 
@@ -35,12 +42,16 @@ INVALID_SKILL = "<invalid>"
 
 class ClientError(ValueError):
     """The request is well-formed JSON but wrong for this domain: ``problems`` are ``(location, message)``,
-    answered as a 422 in FastAPI's shape (``{"detail": [{"loc", "msg", "type"}]}``)."""
+    answered as a 422 in FastAPI's shape (``{"detail": [{"loc", "msg", "type"}]}``), or with ``status`` (404, 409,
+    429) and ``headers`` (a 429's ``Retry-After``)."""
 
-    def __init__(self, problems: Sequence[tuple[Loc, str]], status: int = 422) -> None:
+    def __init__(
+        self, problems: Sequence[tuple[Loc, str]], status: int = 422, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__("; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in problems))
         self.problems = list(problems)
         self.status = status
+        self.headers = headers
 
     def detail(self) -> list[dict[str, Any]]:
         return [{"loc": list(loc), "msg": msg, "type": "value_error"} for loc, msg in self.problems]
@@ -152,26 +163,27 @@ def _goal(g: GoalIn) -> Goal:
 
 
 def _goal_problems(g: GoalIn, loc: Loc, env: AgentTaskEnv, ids: list[str]) -> list[tuple[Loc, str]]:
+    """A goal's skill, its arguments and numeric targets checked by the contract, strictly (the gateway's own
+    :func:`validate_params`: enums, types, bounds; a value outside the bounds is named, not clipped), its hints by
+    the domain schema and its dependencies by the goal ids."""
     out: list[tuple[Loc, str]] = []
     c = env.by_name.get(g.skill)
     if c is None:
         return [((*loc, "skill"), f"unknown skill {g.skill!r}")]
     for name, v in g.args.items():
-        p = c.input.get(name)
         where = (*loc, "args", name)
-        if p is None:
-            out.append((where, f"{g.skill} has no parameter {name!r}"))
-        elif isinstance(p, EnumParam) and v not in p.choices:
-            out.append((where, f"not one of {p.choices}"))
-        elif isinstance(p, EntityParam) and not isinstance(v, str):
-            out.append((where, f"expected a {p.node_type} id"))
-        elif isinstance(p, EntityListParam) and not isinstance(v, list):
-            out.append((where, f"expected a list of {p.node_type} ids"))
-        elif isinstance(p, FloatParam | IntParam):
+        if isinstance(c.input.get(name), FloatParam | IntParam):
             out.append((where, "numeric targets go under `numeric`"))
-    for name in g.numeric:
-        if not isinstance(c.input.get(name), FloatParam | IntParam):
-            out.append(((*loc, "numeric", name), f"{g.skill} has no numeric parameter {name!r}"))
+        elif problem := _param_problem(c, name, v):
+            out.append((where, problem))
+    for name, x in g.numeric.items():
+        p = c.input.get(name)
+        where = (*loc, "numeric", name)
+        if not isinstance(p, FloatParam | IntParam):
+            out.append((where, f"{g.skill} has no numeric parameter {name!r}"))
+        # a numeric target is a float by the schema (matched with tolerance): an integral one checks as an int
+        elif problem := _param_problem(c, name, int(x) if isinstance(p, IntParam) and x.is_integer() else x):
+            out.append((where, problem))
     hints = {h.name: h for h in env.domain.schema.goal_hints}
     for name, v in g.hints.items():
         h = hints.get(name)
@@ -183,6 +195,15 @@ def _goal_problems(g: GoalIn, loc: Loc, env: AgentTaskEnv, ids: list[str]) -> li
         if d not in ids:
             out.append(((*loc, "deps", j), f"unknown goal {d!r}"))
     return out
+
+
+def _param_problem(contract: SkillContract, name: str, value: Any) -> str | None:
+    """Why one parameter value breaks the contract (strict), or None."""
+    try:
+        validate_params(contract, {name: value}, strict=True, partial=True)
+    except InvalidParams as e:
+        return str(e).removeprefix(f"{name}: ")
+    return None
 
 
 def _transcript_call(
@@ -198,9 +219,14 @@ def _transcript_call(
         not ok
     ):  # a rejected call's arguments may be exactly what was wrong with it; only its entities are read
         return TranscriptCall(c.skill, dict(c.params), c.result_code, {}, c.fallback_used), []
+    problems = [
+        ((*loc, "params", k), p) for k, v in c.params.items() if (p := _param_problem(contract, k, v))
+    ]
+    if problems:
+        return None, problems
     try:
-        params, _warnings = validate_params(contract, c.params)
-    except InvalidParams as e:
+        params, _warnings = validate_params(contract, c.params, strict=True)
+    except InvalidParams as e:  # a missing parameter
         return None, [((*loc, "params"), str(e))]
     if c.fallback_used is None:
         problem = output_problem(contract, c.payload)

@@ -1,15 +1,19 @@
 """Request and response bodies of the policy service (the OpenAPI schema at ``/openapi.json``).
 
-Every model forbids unknown fields, so a misspelt field is a 422 that names it. The structured goal of a request
-maps one to one onto :class:`~agentic_ray.domains.protocol.Task` (see :mod:`agentic_ray.serving.request_check`,
-which also checks it against the served domain's contracts and schema).
+Every request model forbids unknown fields, so a misspelt field is a 422 that names it, and is *strict*: no
+coercion (``"yes"`` is not a boolean, ``"1"``, ``1.0`` or ``false`` not an integer) and no non-finite number
+(``NaN``, ``Infinity``, or ``1e400``, which parses as infinity), in typed fields and in the free-form JSON ones
+(:data:`JsonObject`) alike. The structured goal of a request maps one to one onto
+:class:`~agentic_ray.domains.protocol.Task` (see :mod:`agentic_ray.serving.request_check`, which also checks it
+against the served domain's contracts and schema).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from agentic_ray.serving.settings import StrategyMode
 
@@ -17,7 +21,39 @@ ArgValue = str | int | float | bool | list[str]
 FeedbackReason = Literal["wrong_steps", "outdated", "not_solved", "other"]
 
 
+def _finite_json(value: dict[str, Any]) -> dict[str, Any]:
+    """Refuse non-finite numbers anywhere in a free-form JSON object, naming where (the nesting depth is already
+    bounded when the body is parsed: ``http_guards``)."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"{path.lstrip('.') or 'value'}: not a finite number ({v})")
+        if isinstance(v, dict):
+            stack.extend((f"{path}.{k}", x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((f"{path}[{i}]", x) for i, x in enumerate(v))
+    return value
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(_finite_json)]
+"""A free-form JSON object (tool parameters and payloads, domain data) without non-finite numbers."""
+
+
+def _integral(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+JsonInt = Annotated[int, BeforeValidator(_integral)]
+"""An integer as JSON Schema reads one: ``3`` or ``3.0``, but not ``3.5``, ``"3"`` or ``true`` (the models are
+strict, and pydantic's lax int would take the string and the boolean)."""
+
+
 class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -59,7 +95,7 @@ class GoalIn(_Body):
         description="Required numeric arguments (matched with tolerance).",
     )
     deps: list[str] = Field(default_factory=list, max_length=32, description="Ids of prerequisite goals.")
-    priority: int = Field(default=1, ge=0, le=100, description="Larger is more urgent.")
+    priority: JsonInt = Field(default=1, ge=0, le=100, description="Larger is more urgent.")
     tolerance: float = Field(default=0.02, ge=0, le=1, description="Relative tolerance of numeric targets.")
     description: str = Field(default="", max_length=1000, description="What the goal means for the customer.")
     hints: dict[str, str] = Field(
@@ -75,17 +111,17 @@ class TaskIn(_Body):
     goals: list[GoalIn] = Field(
         default_factory=list, max_length=64, description="The goal DAG (structured; required for now)."
     )
-    optimal_steps: int | None = Field(
-        default=None, ge=1, le=256, description="Fewest calls that solve the task (default: one per goal)."
+    optimal_steps: Annotated[int, Field(ge=1, le=256), BeforeValidator(_integral)] | None = Field(
+        default=None, description="Fewest calls that solve the task (default: one per goal)."
     )
-    budget: int | None = Field(
-        default=None, ge=1, le=512, description="Step budget (default: the env's rule on optimal_steps)."
+    budget: Annotated[int, Field(ge=1, le=512), BeforeValidator(_integral)] | None = Field(
+        default=None, description="Step budget (default: the env's rule on optimal_steps)."
     )
     relevant: list[str] = Field(
         default_factory=list, max_length=64, description="Ids of the entities the task is about."
     )
     family: str = Field(default="request", max_length=64, description="Task family label (free text).")
-    extra: dict[str, Any] = Field(
+    extra: JsonObject = Field(
         default_factory=dict, description="Domain data for the rule-based policy (never read by the model)."
     )
 
@@ -108,7 +144,7 @@ class ToolStatsIn(_Body):
     p95_ms: float = Field(default=0.0, ge=0, le=1e7, description="95th percentile latency.")
     error_rate: float = Field(default=0.0, ge=0, le=1, description="Failed calls / calls (after retries).")
     attempt_error_rate: float = Field(default=0.0, ge=0, le=1, description="Failed attempts / attempts.")
-    calls: int = Field(default=0, ge=0, le=10**9, description="Calls in the window.")
+    calls: JsonInt = Field(default=0, ge=0, le=10**9, description="Calls in the window.")
     breaker: Literal["closed", "open", "half_open"] = Field(default="closed", description="Breaker state.")
 
 
@@ -116,11 +152,11 @@ class TranscriptCallIn(_Body):
     """One executed call and its result."""
 
     skill: str = Field(min_length=1, max_length=128, description="Skill called.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Arguments as sent to the tool.")
+    params: JsonObject = Field(default_factory=dict, description="Arguments as sent to the tool.")
     result_code: str = Field(
         default="OK", pattern=r"^[A-Z][A-Z_]{0,39}$", description="OK or the gateway's error code."
     )
-    payload: dict[str, Any] = Field(default_factory=dict, description="The success payload (OK calls).")
+    payload: JsonObject = Field(default_factory=dict, description="The success payload (OK calls).")
     fallback_used: str | None = Field(
         default=None, max_length=128, description="The fallback that answered, if any (a degraded result)."
     )
@@ -141,7 +177,9 @@ class ActRequest(_Body):
         default_factory=list, max_length=256, description="Calls so far, in order."
     )
     tool_stats: dict[str, ToolStatsIn] = Field(
-        default_factory=dict, description="Live tool health by skill (default: healthy, no history)."
+        default_factory=dict,
+        max_length=256,
+        description="Live tool health by skill (default: healthy, no history).",
     )
     conversation_id: str | None = Field(
         default=None,
@@ -155,8 +193,8 @@ class SessionCreate(_Body):
 
     domain: str = Field(min_length=1, max_length=64, description="The served domain.")
     family: str | None = Field(default=None, max_length=64, description="Task family (default: round-robin).")
-    seed: int | None = Field(
-        default=None, ge=0, lt=2**31, description="Task seed (default: the family's next validation seed)."
+    seed: Annotated[int, Field(ge=0, lt=2**31), BeforeValidator(_integral)] | None = Field(
+        default=None, description="Task seed (default: the family's next validation seed)."
     )
 
 
@@ -167,6 +205,13 @@ class SessionStepIn(_Body):
 
 class FeedbackIn(_Body):
     """``POST /v1/feedback``."""
+
+    model_config = ConfigDict(
+        json_schema_extra={  # the `_reason` rule, for clients and fuzzers
+            "if": {"properties": {"outcome": {"const": "failure"}}, "required": ["outcome"]},
+            "then": {"properties": {"reason": {"type": "string"}}, "required": ["reason"]},
+        }
+    )
 
     trace_id: str = Field(min_length=1, max_length=128, description="A decision's or an episode's trace_id.")
     outcome: Literal["success", "failure"] = Field(description="How it went for the user.")
@@ -189,21 +234,21 @@ class StrategyIn(_Body):
 
 
 # ---------------------------------------------------------------------------------------------------- responses
-class CallOut(_Body):
+class CallOut(_Out):
     """A call: skill and arguments."""
 
     skill: str = Field(description="Skill name.")
     arguments: dict[str, Any] = Field(description="Arguments (validated against the contract when valid).")
 
 
-class Alternative(_Body):
+class Alternative(_Out):
     """A skill the policy also considered."""
 
     skill: str = Field(description="Skill name.")
     probability: float = Field(description="The policy's probability of choosing it.")
 
 
-class ActResponse(_Body):
+class ActResponse(_Out):
     """A decision."""
 
     trace_id: str = Field(description="Identifies this decision in logs, metrics and feedback.")
@@ -223,9 +268,14 @@ class ActResponse(_Body):
     mask_reasons: dict[str, list[str]] = Field(description="Why each masked skill is masked now.")
     step: int = Field(description="Steps taken so far.")
     budget: int = Field(description="The step budget.")
+    degraded: bool = Field(
+        description="strategy_mode is learned but no policy answered within the SLA (a replica restarting, a slow "
+        "or failing policy, its breaker open): the rule-based policy decided instead (arm rules)."
+    )
+    degraded_reason: str | None = Field(description="Why, when degraded.")
 
 
-class StepOut(_Body):
+class StepOut(_Out):
     """One executed agent-mode step."""
 
     trace_id: str = Field(description="This step's trace_id (the executor's trace id of the call).")
@@ -242,9 +292,14 @@ class StepOut(_Body):
     done: bool = Field(description="The episode ended.")
     completed: bool | None = Field(description="At the end: every goal was satisfied.")
     dag_valid: bool | None = Field(description="At the end: the executed plan respected the goal DAG.")
+    degraded: bool = Field(
+        description="strategy_mode is learned but no policy answered within the SLA (a replica restarting, a slow "
+        "or failing policy, its breaker open): the rule-based policy decided instead (arm rules)."
+    )
+    degraded_reason: str | None = Field(description="Why, when degraded.")
 
 
-class SessionOut(_Body):
+class SessionOut(_Out):
     """A started session."""
 
     session_id: str = Field(description="Session id (also the episode's trace_id for feedback).")
@@ -256,14 +311,14 @@ class SessionOut(_Body):
     budget: int = Field(description="Step budget.")
 
 
-class FeedbackOut(_Body):
+class FeedbackOut(_Out):
     """Stored feedback."""
 
     feedback_id: int = Field(description="Row id in the feedback store.")
     trace_id: str = Field(description="The decision or episode it is about.")
 
 
-class StrategyOut(_Body):
+class StrategyOut(_Out):
     """The strategy in force after a ``PUT /v1/strategy``."""
 
     strategy_mode: StrategyMode = Field(description="The mode now deciding every new request.")
@@ -271,4 +326,28 @@ class StrategyOut(_Body):
     source: Literal["user_config", "request"] = Field(
         description="Who set it: the gateway's Serve user_config (at start or on a redeploy) or this endpoint. A "
         "mode set here lasts until the next user_config change or a gateway restart."
+    )
+
+
+class ClosedOut(_Out):
+    """A closed session."""
+
+    closed: bool = Field(description="Always true.")
+
+
+class HealthOut(_Out):
+    """Liveness."""
+
+    ok: bool = Field(description="Always true: the replica answers.")
+
+
+class ReadyOut(_Out):
+    """Readiness of the service and of each policy arm."""
+
+    ready: bool = Field(description="Every policy answers with the served env's observation space.")
+    strategy_mode: StrategyMode | None = Field(default=None, description="The strategy in force.")
+    policies: dict[str, str] = Field(
+        default_factory=dict,
+        description="Per arm: its version when ready, `restarting: ...` while Serve replaces its replica, or why "
+        "it is not ready.",
     )

@@ -6,11 +6,16 @@ obs)`` coroutine: in Serve it calls the arm's batched policy deployment through 
 calls a :class:`~agentic_ray.serving.policy_runner.PolicyRunner` directly.
 
 Failures never reach the user as long as someone can decide: a failed candidate call is answered by stable
-(and counted against the candidate by the router); a failed stable call by the rule-based policy.
+(and counted against the candidate by the router); a failed stable call by the rule-based policy, and the answer
+says so (``degraded``, ``degraded_reason``). A policy call that has not answered within ``sla.policy_timeout_ms``
+counts as failed, so a slow or restarting policy costs a request at most that long; each arm has a breaker
+(:class:`~agentic_ray.skills.circuit_breaker.CircuitBreaker`, the gateway's own) that skips it while most of its
+recent calls fail, and probes it again after ``sla.breaker_reset_s``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -27,12 +32,14 @@ from agentic_ray.eval.evaluator import validation_env_config
 from agentic_ray.serving.canary import ArmCounts, CanaryRouter
 from agentic_ray.serving.decision_store import DecisionStore
 from agentic_ray.serving.decisions import DecisionBuilder, EnvPool
-from agentic_ray.serving.http_guards import load_token
-from agentic_ray.serving.live_metrics import LiveMetrics, MetricsSink
+from agentic_ray.serving.http_guards import load_clients
+from agentic_ray.serving.live_metrics import LatencyWindow, LiveMetrics, MetricsSink
+from agentic_ray.serving.quotas import RequestRate
 from agentic_ray.serving.request_check import ClientError
 from agentic_ray.serving.schemas import ActRequest, FeedbackIn, SessionCreate
 from agentic_ray.serving.sessions import AgentSession, SessionManager, StepResult
-from agentic_ray.serving.settings import ServeSettings, StrategyMode
+from agentic_ray.serving.settings import ServeSettings, SLASettings, StrategyMode
+from agentic_ray.skills.circuit_breaker import CircuitBreaker
 
 __all__ = ["PolicyCall", "PolicyService", "served_env_config"]
 
@@ -84,10 +91,24 @@ class PolicyService:
         self.router = CanaryRouter(
             settings.canary, settings.candidate is not None, clock=clock, log=self._log_canary
         )
-        self.store = DecisionStore(settings.feedback_db)
-        self.sessions = SessionManager(self.pool, settings.agent.max_sessions, settings.agent.session_ttl_s)
+        st = settings.store
+        self.store = DecisionStore(
+            settings.feedback_db,
+            retention_s=st.retention_h * 3600.0,
+            max_bytes=st.max_mb * 1e6,
+            compact_every_s=st.compact_every_s,
+        )
+        a = settings.agent
+        self.sessions = SessionManager(
+            self.pool, a.max_sessions, a.session_ttl_s, settings.quotas.sessions_per_client, self.store
+        )
         self.metrics = LiveMetrics(sink)
-        self.token = load_token(settings.auth)
+        self.clients = load_clients(settings.auth)
+        self.rate = RequestRate(settings.quotas.requests_per_s, settings.quotas.burst)
+        self.policy_latency = {arm: LatencyWindow() for arm in ARMS}
+        self.clock = clock
+        self.sla = settings.sla
+        self.breakers = self._breakers(settings.sla)
         self.rules_counts = ArmCounts()
         self.strategy_mode: StrategyMode = settings.strategy_mode
         self.strategy_source: StrategySource = "user_config"
@@ -105,17 +126,36 @@ class PolicyService:
         self.strategy_mode, self.strategy_source = mode, source
         return {"strategy_mode": mode, "previous": previous, "source": source}
 
+    def set_sla(self, sla: SLASettings) -> None:
+        """The policy timeout and breakers from now on (the gateway's ``reconfigure``: its ``user_config`` may
+        carry an SLA other than the settings'). The breakers start closed when it changes."""
+        if sla != self.sla:
+            self.sla, self.breakers = sla, self._breakers(sla)
+
+    def _breakers(self, sla: SLASettings) -> dict[str, CircuitBreaker]:
+        return {
+            arm: CircuitBreaker(
+                sla.breaker_error_budget,
+                sla.breaker_window,
+                sla.breaker_min_calls,
+                sla.breaker_reset_s,
+                self.clock,
+            )
+            for arm in ARMS
+        }
+
     # ------------------------------------------------------------------ decisions
     async def act(self, body: ActRequest, trace_id: str) -> dict[str, Any]:
         """``POST /v1/act`` (raises :class:`ClientError` on a client mistake)."""
         with self.pool.lease() as env:
             p = self.builder.prepare(body, env)
             self._report_transcript(body, body.conversation_id or _task_key(body))
+            why: str | None = None
             if self.strategy_mode == "rules":
                 arm, fields = "rules", self.builder.rules(p)
             else:
                 key = body.conversation_id or _task_key(body)
-                arm, out = await self._decide(self.router.assign(key), p.obs, trace_id)
+                arm, out, why = await self._decide(self.router.assign(key), p.obs, trace_id)
                 fields = (
                     self.builder.rules(p)
                     if out is None
@@ -127,23 +167,41 @@ class PolicyService:
             "arm": arm,
             "strategy_mode": self.strategy_mode,
             **fields,
+            "degraded": why is not None,
+            "degraded_reason": why,
         }
         self.store.add_decision(trace_id, "act", arm, self.versions[arm], body.model_dump(mode="json"), resp)
         return resp
 
     async def _decide(
         self, arm: str, obs: dict[str, np.ndarray], trace_id: str
-    ) -> tuple[str, dict[str, Any] | None]:
-        """``(who decided, the policy output)``; ``(rules, None)`` when no policy could answer."""
-        try:
-            return arm, await self.call_policy(arm, obs)
-        except Exception as e:
-            log.warning("policy %s failed (trace %s): %r", arm, trace_id, e)
+    ) -> tuple[str, dict[str, Any] | None, str | None]:
+        """``(who decided, the policy output, None)``; ``("rules", None, why)`` when no policy answered within the
+        SLA (the candidate's requests fall back to stable first)."""
+        breaker = self.breakers[arm]
+        timeout_ms = self.sla.policy_timeout_ms
+        if breaker.allow():
+            t0 = time.perf_counter()
+            try:
+                out = await asyncio.wait_for(self.call_policy(arm, obs), timeout_ms / 1e3)
+                breaker.record(False)
+                self.policy_latency[arm].add((time.perf_counter() - t0) * 1e3)
+                return arm, out, None
+            except TimeoutError:
+                breaker.record(True)
+                why = f"the {arm} policy did not answer within {timeout_ms:g} ms"
+            except Exception as e:
+                breaker.record(True)
+                why = f"the {arm} policy failed: {type(e).__name__}"
+            log.warning("%s (trace %s)", why, trace_id)
             if arm == "candidate":
                 self.router.record_error("candidate", trace_id)
-                return await self._decide("stable", obs, trace_id)
-            self.degraded += 1
-            return "rules", None
+        else:
+            why = f"the {arm} policy is skipped: most of its recent calls failed (breaker open)"
+        if arm == "candidate":
+            return await self._decide("stable", obs, trace_id)
+        self.degraded += 1
+        return "rules", None, why
 
     def _report_transcript(self, body: ActRequest, conversation: str) -> None:
         """Outcomes of calls a client reports back with the trace_id of the decision that proposed them."""
@@ -169,11 +227,11 @@ class PolicyService:
             self._push_gauges()
 
     # ------------------------------------------------------------------ agent mode
-    async def create_session(self, body: SessionCreate) -> AgentSession:
-        """``POST /v1/sessions``."""
+    async def create_session(self, body: SessionCreate, client: str = "default") -> AgentSession:
+        """``POST /v1/sessions`` by ``client``."""
         self._check_domain(body.domain)
         sid = uuid.uuid4().hex
-        s = self.sessions.create(sid, body.family, body.seed, self.router.assign(sid))
+        s = self.sessions.create(sid, body.family, body.seed, self.router.assign(sid), client)
         assert s.env.task is not None
         self.store.add_decision(
             sid, "episode", s.arm, self.versions[s.arm], body.model_dump(mode="json"), {"open": True}
@@ -193,21 +251,30 @@ class PolicyService:
             "budget": s.budget,
         }
 
-    async def step_session(self, session_id: str) -> dict[str, Any]:
-        """``POST /v1/sessions/{id}/step``: one decision, executed through the env's ToolExecutor."""
-        s = self.sessions.get(session_id)
+    async def step_session(self, session_id: str, client: str | None = None) -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/step`` by ``client`` (None: the server itself, streaming an episode): one
+        decision, executed through the env's ToolExecutor."""
+        s = self.sessions.get(session_id, client)
         async with s.lock:
             if s.done:
                 raise ClientError([(("path", "session_id"), "the episode has ended")], status=409)
             trace_id = f"{session_id}-{s.t}"
+            why: str | None = None
             if self.strategy_mode == "rules":
                 decider, action = "rules", s.rules_action()
             else:
-                decider, out = await self._decide(self.router.serving(s.arm), s.obs, trace_id)  # type: ignore[arg-type]
+                decider, out, why = await self._decide(self.router.serving(s.arm), s.obs, trace_id)  # type: ignore[arg-type]
                 action = s.rules_action() if out is None else out["action"]
-            res = s.step(action, decider)
+            res = self.sessions.step(s, action, decider)
         self._outcome(decider, res.ok, trace_id, session_id)
-        out_d = {"trace_id": trace_id, "session_id": session_id, "arm": decider, **_step_fields(res)}
+        out_d = {
+            "trace_id": trace_id,
+            "session_id": session_id,
+            "arm": decider,
+            **_step_fields(res),
+            "degraded": why is not None,
+            "degraded_reason": why,
+        }
         self.store.add_decision(
             trace_id, "step", decider, self.versions[decider], {"session_id": session_id, "t": res.t}, out_d
         )
@@ -256,8 +323,9 @@ class PolicyService:
         finally:
             self.sessions.close(s.session_id)
 
-    def close_session(self, session_id: str) -> None:
-        self.sessions.get(session_id)
+    def close_session(self, session_id: str, client: str | None = None) -> None:
+        """``DELETE /v1/sessions/{id}`` by ``client``."""
+        self.sessions.check(session_id, client)
         self.sessions.close(session_id, {"closed": True})
 
     # ------------------------------------------------------------------ feedback and metrics
@@ -290,8 +358,14 @@ class PolicyService:
             "live": live,
             "traffic_split": self._split(),
             "canary": canary,
-            "sessions_open": len(self.sessions.open),
+            "sessions_open": len(self.sessions.open) + len(self.sessions.dormant),
+            "sessions_resumed": self.sessions.resumed,
             "degraded_to_rules": self.degraded,
+            "sla": self.sla.model_dump(),
+            "breakers": {arm: b.state for arm, b in self.breakers.items()},
+            "policy_latency_ms": {arm: w.summary() for arm, w in self.policy_latency.items()},
+            "quota_refused": dict(self.rate.refused),
+            "store_compaction": self.store.compactions[-1] if self.store.compactions else None,
             **self.metrics.summary(),
         }
 

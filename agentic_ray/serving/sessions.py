@@ -6,6 +6,16 @@ A session is an :class:`~agentic_ray.envs.agent_task_env.AgentTaskEnv` episode o
 the configured backend, in-process (``PythonBackend``) or a skill server (``HttpBackend``). A request can only
 ask for the next step; what is called is the policy's (or the rule-based fallback's) decision, decoded by the
 env and checked by the executor's whitelist, parameter checks and preconditions, exactly as in training.
+
+Each client (bearer token) holds at most ``sessions_per_client`` open sessions, and the service at most
+``max_sessions``: a 429 beyond either, with ``Retry-After`` set to when the client's (or the service's) least
+recently used session idles out.
+
+Sessions survive a gateway restart: the store keeps each session's task and the action of every step, written
+before the step is answered. A replica that does not hold a session it is asked for resumes it from the store by
+replaying those actions on a fresh env from the same task seed (the env is deterministic given its seed and the
+actions, so the resumed session continues exactly where the old replica left it; the tools are the simulated
+domain's, so replaying them repeats no real side effect).
 """
 
 from __future__ import annotations
@@ -22,10 +32,12 @@ import numpy as np
 from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord
+from agentic_ray.serving.decision_store import DecisionStore, StoredSession
 from agentic_ray.serving.decisions import EnvPool
+from agentic_ray.serving.quotas import retry_after
 from agentic_ray.serving.request_check import ClientError
 
-__all__ = ["AgentSession", "SessionManager", "StepResult"]
+__all__ = ["AgentSession", "SessionManager", "StepResult", "action_from_json", "action_to_json"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,7 @@ class AgentSession:
         env: the leased env.
         family, seed: the task.
         arm: the policy version the canary router assigned.
+        client: who holds it (its quota).
     """
 
     session_id: str
@@ -68,11 +81,12 @@ class AgentSession:
     family: str
     seed: int
     arm: str
+    client: str = "default"
     obs: dict[str, np.ndarray] = field(init=False)
     t: int = 0
     done: bool = False
     deciders: set[str] = field(default_factory=set)
-    last_used: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=time.time)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def __post_init__(self) -> None:
@@ -116,7 +130,7 @@ class AgentSession:
         )
         self.t += 1
         self.done = res.done
-        self.last_used = time.monotonic()
+        self.last_used = time.time()
         return res
 
 
@@ -125,34 +139,58 @@ class SessionManager:
 
     Args:
         pool: envs of the served config.
-        max_sessions: open sessions at most (429 beyond).
+        max_sessions: open sessions at most, over every client (429 beyond).
         ttl_s: idle time after which a session is closed.
+        per_client: open sessions at most per client (429 beyond).
+        store: where sessions are kept across restarts (None: in memory only).
     """
 
-    def __init__(self, pool: EnvPool, max_sessions: int, ttl_s: float) -> None:
+    def __init__(
+        self,
+        pool: EnvPool,
+        max_sessions: int,
+        ttl_s: float,
+        per_client: int | None = None,
+        store: DecisionStore | None = None,
+    ) -> None:
         self.pool = pool
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
+        self.per_client = per_client or max_sessions
+        self.store = store
         self.open: dict[str, AgentSession] = {}
+        self.dormant: dict[str, StoredSession] = (
+            {s.session_id: s for s in store.open_sessions()} if store is not None else {}
+        )
+        """Sessions open in the store that this replica has not resumed yet (a previous replica's)."""
         self.finished: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.resumed = 0
         self._next = 0
         self._seed_index: dict[str, int] = {}
         t = pool.template
         self.families = tuple(t.families)
         self._seeds = {f: t.domain.validation_seeds(f, t.config.validation_per_family) for f in self.families}
+        self.expire()
 
-    def create(self, session_id: str, family: str | None, seed: int | None, arm: str) -> AgentSession:
+    def create(
+        self, session_id: str, family: str | None, seed: int | None, arm: str, client: str = "default"
+    ) -> AgentSession:
         """Start a session on ``(family, seed)``; defaults: families round-robin, the family's next
         validation seed.
 
         Raises:
-            ClientError: unknown family (422) or too many open sessions (429).
+            ClientError: unknown family (422), or too many open sessions for the client or the service (429,
+                with ``Retry-After``).
         """
         self.expire()
         if family is not None and family not in self.families:
             raise ClientError([(("body", "family"), f"not one of {list(self.families)}")])
-        if len(self.open) >= self.max_sessions:
-            raise ClientError([(("body",), f"{self.max_sessions} sessions are open; close one")], status=429)
+        mine = [t for c, t in self._idle_since() if c == client]
+        if len(mine) >= self.per_client:
+            raise self._full(f"this client holds {len(mine)} open sessions, its quota; close one", min(mine))
+        if len(self.open) + len(self.dormant) >= self.max_sessions:
+            oldest = min(t for _c, t in self._idle_since())
+            raise self._full(f"{self.max_sessions} sessions are open, the service's limit", oldest)
         if family is None:
             family = self.families[self._next % len(self.families)]
             self._next += 1
@@ -160,36 +198,117 @@ class SessionManager:
             i = self._seed_index.get(family, 0)
             self._seed_index[family] = i + 1
             seed = self._seeds[family][i % len(self._seeds[family])]
+        s = self._start(session_id, family, seed, arm, client)
+        if self.store is not None:
+            self.store.open_session(session_id, client, family, seed, arm)
+        return s
+
+    def _start(self, session_id: str, family: str, seed: int, arm: str, client: str) -> AgentSession:
         env = self.pool.acquire()
         try:
-            s = AgentSession(session_id, env, family, seed, arm)
+            s = AgentSession(session_id, env, family, seed, arm, client)
         except Exception:
             self.pool.release(env)
             raise
         self.open[session_id] = s
         return s
 
-    def get(self, session_id: str) -> AgentSession:
+    def _idle_since(self) -> list[tuple[str, float]]:
+        """``(client, last used)`` of every open session, resumed or not."""
+        return [(s.client, s.last_used) for s in self.open.values()] + [
+            (d.client, d.updated) for d in self.dormant.values()
+        ]
+
+    def _full(self, msg: str, oldest_used: float) -> ClientError:
+        wait = oldest_used + self.ttl_s - time.time()
+        return ClientError([(("body",), msg)], status=429, headers={"Retry-After": retry_after(wait)})
+
+    def get(self, session_id: str, client: str | None = None) -> AgentSession:
+        """An open session of ``client`` (None: of anyone), resumed from the store if a previous replica held it.
+
+        Raises:
+            ClientError: ended (409) or unknown, or another client's (404).
+        """
+        self.check(session_id, client)
         s = self.open.get(session_id)
-        if s is None:
-            if session_id in self.finished:
-                raise ClientError([(("path", "session_id"), "the episode has ended")], status=409)
+        return s if s is not None else self._resume(self.dormant.pop(session_id))
+
+    def check(self, session_id: str, client: str | None = None) -> None:
+        """That ``session_id`` is an open session of ``client`` (None: of anyone), here or in the store.
+
+        Raises:
+            ClientError: ended (409) or unknown, or another client's (404).
+        """
+        s, d = self.open.get(session_id), self.dormant.get(session_id)
+        st = self.store.session(session_id) if s is None and d is None and self.store is not None else None
+        owner = (
+            s.client
+            if s is not None
+            else d.client
+            if d is not None
+            else st.client
+            if st is not None
+            else None
+        )
+        if owner is None or (client is not None and owner != client):
             raise ClientError([(("path", "session_id"), "no such session")], status=404)
+        if s is None and d is None:
+            raise ClientError([(("path", "session_id"), "the episode has ended")], status=409)
+
+    def _resume(self, d: StoredSession) -> AgentSession:
+        """Replay a stored session's actions on a fresh env of its task."""
+        assert self.store is not None
+        s = self._start(d.session_id, d.family, d.seed, d.arm, d.client)
+        for action, decider in self.store.session_steps(d.session_id):
+            s.step(action_from_json(action), decider)
+        s.last_used = time.time()
+        self.resumed += 1
         return s
+
+    def step(self, s: AgentSession, action: Any, decider: str) -> StepResult:
+        """Execute a step of ``s`` and store its action before it is answered."""
+        res = s.step(action, decider)
+        if self.store is not None:
+            self.store.add_session_step(s.session_id, res.t, action_to_json(action), decider)
+        return res
 
     def close(self, session_id: str, summary: dict[str, Any] | None = None) -> None:
         """End a session and return its env to the pool."""
         s = self.open.pop(session_id, None)
-        if s is None:
+        d = self.dormant.pop(session_id, None)
+        if s is None and d is None:
             return
-        self.pool.release(s.env)
-        self.finished[session_id] = summary or {"t": s.t, "done": s.done}
+        if s is not None:
+            self.pool.release(s.env)
+        if self.store is not None:
+            self.store.close_session(session_id)
+        self.finished[session_id] = summary or ({"t": s.t, "done": s.done} if s else {"expired": True})
         while len(self.finished) > 10_000:
             self.finished.popitem(last=False)
 
     def expire(self) -> None:
-        now = time.monotonic()
-        for sid in [
-            k for k, s in self.open.items() if now - s.last_used > self.ttl_s and not s.lock.locked()
-        ]:
+        now = time.time()
+        idle = [k for k, s in self.open.items() if now - s.last_used > self.ttl_s and not s.lock.locked()]
+        idle += [k for k, d in self.dormant.items() if now - d.updated > self.ttl_s]
+        for sid in idle:
             self.close(sid, {"expired": True})
+
+
+def action_to_json(action: Any) -> Any:
+    """A structured action (a dict of ints and numpy arrays) as JSON."""
+    if isinstance(action, dict):
+        return {k: action_to_json(v) for k, v in action.items()}
+    if isinstance(action, np.ndarray):
+        return {"dtype": str(action.dtype), "value": action.tolist()}
+    if isinstance(action, np.generic):
+        return action.item()
+    return action
+
+
+def action_from_json(value: Any) -> Any:
+    """The inverse of :func:`action_to_json` (arrays get their dtype back, so the env decodes the same action)."""
+    if isinstance(value, dict) and set(value) == {"dtype", "value"}:
+        return np.asarray(value["value"], dtype=value["dtype"])
+    if isinstance(value, dict):
+        return {k: action_from_json(v) for k, v in value.items()}
+    return value

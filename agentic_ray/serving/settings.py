@@ -36,6 +36,38 @@ class PolicyUserConfig(_Strict):
         "batches fill while the previous one runs (measured, benchmarks/serve_latency.py: 1 ms instead of 5 ms cut "
         "handle_p50_ms 27.7 -> 21.6 at the same c32 throughput, 72 vs 75 req/s over HTTP).",
     )
+    fault_delay_ms: float = Field(
+        default=0.0,
+        ge=0,
+        le=60_000,
+        description="Chaos testing only (0 in production): every batch waits this long before its forward, so a "
+        "slow policy can be injected into a running deployment through its user_config (the gateway then "
+        "answers from the rule-based policy within `sla.policy_timeout_ms`).",
+    )
+
+
+class SLASettings(_Strict):
+    """How long a decision may wait on a policy, and when a failing policy is skipped (its arm's breaker)."""
+
+    policy_timeout_ms: float = Field(
+        default=1000.0,
+        gt=0,
+        description="A policy that has not answered by then is given up: the candidate's request goes to stable, "
+        "stable's to the rule-based policy (marked degraded). A canary candidate slower than this fails every "
+        "call and is rolled back, never promoted. The default leaves room for a loaded small machine: HTTP p99 at "
+        "32 clients was 640-680 ms on the 2-CPU box (benchmarks/serve_latency.py), and a policy overloaded past "
+        "its SLA is shed to the rule-based policy by its breaker. /v1/metrics shows policy_latency_ms per arm.",
+    )
+    breaker_error_budget: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="An arm whose failed or timed-out share of recent calls exceeds this is skipped (its "
+        "breaker opens) until a probe succeeds.",
+    )
+    breaker_window: int = Field(default=20, ge=1, description="Recent calls the breaker counts.")
+    breaker_min_calls: int = Field(default=5, ge=1, description="Calls in the window before it may open.")
+    breaker_reset_s: float = Field(default=1.0, gt=0, description="Open time before a probe.")
 
 
 class GatewayUserConfig(_Strict):
@@ -50,6 +82,9 @@ class GatewayUserConfig(_Strict):
         default_factory=dict,
         description="Batch settings of the arms served inside the gateway (``in_gateway``; the other arms' are "
         "their own deployments' user_config). An arm not named keeps its settings' batching.",
+    )
+    sla: SLASettings | None = Field(
+        default=None, description="Policy timeout and breakers now (None: the application settings' `sla`)."
     )
 
 
@@ -108,14 +143,51 @@ class ArmSettings(_Strict):
 
 
 class AuthSettings(_Strict):
-    """Bearer-token auth of every endpoint but the health checks."""
+    """Bearer-token auth of every endpoint but the health checks. Each token is a client: quotas count per
+    token."""
 
     token_env: str = Field(
-        default="AGENTIC_RAY_SERVE_TOKEN", description="Environment variable holding the token."
+        default="AGENTIC_RAY_SERVE_TOKEN", description="Environment variable holding the token (one client)."
     )
     token_file: str | None = Field(
-        default=None, description="Or: a file holding the token (read when the gateway starts)."
+        default=None,
+        description="Or: a file of tokens, read when the gateway starts: one per line, each a client, written "
+        "`TOKEN` or `NAME TOKEN` (the name labels the client in metrics; `#` starts a comment).",
     )
+
+
+class QuotaSettings(_Strict):
+    """Per-client limits (a client is a bearer token), so that one client cannot take the whole service."""
+
+    sessions_per_client: int = Field(
+        default=64, ge=1, description="Agent-mode sessions one client may hold open (429 beyond)."
+    )
+    requests_per_s: float = Field(
+        default=500.0,
+        gt=0,
+        description="Sustained requests per second of one client (a token bucket; 429 with Retry-After beyond).",
+    )
+    burst: int = Field(
+        default=500, ge=1, description="Requests one client may send at once (the bucket's size)."
+    )
+
+
+class StoreSettings(_Strict):
+    """Retention of the decision and feedback store (compacted by its writer thread, off the request path)."""
+
+    retention_h: float = Field(
+        default=72.0,
+        gt=0,
+        description="Decisions, consumed feedback and closed sessions older than this are deleted. Feedback a "
+        "refiner has not consumed is kept, with the decision it is about.",
+    )
+    max_mb: float = Field(
+        default=512.0,
+        gt=0,
+        description="Beyond this many megabytes of stored requests and decisions, the oldest decisions are "
+        "deleted first (those unconsumed feedback refers to are kept).",
+    )
+    compact_every_s: float = Field(default=60.0, gt=0, description="How often the store is compacted.")
 
 
 class CanarySettings(_Strict):
@@ -170,7 +242,9 @@ class AgentSettings(_Strict):
     fault_share: float = Field(
         default=0.0, ge=0, le=1, description="Share of sessions with injected faults (as in evaluation)."
     )
-    max_sessions: int = Field(default=256, ge=1, description="Open sessions at most (429 beyond).")
+    max_sessions: int = Field(
+        default=256, ge=1, description="Open sessions at most, over every client (429 beyond)."
+    )
     session_ttl_s: float = Field(default=600.0, gt=0, description="Idle sessions are closed after this.")
 
 
@@ -191,9 +265,18 @@ class ServeSettings(_Strict):
     agent: AgentSettings = Field(default_factory=AgentSettings, description="Agent mode.")
     feedback_db: str = Field(
         default="serve_feedback.sqlite",
-        description="SQLite file of decisions and feedback (durable across replica restarts).",
+        description="SQLite file of decisions, feedback and open sessions (durable across replica restarts).",
     )
+    store: StoreSettings = Field(default_factory=StoreSettings, description="Retention of that file.")
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings, description="Per-client limits.")
+    sla: SLASettings = Field(default_factory=SLASettings, description="Policy timeouts and breakers.")
     max_body_bytes: int = Field(default=262_144, ge=1024, description="Larger request bodies get 413.")
+    max_json_depth: int = Field(
+        default=32,
+        ge=8,
+        le=256,
+        description="JSON bodies nested deeper than this get 400 (checked at parse).",
+    )
     top_k: int = Field(default=3, ge=1, le=32, description="Alternatives listed per decision.")
     gateway_num_cpus: float = Field(default=0.25, ge=0, description="CPUs reserved for the gateway replica.")
     gateway_max_ongoing_requests: int = Field(
@@ -211,6 +294,12 @@ class ServeSettings(_Strict):
         if self.gateway_max_ongoing_requests < need:
             raise ValueError(
                 f"gateway_max_ongoing_requests ({self.gateway_max_ongoing_requests}) < max_batch_size ({need})"
+            )
+        per, cap = self.quotas.sessions_per_client, self.agent.max_sessions
+        if cap > 1 and per >= cap:
+            raise ValueError(
+                f"quotas.sessions_per_client ({per}) >= agent.max_sessions ({cap}): one client could hold every "
+                "session"
             )
         return self
 
@@ -242,14 +331,18 @@ class ServeSettings(_Strict):
         }
 
     def gateway_user_config(
-        self, strategy_mode: StrategyMode | None = None, batching: PolicyUserConfig | None = None
+        self,
+        strategy_mode: StrategyMode | None = None,
+        batching: PolicyUserConfig | None = None,
+        sla: SLASettings | None = None,
     ) -> dict[str, object]:
-        """The gateway's Serve ``user_config``: the strategy, and the batch settings of the in-gateway arms
-        (``batching`` for all of them; default: each arm's own)."""
+        """The gateway's Serve ``user_config``: the strategy, the batch settings of the in-gateway arms
+        (``batching`` for all of them; default: each arm's own) and an SLA other than the settings' (``sla``)."""
         return GatewayUserConfig(
             strategy_mode=strategy_mode or self.strategy_mode,
             batching={k: batching or a.batching for k, a in self.arms().items() if a.in_gateway},
-        ).model_dump()
+            sla=sla,
+        ).model_dump(exclude_none=True)
 
     def env_config(self) -> AgentTaskEnvConfig:
         """The served env config: given, or the stable run's (``settings.json`` next to its checkpoints)."""

@@ -26,8 +26,17 @@ class InvalidParams(ValueError):
     """A wrong type, a missing required field, an unknown field or an unknown enum value."""
 
 
-def validate_params(contract: SkillContract, params: Any) -> tuple[dict[str, Any], list[str]]:
+def validate_params(
+    contract: SkillContract, params: Any, strict: bool = False, partial: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """Validate ``params`` against ``contract.input``.
+
+    Args:
+        contract: the skill's contract.
+        params: the call's parameters.
+        strict: for values a client asserts rather than a call the gateway executes (the Serve endpoint's goals
+            and transcripts): a number outside the bounds is an error naming them instead of being clipped.
+        partial: check only the parameters given (no missing-parameter error, no defaults filled).
 
     Returns:
         (clean params with defaults filled and numbers clipped, warnings about clipping).
@@ -45,6 +54,8 @@ def validate_params(contract: SkillContract, params: Any) -> tuple[dict[str, Any
     warnings: list[str] = []
     for name, p in spec.items():
         if name not in params or params[name] is None:
+            if partial:
+                continue
             if p.default is not None:
                 out[name] = p.default
                 continue
@@ -56,6 +67,8 @@ def validate_params(contract: SkillContract, params: Any) -> tuple[dict[str, Any
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                 raise InvalidParams(f"{name}: expected a finite number, got {v!r}")
             v = float(v)
+            if strict and not p.min <= v <= p.max:
+                raise InvalidParams(f"{name}: {v:g} is outside the contract's bounds [{p.min:g}, {p.max:g}]")
             if v < p.min or v > p.max:
                 c = min(max(v, p.min), p.max)
                 warnings.append(f"{name}={v:g} clipped to {c:g} (bounds [{p.min:g}, {p.max:g}])")
@@ -67,6 +80,8 @@ def validate_params(contract: SkillContract, params: Any) -> tuple[dict[str, Any
                 if not math.isfinite(v) or v != int(v):
                     raise InvalidParams(f"{name}: expected an integer, got {v!r}")
                 v = int(v)
+            if strict and not p.min <= v <= p.max:
+                raise InvalidParams(f"{name}: {v} is outside the contract's bounds [{p.min}, {p.max}]")
             if v < p.min or v > p.max:
                 c = min(max(v, p.min), p.max)
                 warnings.append(f"{name}={v} clipped to {c} (bounds [{p.min}, {p.max}])")

@@ -16,31 +16,16 @@ from agentic_ray.eval.policy_loading import load_policy_module
 from agentic_ray.keys import STEP_TRACE
 from agentic_ray.serving.client import act_body, tool_stats_body, transcript_entry
 from agentic_ray.serving.decision_store import read_feedback
-from agentic_ray.serving.http_app import create_app
-from agentic_ray.serving.policy_runner import PolicyRunner
 from agentic_ray.serving.schemas import ActRequest
 from agentic_ray.serving.service import PolicyService, served_env_config
-from agentic_ray.serving.settings import ServeSettings
 from agentic_ray.skills.param_validation import validate_params
-from tests.helpers.serving import AUTH
+from tests.helpers.serving import AUTH, make_service
 
 DOMAIN = get_domain("ecommerce")
 
 
 def make(settings: dict, fail: set[str] = frozenset()) -> tuple[PolicyService, TestClient]:
-    s = ServeSettings.model_validate(settings)
-    runners = {"stable": PolicyRunner(s.stable.checkpoint)}
-    if s.candidate is not None:
-        runners["candidate"] = PolicyRunner(s.candidate.checkpoint, sample=s.candidate.sample)
-
-    async def call(arm: str, obs: dict) -> dict:
-        if arm in fail:
-            raise RuntimeError(f"{arm} is down")
-        return runners[arm].act([obs])[0]
-
-    versions = {a: (s.stable if a == "stable" else s.candidate).resolved_version() for a in runners}  # type: ignore[union-attr]
-    svc = PolicyService(s, call, versions, pool_size=1)
-    return svc, TestClient(create_app(lambda: svc))
+    return make_service(settings, fail)
 
 
 @pytest.fixture
@@ -117,7 +102,7 @@ def test_client_mistakes_are_422_naming_the_field(app):
     t["goals"][0]["deps"] = ["sms"]  # sms depends on erp -> address -> verify: a cycle
     assert loc({**ok, "task": t}) == [["body", "task", "goals"]]
     bad_call = transcript_entry("user.find", {"email": 5})
-    assert loc({**ok, "transcript": [bad_call]}) == [["body", "transcript", 0, "params"]]
+    assert loc({**ok, "transcript": [bad_call]}) == [["body", "transcript", 0, "params", "email"]]
     garbled = transcript_entry("user.find", {"email": "a@b.c"}, payload={"user_id": 7})
     assert loc({**ok, "transcript": [garbled]}) == [["body", "transcript", 0, "payload"]]
     r = c.post(
