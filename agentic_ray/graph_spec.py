@@ -20,7 +20,7 @@ without custom connectors and the same arrays can be built outside an env (Serve
 * ``source_mask`` int8    ``(C,)``: numeric copy sources (see :class:`NumericSource`) whose value is revealed.
 * ``reflection``  float32 ``(num_root_causes,)``: the root cause the env's rule-based attribution gives the last
   step when it failed (zeros if none). Privileged (it reads the world): the reflection head's *label*; the policy
-  reads it only with ``reflection_source="env"``.
+  reads it only with ``reflection_source="oracle_env"``.
 * ``failure_evidence`` float32 ``(evidence_width(K),)``: what a caller sees of the last step when it failed, zeros
   otherwise (see :data:`EVIDENCE_FLAGS`, :data:`FAILURE_CODE_CLASSES`; then a one-hot of the failed skill). The
   reflection head's input besides the state.

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agentic_ray.domains.caller_errors import CALLER_ERROR_CAUSES, INJECTED_CAUSES
 from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
 from agentic_ray.models.aaac_model import AAACModelConfig
-from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
+from agentic_ray.rewards.reward_pool_config import RewardPoolConfig, layers_for_context
 
 StageName = Literal["il", "rl", "reflection"]
 ALL_STAGES: tuple[StageName, ...] = ("il", "rl", "reflection")
@@ -257,6 +257,16 @@ class ExperimentSettings(_Strict):
     def _check(self) -> ExperimentSettings:
         if self.algo.minibatch_size > self.algo.train_batch_size:
             raise ValueError("algo.minibatch_size must not exceed algo.train_batch_size")
+        return self
+
+    @model_validator(mode="after")
+    def _layers_the_domain_feeds(self) -> ExperimentSettings:
+        """Reward layers whose case facts the env's domain does not give are off for it (one warning each)."""
+        if self.rewards is not None:
+            from agentic_ray.domains import get_domain
+
+            d = get_domain(self.env.domain)
+            self.rewards = layers_for_context(self.rewards, d.reward_context_keys, d.name)
         return self
 
 

@@ -348,8 +348,13 @@ class Domain(Protocol):
         """The scripted expert (solves every validation task with faults off)."""
         ...
 
-    def context(self, world: Any) -> dict[str, float]:
-        """Numbers about the customer the reward layers read (``EpisodeRecord.context``)."""
+    reward_context_keys: tuple[str, ...]
+    """The case facts :meth:`reward_context` gives the reward layers (may be empty). A reward layer that reads a
+    fact not listed here is off for this domain (one warning), never fed a default."""
+
+    def reward_context(self, world: Any) -> dict[str, float]:
+        """The case facts the reward layers receive (``EpisodeRecord.context``): exactly
+        :attr:`reward_context_keys`. Ground truth: reward layers may read it, the policy never does."""
         ...
 
     def caller_error(

@@ -916,7 +916,7 @@ class AgentTaskEnv(gym.Env):
             dependency_violations=st.violations + missing,
             entities_mentioned=list(task.relevant),
             entities_recalled=list(self._recalled),
-            context=self.domain.context(self.world),
+            context=self.domain.reward_context(self.world),
             policy_version=self.policy_version,
             intent_id=self.intent_id,
             consequences=list(self._consequences),

@@ -147,7 +147,7 @@ class ModulePolicy:
         module: an RLModule with ``forward_inference`` (e.g. :class:`~agentic_ray.models.aaac_rl_module.AAACRLModule`).
         deterministic: greedy actions (evaluation) instead of samples.
         reflection: give the policy its reflection input (the reflection head's diagnosis, or ``obs["reflection"]``
-            with ``reflection_source="env"``); False zeroes it (the CU ablation; modules without the
+            with ``reflection_source="oracle_env"``); False zeroes it (the CU ablation; modules without the
             ``reflection_enabled`` forward switch get a zeroed ``obs["reflection"]``).
         debug: ask the module for debug outputs (probabilities, attention, gates).
     """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch import nn
 
 from agentic_ray.graph_spec import TOOL_NODE_TYPE, ActionLayout, GraphSpec, evidence_width
@@ -103,15 +103,17 @@ class AAACModelConfig(BaseModel):
         "critic's optimizer and clip; the risk head keeps its own), so two critics cost what one does. False "
         "gives each critic an encoder of its own (one more encoder pass per learner step).",
     )
-    reflection_source: Literal["env", "predicted"] = Field(
-        default="env",
+    reflection_source: Literal["predicted", "oracle_env"] = Field(
+        default="predicted",
         description=(
-            "What the policy's state gets as its reflection input. 'env': obs['reflection'], the env's rule-based "
-            "root cause of the last failed step (one-hot; zeros without a failure; privileged: it reads the "
-            "world). 'predicted': the reflection head's softmax (detached), predicted from the state computed "
-            "WITHOUT the reflection input and from obs['failure_evidence'] (what the caller saw of the failure; no "
-            "label leak), only on rows whose last step failed (the evidence's 'failed' flag), zeros elsewhere. "
-            "With 'predicted' the reflection head is part of the inference-only (EnvRunner) module."
+            "What the policy's state gets as its diagnosis of the last failed step. 'predicted' (the default): the "
+            "reflection head's softmax (detached), predicted from obs['failure_evidence'] (what the caller saw of "
+            "the failure; and, with reflection_head_input='evidence_and_state', from the state computed WITHOUT "
+            "the diagnosis), only on rows whose last step failed (the evidence's 'failed' flag), zeros elsewhere; "
+            "the reflection head is then part of the inference-only (EnvRunner) module. 'oracle_env': "
+            "obs['reflection'], the env's rule-based root cause (one-hot; privileged: it reads the world's truth "
+            "and the task's ground truth). An oracle ablation only: evaluation and serving refuse a checkpoint "
+            "trained with it unless asked to (--allow-oracle), and benchmark lines of such runs say oracle: true."
         ),
     )
     reflection_head_input: Literal["evidence", "evidence_and_state"] = Field(
@@ -131,7 +133,7 @@ class AAACModelConfig(BaseModel):
             "failed skill, a learned prior over the next skill, zero at start, added to the skill logits (and to "
             "each prototype's skill). Without it the diagnosis reaches the action only through the state readout, "
             "which imitation with a few dozen corrections per cause learned to ignore (CU near 0; FixPrior's "
-            "docstring has the benchmark figures). Only with reflection_source='env' or "
+            "docstring has the benchmark figures). Only with reflection_source='oracle_env' or "
             "reflection_head_input='evidence'."
         ),
     )
@@ -141,11 +143,27 @@ class AAACModelConfig(BaseModel):
     debug_top_k: int = Field(default=3, ge=1, description="How many top skills the debug outputs list.")
     device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="'auto' = cuda when present.")
 
+    @field_validator("reflection_source", mode="before")
+    @classmethod
+    def _renamed_oracle(cls, v: object) -> object:
+        if v == "env":
+            raise ValueError(
+                "reflection_source 'env' is no longer accepted: the env's privileged root cause is the oracle "
+                "ablation 'oracle_env' (refused by evaluation and serving unless allowed); the default is "
+                "'predicted'"
+            )
+        return v
+
     @model_validator(mode="after")
     def _heads_divide_hidden(self) -> AAACModelConfig:
         if self.hidden_dim % self.num_heads:
             raise ValueError(f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
         return self
+
+    @property
+    def uses_oracle(self) -> bool:
+        """True when the policy reads the env's privileged root cause (``reflection_source="oracle_env"``)."""
+        return self.reflection_source == "oracle_env"
 
     @property
     def head_width(self) -> int:
@@ -459,7 +477,9 @@ class AAACModel(nn.Module):
     ) -> torch.Tensor:
         """``(B, len(spec.root_causes))`` root-cause class logits (see :meth:`reflection_input` for the input)."""
         if self.reflection_head is None:
-            raise ValueError("this inference-only model has no reflection head (reflection_source='env')")
+            raise ValueError(
+                "this inference-only model has no reflection head (reflection_source='oracle_env')"
+            )
         return self.reflection_head(self.reflection_input(obs, enc))
 
     def debug_outputs(

@@ -5,7 +5,7 @@ ignored, anything else unknown is an error):
 
 * ``graph_spec`` (:class:`GraphSpec`, required) and ``action_layout`` (:class:`ActionLayout`, required);
 * every field of :class:`AAACModelConfig` (``encoder: "gnn" | "flat"``, ``hidden_dim``, ``num_layers``,
-  ``num_heads``, ``ffn_mult``, ``separate_critic_encoders``, ``reflection_source: "env" | "predicted"``,
+  ``num_heads``, ``ffn_mult``, ``separate_critic_encoders``, ``reflection_source: "predicted" | "oracle_env"``,
   ``debug_outputs``, ``device``, ...).
 
 Reflection: ``forward_train`` also returns ``REFLECTION_EMBEDDINGS``, the reflection head's input (state and

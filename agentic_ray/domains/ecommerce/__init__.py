@@ -22,7 +22,6 @@ from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.knowledge import Knowledge
 from agentic_ray.domains.protocol import DomainSchema, RuleFn, Task
 from agentic_ray.domains.quantile_map import QuantileMap
-from agentic_ray.keys import CONTEXT_COMPLAINT_RATE, CONTEXT_CUSTOMER_LEVEL, CONTEXT_VERIFIED
 from agentic_ray.skills.contracts import DomainContracts, domain_file, load_contracts
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -93,12 +92,16 @@ class EcommerceDomain:
     def expert(self) -> EcommerceExpert:
         return EcommerceExpert()
 
-    def context(self, world: Any) -> dict[str, float]:
+    reward_context_keys = ("customer_level", "customer_complaint_rate", "customer_verified")
+
+    def reward_context(self, world: Any) -> dict[str, float]:
+        """The customer's loyalty level (1-5), historical complaint rate and session verification, under the names
+        the user-experience layer and the long-term-value model read them by."""
         u = world.user
         return {
-            CONTEXT_CUSTOMER_LEVEL: float(u.level),
-            CONTEXT_COMPLAINT_RATE: float(u.complaint_rate),
-            CONTEXT_VERIFIED: float(u.verified),
+            "customer_level": float(u.level),
+            "customer_complaint_rate": float(u.complaint_rate),
+            "customer_verified": float(u.verified),
         }
 
     def caller_error(

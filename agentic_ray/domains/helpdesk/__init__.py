@@ -100,7 +100,10 @@ class HelpdeskDomain:
     def expert(self) -> HelpdeskExpert:
         return HelpdeskExpert()
 
-    def context(self, world: Any) -> dict[str, float]:
+    reward_context_keys = ("verified", "tenure_years", "mfa_enrolled", "password_resets")
+
+    def reward_context(self, world: Any) -> dict[str, float]:
+        """The caller's facts; no customer level or complaint rate, so the layers that read those are off here."""
         e = world.caller
         return {
             "verified": float(e.verified),

@@ -12,6 +12,9 @@ Each layer declares, as class attributes:
 * ``stream``: which critic the layer feeds, ``REWARD`` or ``RISK``.
 * ``granularity``: ``STEP`` (a value on every step) or ``EPISODE`` (a value on the last step only).
 * ``default_weight``: its weight in the combined stream unless the config overrides it.
+* ``context_inputs``: the case facts it reads from ``EpisodeRecord.context`` (by the names of its own inputs).
+  A domain declares which facts its ``reward_context`` gives; a layer whose inputs a domain does not give is off
+  for that domain (:func:`~agentic_ray.rewards.reward_pool_config.layers_for_context`), never fed zeros.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ class RewardLayer(ABC):
     stream: ClassVar[Stream] = Stream.REWARD
     granularity: ClassVar[Granularity] = Granularity.STEP
     default_weight: ClassVar[float] = 0.0
+    #: the ``EpisodeRecord.context`` entries the layer reads (empty: it reads none).
+    context_inputs: ClassVar[tuple[str, ...]] = ()
     #: episodes per request/call inside an actor; each chunk succeeds or fails on its own.
     request_batch_size: int = 256
     #: whether the layer reads ``StepRecord.args``; if no async layer does, args are not shipped to actors.

@@ -118,7 +118,7 @@ def test_predicted_input_follows_the_head_not_the_label(encoder: str, head_input
     assert torch.equal(moved, failed)
 
 
-@pytest.mark.parametrize("source", ["env", "predicted"])
+@pytest.mark.parametrize("source", ["oracle_env", "predicted"])
 def test_ablation_zeroes_the_reflection_input(source: str) -> None:
     _, _, obs = _batch(8, seed=1)
     module = _module(source)
@@ -152,7 +152,7 @@ def test_the_raw_evidence_reaches_the_policy_only_through_the_diagnosis() -> Non
     """With the env as the reflection source the head is a probe: the evidence changes the policy only where there
     is a diagnosis, through the fix prior (which reads the failed skill), and never without one."""
     _, _, obs = _batch(8, seed=5)
-    module = _module("env")
+    module = _module("oracle_env")
     with torch.no_grad():
         for p in module.model.fix_prior.parameters():
             p.normal_()
@@ -173,7 +173,7 @@ def test_the_raw_evidence_reaches_the_policy_only_through_the_diagnosis() -> Non
     )
 
 
-@pytest.mark.parametrize("source", ["env", "predicted"])
+@pytest.mark.parametrize("source", ["oracle_env", "predicted"])
 def test_the_fix_prior_moves_the_skill_logits_of_diagnosed_failures_only(source: str) -> None:
     """The fix prior (diagnosed cause x failed skill -> next skill) starts at zero, then moves exactly the skill
     logits of rows with a diagnosis, by the table entry of their cause and failed skill, and nothing when the
@@ -200,7 +200,7 @@ def test_the_fix_prior_moves_the_skill_logits_of_diagnosed_failures_only(source:
     unmasked = obs["skill_mask"] > 0
     assert torch.all(delta[~failed] == 0)
     assert torch.all(delta[failed][unmasked[failed]].abs() > 0)
-    if source == "env":  # the diagnosis is the label: the prior is exactly its table column
+    if source == "oracle_env":  # the diagnosis is the label: the prior is exactly its table column
         from agentic_ray.models.aaac_model import FIX_PRIOR_GAIN
 
         cause = obs["reflection"].argmax(-1)
@@ -210,7 +210,7 @@ def test_the_fix_prior_moves_the_skill_logits_of_diagnosed_failures_only(source:
         torch.testing.assert_close(delta[failed & unmasked.all(-1)], want[failed & unmasked.all(-1)])
 
 
-@pytest.mark.parametrize("source", ["env", "predicted"])
+@pytest.mark.parametrize("source", ["oracle_env", "predicted"])
 def test_reflection_loss_is_finite_masked_and_trains_the_head(source: str) -> None:
     """With a head that reads the state too (the loss can reach the encoder); see the next test for the default."""
     _, _, obs = _batch(8, seed=2)
@@ -277,7 +277,7 @@ def test_inference_only_module_with_predicted_reflection_keeps_the_head() -> Non
     assert env_module.model.reflection_head is not None
     assert not hasattr(env_module.model, "reward_critic")
     assert "model.reflection_head" not in env_module.get_non_inference_attributes()
-    assert "model.reflection_head" in _module("env").get_non_inference_attributes()
+    assert "model.reflection_head" in _module("oracle_env").get_non_inference_attributes()
     state = learner_module.get_state(inference_only=True)
     assert any(k.startswith("model.reflection_head.") for k in state)
     assert not any("critic" in k for k in state)
