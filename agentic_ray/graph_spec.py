@@ -26,6 +26,10 @@ without custom connectors and the same arrays can be built outside an env (Serve
   reflection head's input besides the state.
 * ``proto_mask``  int8    ``(num_prototypes,)``: only in prototype mode.
 
+In prototype mode the action is a ``Dict`` of the same keys over :meth:`ActionLayout.prototype_layout` (``skill`` =
+the prototype index; its entity arguments in ``pointer``/``members``, chosen by the policy among the revealed
+entities; ``enum``/``source``/``numeric`` unused: the prototype fixes them).
+
 A structured action is a ``Dict``:
 
 * ``skill``   ``Discrete(K)``.
@@ -44,6 +48,7 @@ log-probabilities, entropy or KL.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -300,10 +305,59 @@ class ActionLayout:
             }
         )
 
-    def prototype_action_space(self) -> gym.spaces.Discrete:
-        import gymnasium as gym
+    def prototype_layout(self) -> ActionLayout:
+        """The action layout of prototype mode: one choice per prototype, carrying its skill's entity arguments.
 
-        return gym.spaces.Discrete(max(self.num_prototypes, 1))
+        A prototype fixes the skill, its enum arguments and the rule of its numeric argument (see
+        :class:`~agentic_ray.envs.action_codec.Prototype`), never the answer: which revealed entity each entity
+        argument points at stays the policy's choice, so each "skill" here has the pointer and list slots of its
+        prototype's skill and no enum or numeric slot.
+
+        Raises:
+            ValueError: the layout has no ``prototype_skills``.
+        """
+        return _prototype_layout(self)
+
+    def prototype_action_space(self) -> gym.spaces.Dict:
+        """The prototype-mode action space: ``prototype_layout().action_space()``, whose ``skill`` is the
+        prototype index (its ``enum``, ``source`` and ``numeric`` entries are unused)."""
+        return self.prototype_layout().action_space()
+
+    def prototype_action(self, index: int, pointer: np.ndarray, members: np.ndarray) -> dict[str, Any]:
+        """An action of :meth:`prototype_action_space`: prototype ``index`` with the structured action's
+        ``pointer`` ``(P,)`` and ``members`` ``(L·Mp,)`` of its skill (cut to the prototype layout's slots)."""
+        lay = self.prototype_layout()
+        return {
+            "skill": int(index),
+            "pointer": np.asarray(pointer, dtype=np.int64)[: lay.pointer_slots].copy(),
+            "members": np.asarray(members, dtype=np.int8)[: lay.list_slots * lay.max_pointer].copy(),
+            "enum": np.zeros(lay.enum_slots, dtype=np.int64),
+            "source": np.zeros(lay.numeric_slots, dtype=np.int64),
+            "numeric": np.zeros(lay.numeric_slots, dtype=np.float32),
+        }
+
+
+@functools.lru_cache(maxsize=32)
+def _prototype_layout(layout: ActionLayout) -> ActionLayout:
+    """:meth:`ActionLayout.prototype_layout`, built once per layout (the env decodes every step through it)."""
+    if not layout.prototype_skills:
+        raise ValueError("prototype mode needs the layout's prototype_skills")
+    skills = tuple(
+        SkillSlots(
+            f"{layout.skills[k].name}#{i}",
+            pointer_types=layout.skills[k].pointer_types,
+            pointer_optional=layout.skills[k].pointer_optional,
+            list_types=layout.skills[k].list_types,
+            list_bounds=layout.skills[k].list_bounds,
+        )
+        for i, k in enumerate(layout.prototype_skills)
+    )
+    return ActionLayout(
+        skills=skills,
+        max_pointer=layout.max_pointer,
+        pointer_node_types=layout.pointer_node_types,
+        num_sources=layout.num_sources,
+    )
 
 
 def observation_space(spec: GraphSpec, layout: ActionLayout) -> gym.spaces.Dict:

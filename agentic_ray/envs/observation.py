@@ -21,9 +21,14 @@ session        steps used / budget, steps left / budget, goals done share, last 
 =============  ====================================================================================================
 
 Relations: ``tool -depends-> tool`` (contract preconditions), ``goal -requires-> goal``, ``goal -needs-> tool``,
-``session -uses-> tool`` (tools called this episode), for every entity type ``T`` ``goal -targets-> T`` (a goal's
-entity argument once that entity is known) and ``tool -operates-> T`` (skills with an argument of type ``T``), and
-the schema's links (from revealed fields).
+``session -uses-> tool`` (tools called this episode), for every entity type ``T`` ``goal -targets-> T`` and
+``tool -operates-> T`` (skills with an argument of type ``T``), and the schema's links (from revealed fields).
+
+``goal -targets->`` edges come from the request and revealed fields only, never from a goal's hidden arguments: a
+goal links to an entity argument the request names (the customer said which order), and, for an argument the
+request does not name, to every known entity of the argument's type that revealed fields tie to an entity the
+request names (the items of the named order, once ``order.get``-like lookups listed them), directly or through
+other tied entities. Which of those candidates the goal means is the policy's choice (with the goal's hints).
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from agentic_ray.skills.contracts import (
     StringParam,
 )
 
-__all__ = ["ObservationBuilder", "build_specs", "entity_columns"]
+__all__ = ["ObservationBuilder", "build_specs", "entity_columns", "request_tied"]
 
 TOOL_FEATURES = 10
 SESSION_FEATURES = 6
@@ -158,7 +163,7 @@ def build_specs(
     ]
     for t in schema.entity_types:
         users = sum(1 for s in skills if t.name in (*s.pointer_types, *s.list_types))
-        rels.append(RelationSpec(GOAL_NODE_TYPE, "targets", t.name, 3 * g))
+        rels.append(RelationSpec(GOAL_NODE_TYPE, "targets", t.name, g * t.max_nodes))
         rels.append(RelationSpec(TOOL_NODE_TYPE, "operates", t.name, max(users, 1) * t.max_nodes))
     rels += [RelationSpec(lk.src, lk.rel, lk.dst, lk.max_edges) for lk in schema.links]
     sources = []
@@ -182,6 +187,29 @@ def build_specs(
         num_sources=spec.num_sources,
     )
     return spec, layout
+
+
+def request_tied(
+    mentioned: set[tuple[str, str]], links: Sequence[tuple[str, str, str, str]]
+) -> set[tuple[str, str]]:
+    """The entities the request names and every entity revealed links tie to one of them, directly or through
+    other tied entities (links read both ways: an order's items, the order a revealed customer placed).
+
+    Args:
+        mentioned: ``(type, id)`` of the entities the request names.
+        links: ``(src type, src id, dst type, dst id)`` of every revealed link field.
+    """
+    adjacent: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for st, sid, dt, did in links:
+        adjacent.setdefault((st, sid), set()).add((dt, did))
+        adjacent.setdefault((dt, did), set()).add((st, sid))
+    tied, stack = set(mentioned), list(mentioned)
+    while stack:
+        for nxt in adjacent.get(stack.pop(), ()):
+            if nxt not in tied:
+                tied.add(nxt)
+                stack.append(nxt)
+    return tied
 
 
 def _onehot_into(row: np.ndarray, start: int, choices: tuple[str, ...], value: object) -> None:
@@ -325,14 +353,20 @@ class ObservationBuilder:
         self._static[f"{GOAL_NODE_TYPE}_mask"] = gm
         self._static[f"{TOOL_NODE_TYPE}_mask"] = np.ones(self.k, dtype=np.int8)
         self._static[f"{SESSION_NODE_TYPE}_mask"] = np.ones(1, dtype=np.int8)
-        # Goal entity references: (goal index, type, id).
-        self._goal_refs = [
-            (i, t, v)
-            for i, g in enumerate(task.goals)
-            for name, t in self.entity_args[g.skill]
-            if name in g.args
-            for v in (g.args[name] if isinstance(g.args[name], list | tuple) else [g.args[name]])
-        ]
+        # Goal -> entity edges from the request only (see the module docstring): an argument the request names
+        # links to that entity; any other entity argument links to the request-tied candidates of its type.
+        named = {(r.type, r.id) for r in task.request.mentioned}
+        self._goal_refs: list[tuple[int, str, str]] = []
+        self._goal_open: list[tuple[int, str]] = []
+        for i, g in enumerate(task.goals):
+            for name, t in self.entity_args[g.skill]:
+                v = g.args.get(name)
+                vals = [str(x) for x in (v if isinstance(v, list | tuple) else [v]) if x is not None]
+                stated = [x for x in vals if (t, x) in named]
+                if stated and len(stated) == len(vals):
+                    self._goal_refs += [(i, t, x) for x in stated]
+                elif (i, t) not in self._goal_open:
+                    self._goal_open.append((i, t))
 
     def goal_ready(self, goal_done: np.ndarray) -> np.ndarray:
         """``(num_goals,)`` bool: pending goals whose prerequisites are all done (a fresh array).
@@ -376,6 +410,7 @@ class ObservationBuilder:
             key = f"{TOOL_NODE_TYPE}__operates__{t}"
             out[f"{t}_x"], out[f"{t}_mask"] = x, cached[0]
             out[f"{key}_ei"], out[f"{key}_mask"] = cached[1], cached[2]
+        links: list[tuple[str, str, str, str]] = []  # (src type, src id, dst type, dst id) of revealed links
         for lk in self.schema.links:
             src_idx, dst_idx = self.node_index[lk.src], self.node_index[lk.dst]
             pairs = []
@@ -384,6 +419,7 @@ class ObservationBuilder:
                 for d in v if isinstance(v, list) else [v]:
                     if isinstance(d, str) and d in dst_idx:
                         pairs.append((i, dst_idx[d]))
+                        links.append((lk.src, sid, lk.dst, d))
             key = f"{lk.src}__{lk.rel}__{lk.dst}"
             out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, pairs)
         per_type: dict[str, list[tuple[int, int]]] = {t: [] for t in self.types}
@@ -391,9 +427,13 @@ class ObservationBuilder:
             j = self.node_index[t].get(str(v))
             if j is not None:
                 per_type[t].append((gi, j))
+        if self._goal_open:
+            tied = request_tied(knowledge.mentioned, links)
+            for gi, t in self._goal_open:
+                per_type[t] += [(gi, j) for e, j in self.node_index[t].items() if (t, e) in tied]
         for t, pairs in per_type.items():
             key = f"{GOAL_NODE_TYPE}__targets__{t}"
-            out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, pairs)
+            out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, list(dict.fromkeys(pairs)))
         src = np.zeros(max(sp.num_sources, 1), dtype=np.int8)
         c = 0
         for s in sp.numeric_sources:

@@ -191,7 +191,9 @@ class ModulePolicy:
         debugs = [_row_debug(dbg, i, envs[i], obs[i]) if dbg else {} for i in range(len(obs))]
         if self.debug and hasattr(dist, "parts") and isinstance(sample, dict):
             for i, d in enumerate(debugs):
-                d.update(_argument_debug(dist.parts, dist.packed_layout, int(sample["skill"][i]), i, envs[i]))
+                j = int(sample["skill"][i])  # a skill, or in prototype mode a prototype of a skill
+                k = envs[i].skills.index(envs[i].prototypes[j].skill) if envs[i].prototypes else j
+                d.update(_argument_debug(dist.parts, dist.packed_layout, j, i, envs[i], skill=k))
         if self.debug and hasattr(self.module, "model") and hasattr(self.module.model, "reflection_logits"):
             probs = torch.softmax(
                 self.module.model.reflection_logits(self.module._obs({Columns.OBS: batch})), -1
@@ -202,7 +204,7 @@ class ModulePolicy:
 
 
 def _argument_debug(
-    parts: Any, lay: Any, k: int, i: int, env: AgentTaskEnv, top_k: int = 3
+    parts: Any, lay: Any, k: int, i: int, env: AgentTaskEnv, top_k: int = 3, skill: int | None = None
 ) -> dict[str, Any]:
     """The chosen skill's argument distributions for row ``i``, named by argument and by node/choice.
 
@@ -214,9 +216,11 @@ def _argument_debug(
             (``pointer (B, K, P, Mp1)``, ``members (B, K, L, Mp)``, ``enum (B, K, E, Me)``, ``source (B, K, N,
             C1)``, ``numeric_mean``/``numeric_log_std (B, K, N)``), masked as the policy sampled from them.
         lay: the distribution's packed layout (set-size bounds of list arguments).
-        k: the skill the policy chose for this row.
+        k: the choice the policy made for this row (its skill; in prototype mode, the prototype).
         i: the row.
         env: the env the row acts in.
+        top_k: how many choices to list.
+        skill: the skill the choice acts with (default ``k``): its contract labels the arguments.
 
     Returns:
         ``{"pointer": {arg: [[node id, p], ...]}, "members": {arg: [[node id, p(in set)], ...]},
@@ -243,7 +247,11 @@ def _argument_debug(
         order = torch.argsort(probs, descending=True)[:top_k].tolist()
         return [[labels[j], float(probs[j])] for j in order if float(probs[j]) > 0.0]
 
-    for ps in env.codec.params[k] if k < len(env.codec.params) else []:
+    kind_of = {"pointer", "list"} if env.prototypes else {"pointer", "list", "enum", "numeric"}
+    skill = k if skill is None else skill
+    for ps in env.codec.params[skill] if skill < len(env.codec.params) else []:
+        if ps.kind not in kind_of:  # a prototype fixes enum values and the numeric rule
+            continue
         if ps.kind == "pointer":
             labels: list[Any] = list(ids.get(ps.spec.node_type, []))
             probs = torch.softmax(parts.pointer[i, k, ps.slot].float(), -1)
@@ -280,7 +288,8 @@ def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv, obs: dict[str, np
     destination has a single neighbour (weight 1 by construction) are left out.
     """
     out: dict[str, Any] = {}
-    if "top_skills" in dbg:
+    protos = getattr(env, "prototypes", None)
+    if "top_skills" in dbg and not protos:
         idx = dbg["top_skills"][i].tolist()
         pr = dbg["top_skill_probs"][i].tolist()
         out["top_skills"] = [[env.skills[j], float(p)] for j, p in zip(idx, pr, strict=True)]
@@ -323,7 +332,6 @@ def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv, obs: dict[str, np
         for k, v in (dbg.get("gates") or {}).items()
         if k.split("/", 1)[0] == last
     }
-    protos = getattr(env, "prototypes", None)
     if "prototype_probs" in dbg and protos:
         pr = dbg["prototype_probs"][i].float()
         top = pr.topk(min(3, pr.shape[-1]))

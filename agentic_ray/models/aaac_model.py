@@ -13,10 +13,8 @@ from agentic_ray.models.flat_mlp_encoder import FlatMLPEncoder
 from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
 from agentic_ray.models.reflection import failed_last_step
 from agentic_ray.models.set_functional import set_marginals
-from agentic_ray.models.skill_argument_functional import masked_fill_value
 from agentic_ray.models.skill_argument_heads import SkillArgumentHeads, SkillArgumentLogits, mlp
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
-from agentic_ray.models.tool_grounded_scorer import ToolGroundedScorer
 
 __all__ = ["AAACModel", "AAACModelConfig", "build_state_encoder", "default_device"]
 
@@ -86,7 +84,7 @@ class AAACModelConfig(BaseModel):
     action_scorer: Literal["tool_nodes", "state"] = Field(
         default="tool_nodes",
         description=(
-            "How skill (structured mode) and prototype logits are computed. 'tool_nodes': each action is also "
+            "How skill (or prototype) logits are computed. 'tool_nodes': each action is also "
             "scored from the embedding of the tool node it calls (ToolGroundedScorer), so what message passing "
             "brings to a tool (e.g. a ready goal that needs it) drives that tool's logit directly. 'state': an MLP "
             "on the pooled state only."
@@ -236,9 +234,9 @@ class FixPrior(nn.Module):
 
 
 class AAACModel(nn.Module):
-    """Encoder + skill/argument heads + prototype head + reward critic + risk critic + reflection head.
+    """Encoder + skill/argument heads + reward critic + risk critic + reflection head.
 
-    Parameter groups: the encoder, policy heads, prototype head and reflection head form the *policy* group; each
+    Parameter groups: the encoder, policy heads, reflection head and fix prior form the *policy* group; each
     critic (with its own encoder when ``separate_critic_encoders``) is its own group.
 
     Args:
@@ -247,8 +245,8 @@ class AAACModel(nn.Module):
         config: Sizes and switches.
         build_critics: False builds the inference-only model (no critics; no reflection head unless
             ``config.reflection_source == "predicted"``, where the policy needs it to act).
-        prototype_mode: Act through the prototype head (``Discrete(num_prototypes)``) instead of the structured
-            skill/argument heads; only the heads of the chosen mode are built.
+        prototype_mode: Act over prototypes (``layout.prototype_action_space()``): the heads choose a prototype,
+            then its skill's entity arguments, instead of a skill and all its arguments.
 
     Attributes:
         reflection_enabled: The Correction-Uplift ablation switch (inference or training): False zeroes the
@@ -256,7 +254,6 @@ class AAACModel(nn.Module):
             whose ``reflection`` is all zeros).
     """
 
-    prototype_skill: torch.Tensor  # buffer: each prototype's skill (with the fix prior)
     NON_INFERENCE_ATTRIBUTES: tuple[str, ...] = (
         "reward_critic",
         "risk_critic",
@@ -278,27 +275,25 @@ class AAACModel(nn.Module):
         h, hh = config.hidden_dim, config.head_width
         self.encoder = build_state_encoder(spec, config)
         self.prototype_mode = prototype_mode
-        self.policy_heads: SkillArgumentHeads | None = None
-        self.prototype_head: nn.Module | None = None
-        if prototype_mode:
-            if not layout.num_prototypes:
-                raise ValueError("prototype_mode needs an action layout with num_prototypes > 0")
-            if config.action_scorer == "tool_nodes":
-                if len(layout.prototype_skills) != layout.num_prototypes:
-                    raise ValueError(
-                        "action_scorer='tool_nodes' needs the layout's prototype_skills; use "
-                        "action_scorer='state' for layouts without them"
-                    )
-                check_tool_nodes(spec, layout)
-                self.prototype_head = ToolGroundedScorer(h, h, hh, layout.prototype_skills)
-            else:
-                self.prototype_head = mlp(h, hh, layout.num_prototypes)
-        else:
-            if config.action_scorer == "tool_nodes":
-                check_tool_nodes(spec, layout)
-            self.policy_heads = SkillArgumentHeads(
-                spec, layout, h, h, hh, tool_scoring=config.action_scorer == "tool_nodes"
+        if prototype_mode and (
+            not layout.num_prototypes or len(layout.prototype_skills) != layout.num_prototypes
+        ):
+            raise ValueError(
+                "prototype_mode needs an action layout with prototype_skills for every prototype"
             )
+        if config.action_scorer == "tool_nodes":
+            check_tool_nodes(spec, layout)
+        # Prototype mode: one choice per prototype, each with its skill's entity arguments (the policy chooses the
+        # entities; the prototype fixes the skill, enum values and numeric rule).
+        self.policy_heads: SkillArgumentHeads = SkillArgumentHeads(
+            spec,
+            layout.prototype_layout() if prototype_mode else layout,
+            h,
+            h,
+            hh,
+            tool_scoring=config.action_scorer == "tool_nodes",
+            choice_skills=layout.prototype_skills if prototype_mode else None,
+        )
         self.has_critics = build_critics
         self.reflection_enabled = True
         self.reflection_head: nn.Module | None = None
@@ -312,11 +307,6 @@ class AAACModel(nn.Module):
         self.fix_prior: FixPrior | None = None
         if config.reflection_fix_prior:
             self.fix_prior = FixPrior(len(spec.root_causes), layout.num_skills)
-            self.register_buffer(
-                "prototype_skill",
-                torch.as_tensor(list(layout.prototype_skills or []), dtype=torch.long),
-                persistent=False,
-            )
         if build_critics:
             if config.separate_critic_encoders:
                 self.reward_critic_encoder = build_state_encoder(spec, config)
@@ -430,22 +420,10 @@ class AAACModel(nn.Module):
 
     # -- heads ------------------------------------------------------------------------------------------
     def policy_logits(self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput) -> SkillArgumentLogits:
-        """Structured-action logits; ``["packed"]`` is ``(B, D)`` (see ``skill_argument_functional``)."""
-        if self.policy_heads is None:
-            raise ValueError("this model was built in prototype mode; use prototype_logits")
+        """Action logits; ``["packed"]`` is ``(B, D)`` (see ``skill_argument_functional``). In prototype mode the
+        "skills" are the prototypes (``skill (B, num_prototypes)``, masked by ``proto_mask``) and the arguments
+        are their skills' entity arguments."""
         return self.policy_heads(obs, enc)
-
-    def prototype_logits(self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput) -> torch.Tensor:
-        """``(B, num_prototypes)`` logits masked by ``proto_mask``."""
-        if self.prototype_head is None:
-            raise ValueError("this model was built for structured actions; use policy_logits")
-        if isinstance(self.prototype_head, ToolGroundedScorer):
-            logits = self.prototype_head(enc.state, enc.nodes[TOOL_NODE_TYPE])
-        else:
-            logits = self.prototype_head(enc.state)
-        if enc.skill_prior is not None and self.prototype_skill.numel():
-            logits = logits + enc.skill_prior[:, self.prototype_skill]
-        return logits.masked_fill(obs["proto_mask"] <= 0, masked_fill_value(logits.dtype))
 
     def reward_values(
         self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
@@ -482,38 +460,35 @@ class AAACModel(nn.Module):
             )
         return self.reflection_head(self.reflection_input(obs, enc))
 
-    def debug_outputs(
-        self, enc: StateEncoderOutput, logits: SkillArgumentLogits | None, proto_logits: torch.Tensor | None
-    ) -> dict[str, Any]:
+    def debug_outputs(self, enc: StateEncoderOutput, logits: SkillArgumentLogits) -> dict[str, Any]:
         """Per-step diagnostics for serving/inspection.
 
         Returns:
             ``skill_probs (B, K)``, ``top_skills``/``top_skill_probs (B, k)``; for the most likely skill
             ``pointer_probs (B, P, Mp1)``, ``member_probs (B, L, Mp)`` (inclusion marginals), ``enum_probs (B, E,
-            Me)``, ``source_probs (B, N, C1)`` (0 = a free value), ``numeric_mean``/``numeric_sigma (B, N)``; ``prototype_probs (B, num_prototypes)`` in prototype mode, and the encoder's
+            Me)``, ``source_probs (B, N, C1)`` (0 = a free value), ``numeric_mean``/``numeric_sigma (B, N)`` (in prototype mode the "skills" are the prototypes, and
+            ``prototype_probs (B, num_prototypes)`` repeats ``skill_probs``), and the encoder's
             ``attention {layer/rel: (B, E_r, heads)}`` and ``gates {layer/rel: (B, N_dst)}``.
         """
         out: dict[str, Any] = dict(enc.debug)
-        if logits is not None:
-            probs = logits["skill"].softmax(-1)
-            top = probs.topk(min(self.config.debug_top_k, probs.shape[-1]), dim=-1)
-            best = top.indices[:, 0]
-            out["skill_probs"] = probs
-            out["top_skills"] = top.indices
-            out["top_skill_probs"] = top.values
-            rows = torch.arange(best.shape[0], device=best.device)
-            pk = self.policy_heads.packed if self.policy_heads is not None else None
-            out["pointer_probs"] = logits["pointer"][rows, best].softmax(-1)
-            out["enum_probs"] = logits["enum"][rows, best].softmax(-1)
-            out["source_probs"] = logits["source"][rows, best].softmax(-1)
-            out["numeric_mean"] = logits["numeric_mean"][rows, best]
-            out["numeric_sigma"] = logits["numeric_log_std"][rows, best].exp()
-            if pk is not None:
-                lo = torch.tensor(pk.list_lo, device=best.device)[best]
-                hi = torch.tensor(pk.list_hi, device=best.device)[best]
-                out["member_probs"] = set_marginals(logits["members"][rows, best], lo, hi)
-        if proto_logits is not None:
-            out["prototype_probs"] = proto_logits.softmax(-1)
+        probs = logits["skill"].softmax(-1)
+        top = probs.topk(min(self.config.debug_top_k, probs.shape[-1]), dim=-1)
+        best = top.indices[:, 0]
+        out["skill_probs"] = probs
+        out["top_skills"] = top.indices
+        out["top_skill_probs"] = top.values
+        rows = torch.arange(best.shape[0], device=best.device)
+        pk = self.policy_heads.packed
+        out["pointer_probs"] = logits["pointer"][rows, best].softmax(-1)
+        out["enum_probs"] = logits["enum"][rows, best].softmax(-1)
+        out["source_probs"] = logits["source"][rows, best].softmax(-1)
+        out["numeric_mean"] = logits["numeric_mean"][rows, best]
+        out["numeric_sigma"] = logits["numeric_log_std"][rows, best].exp()
+        lo = torch.tensor(pk.list_lo, device=best.device)[best]
+        hi = torch.tensor(pk.list_hi, device=best.device)[best]
+        out["member_probs"] = set_marginals(logits["members"][rows, best], lo, hi)
+        if self.prototype_mode:
+            out["prototype_probs"] = probs
         return out
 
     # -- parameter groups -------------------------------------------------------------------------------
@@ -521,8 +496,8 @@ class AAACModel(nn.Module):
         return [p for n in names if getattr(self, n, None) is not None for p in getattr(self, n).parameters()]
 
     def policy_parameters(self) -> list[nn.Parameter]:
-        """Encoder, policy heads, prototype head, reflection head and fix prior."""
-        return self._params("encoder", "policy_heads", "prototype_head", "reflection_head", "fix_prior")
+        """Encoder, policy heads, reflection head and fix prior."""
+        return self._params("encoder", "policy_heads", "reflection_head", "fix_prior")
 
     def reward_critic_parameters(self) -> list[nn.Parameter]:
         """Reward critic head (and the critic encoder when separate, also when the risk critic shares it)."""

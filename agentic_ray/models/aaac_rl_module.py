@@ -14,9 +14,10 @@ failure evidence), for :func:`agentic_ray.models.reflection.reflection_loss`. Th
 is zeroed whatever ``reflection_source``. ``forward_train(..., reflection_dropout=p)`` zeroes it on a random
 share ``p`` of the rows (imitation trains the policy with and without a diagnosis).
 
-The action space decides the mode: ``Dict`` (``ActionLayout.action_space()``) → structured skill/argument actions
-with :class:`SkillArgumentDistribution`; ``Discrete(num_prototypes)`` → prototype mode with a masked
-``TorchCategorical``. Masks are read inside the module's own forward from ``batch[Columns.OBS]``.
+The action space decides the mode: ``ActionLayout.action_space()`` → structured skill/argument actions;
+``ActionLayout.prototype_action_space()`` → prototype mode (a prototype, then its skill's entity arguments). Both
+act through :class:`SkillArgumentDistribution` (over the layout, or over ``layout.prototype_layout()``). Masks are
+read inside the module's own forward from ``batch[Columns.OBS]``.
 """
 
 from __future__ import annotations
@@ -24,10 +25,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import gymnasium as gym
 import torch
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical, TorchDistribution
+from ray.rllib.core.distribution.torch.torch_distribution import TorchDistribution
 from ray.rllib.core.rl_module.apis.inference_only_api import InferenceOnlyAPI
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.rl_module import RLModule
@@ -98,14 +98,15 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
         if not isinstance(model_config, dict):
             raise ValueError(f"AAACRLModule needs a dict model_config, got {type(model_config).__name__}")
         self.graph_spec, self.action_layout, self.aaac_config = parse_model_config(model_config)
-        space = self.action_space
-        self.prototype_mode = isinstance(space, gym.spaces.Discrete)
-        if isinstance(space, gym.spaces.Discrete) and int(space.n) != self.action_layout.num_prototypes:
+        space, layout = self.action_space, self.action_layout
+        structured = space == layout.action_space()
+        prototype = bool(layout.prototype_skills) and space == layout.prototype_action_space()
+        if structured == prototype:
             raise ValueError(
-                f"Discrete action space of {space.n} != num_prototypes {self.action_layout.num_prototypes}"
+                f"AAACRLModule needs the layout's structured action space or its prototype action space "
+                f"({'both match' if structured else 'got ' + str(space)})"
             )
-        if not isinstance(space, gym.spaces.Dict | gym.spaces.Discrete):
-            raise ValueError(f"AAACRLModule needs a Dict or Discrete action space, got {space}")
+        self.prototype_mode = prototype
         self.model = AAACModel(
             self.graph_spec,
             self.action_layout,
@@ -113,8 +114,8 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
             build_critics=not self.inference_only,
             prototype_mode=self.prototype_mode,
         )
-        self.aaac_dist_cls: type[TorchDistribution] = (
-            TorchCategorical if self.prototype_mode else skill_argument_distribution_cls(self.action_layout)
+        self.aaac_dist_cls: type[TorchDistribution] = skill_argument_distribution_cls(
+            layout.prototype_layout() if self.prototype_mode else layout
         )
         self.action_dist_cls = self.aaac_dist_cls
         self.to(self.aaac_config.resolved_device())
@@ -150,14 +151,10 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
             reflection_enabled=reflection_enabled,
             reflection_dropout=reflection_dropout,
         )
-        if self.prototype_mode:
-            logits, proto = None, self.model.prototype_logits(obs, enc)
-            out: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: proto}
-        else:
-            logits, proto = self.model.policy_logits(obs, enc), None
-            out = {Columns.ACTION_DIST_INPUTS: logits["packed"]}
+        logits = self.model.policy_logits(obs, enc)
+        out: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: logits["packed"]}
         if return_debug:
-            out[DEBUG_OUTPUTS] = self.model.debug_outputs(enc, logits, proto)
+            out[DEBUG_OUTPUTS] = self.model.debug_outputs(enc, logits)
         return out, enc
 
     @override(TorchRLModule)

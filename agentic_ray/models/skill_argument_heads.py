@@ -55,6 +55,10 @@ class SkillArgumentHeads(nn.Module):
         hidden_dim: Width of the heads' hidden layers.
         tool_scoring: Score each skill from its tool node too (:class:`ToolGroundedScorer`; tool node ``k`` must
             be skill ``k``) and feed tool node ``k`` to skill ``k``'s argument heads.
+        choice_skills: Prototype mode: ``layout`` is the prototype layout (one choice per prototype,
+            :meth:`~agentic_ray.graph_spec.ActionLayout.prototype_layout`) and choice ``j`` acts with skill
+            ``choice_skills[j]``: its tool node, its fix prior, and its rows of the observation's
+            ``pointer_mask``/``list_mask``; the choice mask is ``proto_mask``. None: one choice per skill.
     """
 
     type_index: torch.Tensor
@@ -64,6 +68,7 @@ class SkillArgumentHeads(nn.Module):
     list_used: torch.Tensor
     enum_used: torch.Tensor
     numeric_used: torch.Tensor
+    choice_skills: torch.Tensor | None
 
     def __init__(
         self,
@@ -73,9 +78,19 @@ class SkillArgumentHeads(nn.Module):
         node_dim: int,
         hidden_dim: int,
         tool_scoring: bool = False,
+        choice_skills: tuple[int, ...] | None = None,
     ) -> None:
         super().__init__()
         self.spec, self.layout = spec, layout
+        if choice_skills is not None and len(choice_skills) != layout.num_skills:
+            raise ValueError(
+                f"choice_skills has {len(choice_skills)} entries for {layout.num_skills} choices"
+            )
+        self.register_buffer(
+            "choice_skills",
+            None if choice_skills is None else torch.tensor(choice_skills, dtype=torch.long),
+            persistent=False,
+        )
         self.packed = PackedActionLayout.from_action_layout(layout)
         pk = self.packed
         k, p, lt, e, n = pk.num_skills, pk.pointer_slots, pk.list_slots, pk.enum_slots, pk.numeric_slots
@@ -115,7 +130,7 @@ class SkillArgumentHeads(nn.Module):
         self.register_buffer("numeric_used", torch.tensor(pk.numeric_used).view(k, n), persistent=False)
 
         self.skill_head: nn.Module = (
-            ToolGroundedScorer(state_dim, node_dim, hidden_dim, range(k))
+            ToolGroundedScorer(state_dim, node_dim, hidden_dim, choice_skills or range(k))
             if tool_scoring
             else mlp(state_dim, hidden_dim, k)
         )
@@ -161,7 +176,8 @@ class SkillArgumentHeads(nn.Module):
 
         Args:
             obs: Batched observation tensors (``skill_mask (B, K)``, ``pointer_mask (B, K, P, Mp1)``,
-                ``list_mask (B, K, L, Mp)``, ``source_mask (B, C)``).
+                ``list_mask (B, K, L, Mp)``, ``source_mask (B, C)``; in prototype mode ``proto_mask``, and the
+                prototypes' skills' rows of the argument masks).
             enc: Encoder output (``state (B, H)``, ``nodes {nt: (B, N_nt, H)}``).
 
         Returns:
@@ -175,14 +191,23 @@ class SkillArgumentHeads(nn.Module):
         mp = lay.max_pointer
         fill = masked_fill_value(state.dtype)
         scale = 1.0 / math.sqrt(hd)
+        sel = self.choice_skills
+        if sel is None:
+            choice_mask, pointer_mask, list_mask = obs["skill_mask"], obs["pointer_mask"], obs["list_mask"]
+            prior, tools = enc.skill_prior, enc.nodes.get(TOOL_NODE_TYPE)
+        else:  # prototype j acts with skill sel[j]: its masks, fix prior and tool node
+            choice_mask = obs["proto_mask"]
+            pointer_mask, list_mask = obs["pointer_mask"][:, sel, :p], obs["list_mask"][:, sel, :lt]
+            prior = None if enc.skill_prior is None else enc.skill_prior[:, sel]
+            tools = enc.nodes[TOOL_NODE_TYPE][:, sel] if self.tool_scoring else None
 
         if isinstance(self.skill_head, ToolGroundedScorer):
             skill = self.skill_head(state, enc.nodes[TOOL_NODE_TYPE])
         else:
             skill = self.skill_head(state)
-        if enc.skill_prior is not None:
-            skill = skill + enc.skill_prior
-        skill = skill.masked_fill(obs["skill_mask"] <= 0, fill)
+        if prior is not None:
+            skill = skill + prior
+        skill = skill.masked_fill(choice_mask <= 0, fill)
 
         parts = [
             state.unsqueeze(1).expand(b, k, state.shape[-1]),
@@ -191,7 +216,8 @@ class SkillArgumentHeads(nn.Module):
         if self.tool_scoring:
             # Arguments of skill k also read tool node k: what the goal that needs this tool asks for (its enum
             # values, its hints) reaches the tool over the goal -needs-> tool edge.
-            parts.append(enc.nodes[TOOL_NODE_TYPE])
+            assert tools is not None
+            parts.append(tools)
         ctx = self.argument_context(torch.cat(parts, dim=-1))  # (B, K, hd)
 
         def keys(proj: nn.ModuleDict) -> torch.Tensor:
@@ -211,7 +237,7 @@ class SkillArgumentHeads(nn.Module):
             self.type_index,
         ]
         pointer = torch.cat([pointer, self.pointer_omit(ctx).unsqueeze(-1)], dim=-1)  # (B, K, P, Mp1)
-        pointer = pointer.masked_fill(obs["pointer_mask"] <= 0, fill)
+        pointer = pointer.masked_fill(pointer_mask <= 0, fill)
         pointer = torch.where(self.pointer_used.unsqueeze(-1), pointer, torch.zeros_like(pointer))
 
         lq = self.list_query(ctx).view(b, k, lt, hd)
@@ -222,7 +248,7 @@ class SkillArgumentHeads(nn.Module):
             torch.arange(lt, device=state.device).view(1, lt).expand(k, lt),
             self.list_type_index,
         ]  # (B, K, L, Mp)
-        members = members.masked_fill(obs["list_mask"] <= 0, fill)
+        members = members.masked_fill(list_mask <= 0, fill)
         members = torch.where(self.list_used.unsqueeze(-1), members, torch.zeros_like(members))
 
         enum = self.enum_head(ctx).view(b, k, pk.enum_slots, pk.enum_choices)

@@ -79,7 +79,9 @@ class PolicyRunner:
         torch.set_num_threads(torch_threads)
         self.module_dir = resolve_module_dir(checkpoint)
         self.module = load_policy_module(self.module_dir, allow_oracle=allow_oracle)
-        if not isinstance(self.module.action_space, gym.spaces.Dict):
+        if not isinstance(self.module.action_space, gym.spaces.Dict) or getattr(
+            self.module, "prototype_mode", False
+        ):
             raise ValueError(
                 f"{self.module_dir}: serving needs a structured-action policy (action_mode: structured); this one "
                 "acts over prototypes"
