@@ -117,6 +117,13 @@ sets none): no such entity, a state conflict, an invalid value, a rejected call 
 dependency), the tool unavailable."""
 
 
+LABEL_OBS_KEYS: tuple[str, ...] = ("reflection",)
+"""Observation entries that are training labels, not policy inputs: the env's root cause of the last failed step
+reads the world's truth (the reflection head's label). Only the named oracle ablation
+(``reflection_source: oracle_env``) feeds it to the policy; everything else in an observation is a function of the
+request and of revealed tool results."""
+
+
 def evidence_width(num_skills: int) -> int:
     """Width of the ``failure_evidence`` input: flags, code classes, then the failed skill's one-hot."""
     return len(EVIDENCE_FLAGS) + len(FAILURE_CODE_CLASSES) + num_skills

@@ -385,6 +385,16 @@ class Domain(Protocol):
         value the call usually takes is above it too); the task's goals then ask for what the fix achieves."""
         ...
 
+    def perturb_hidden(self, world: Any, rng: np.random.Generator) -> Any:
+        """A copy of ``world`` that differs from it only in state the agent has not revealed at the start of an
+        episode (another order total, another item status, another customer tier, ...): never an entity id, a
+        fact the request gives, or anything the request states. ``world`` is left unchanged.
+
+        The information-flow test (``tests/unit/envs/test_information_flow.py``) rolls both worlds along the same
+        actions: observations, masks and action layouts must stay equal until a tool result reveals the
+        difference."""
+        ...
+
     def quantiles(self) -> QuantileMap:
         """Quantile tables of every ``number`` field (``<type>.<field>``) plus ``tool.latency_ms`` and
         ``tool.error_rate``."""

@@ -17,7 +17,7 @@ from agentic_ray.domains.ecommerce import caller_errors, tasks
 from agentic_ray.domains.ecommerce.expert import EcommerceExpert
 from agentic_ray.domains.ecommerce.rules import RULES
 from agentic_ray.domains.ecommerce.schema import SCHEMA
-from agentic_ray.domains.ecommerce.world import ShopWorld, entity_fields, entity_ids
+from agentic_ray.domains.ecommerce.world import ShopWorld, entity_fields, entity_ids, perturb_shop
 from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.knowledge import Knowledge
 from agentic_ray.domains.protocol import DomainSchema, RuleFn, Task
@@ -117,6 +117,12 @@ class EcommerceDomain:
 
     def caller_error_setup(self, world: Any, task: Task, cause: str, rng: np.random.Generator) -> Task | None:
         return caller_errors.caller_error_setup(world, task, cause, rng)
+
+    def perturb_hidden(self, world: Any, rng: np.random.Generator) -> ShopWorld:
+        """Two to four of: an order's total, status or tracking; the customer's level, complaint rate or balance;
+        a product's price or stock (ids, contact facts, addresses and categories unchanged: a request states an
+        item's category, a goal hint)."""
+        return perturb_shop(ShopWorld.from_dict(world.to_dict()), rng)
 
     @functools.cache  # noqa: B019
     def quantiles(self) -> QuantileMap:
