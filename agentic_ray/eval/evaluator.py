@@ -22,7 +22,7 @@ import torch
 from agentic_ray.domains import get_domain
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
-from agentic_ray.eval.correction import CorrectionUplift, correction_pairs, correction_uplift_paired
+from agentic_ray.eval.correction import CorrectionSplit, correction_pairs, correction_uplift_paired
 from agentic_ray.eval.metrics import (
     EvalMetrics,
     attribute_failures,
@@ -146,18 +146,29 @@ class ModulePolicy:
     Args:
         module: an RLModule with ``forward_inference`` (e.g. :class:`~agentic_ray.models.aaac_rl_module.AAACRLModule`).
         deterministic: greedy actions (evaluation) instead of samples.
-        reflection: give the policy its reflection input (the reflection head's diagnosis, or ``obs["reflection"]``
-            with ``reflection_source="oracle_env"``); False zeroes it (the CU ablation; modules without the
-            ``reflection_enabled`` forward switch get a zeroed ``obs["reflection"]``).
+        reflection: give the policy its diagnosis of the last failed step (the reflection head's, or
+            ``obs["reflection"]`` with the oracle ``reflection_source="oracle_env"``); False withholds it, the
+            failure evidence staying (the CU ablation; modules without the ``reflection_enabled`` forward switch get
+            a zeroed ``obs["reflection"]``).
+        evidence: give the policy the failure evidence; False withholds it and the diagnosis made from it (the
+            evidence-uplift ablation; needs ``reflection=False``).
         debug: ask the module for debug outputs (probabilities, attention, gates).
     """
 
     def __init__(
-        self, module: Any, deterministic: bool = True, reflection: bool = True, debug: bool = False
+        self,
+        module: Any,
+        deterministic: bool = True,
+        reflection: bool = True,
+        debug: bool = False,
+        evidence: bool = True,
     ) -> None:
+        if reflection and not evidence:
+            raise ValueError("a diagnosis without the failure evidence it is made from is not a condition")
         self.module = module
         self.deterministic = deterministic
         self.reflection = reflection
+        self.evidence = evidence
         self.debug = debug
         self.dist_cls = module.get_inference_action_dist_cls()
 
@@ -172,6 +183,8 @@ class ModulePolicy:
             kw["reflection_enabled"] = False
             if "reflection" in batch:
                 batch["reflection"] = torch.zeros_like(batch["reflection"])
+        if not self.evidence:
+            kw["evidence_enabled"] = False
         out = self.module.forward_inference({Columns.OBS: batch}, **kw)
         dist = self.dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
         if self.deterministic:
@@ -349,7 +362,7 @@ class EvalResult:
     traces: list[dict[str, Any]] = field(default_factory=list)
     attribution: dict[str, Any] = field(default_factory=dict)
     after_failure: list[bool] = field(default_factory=list)
-    correction: dict[str, Any] = field(default_factory=dict)  # CorrectionUplift.to_dict() of the CU ablation
+    correction: dict[str, Any] = field(default_factory=dict)  # CorrectionSplit.to_dict() of the CU ablation
 
 
 def validation_env_config(env_config: AgentTaskEnvConfig, fault_share: float) -> AgentTaskEnvConfig:
@@ -545,24 +558,35 @@ def correction_ablation(
     max_tasks_per_family: int = 200,
     num_envs: int = 16,
     on_episode: Callable[[], None] | None = None,
-) -> CorrectionUplift:
-    """CU over paired first failures (:mod:`agentic_ray.eval.correction`): every validation task rolled with the
-    reflection input on and off; more validation tasks are added (up to ``max_tasks_per_family`` per family) until
-    ``min_pairs`` pairs are collected."""
-    off = ModulePolicy(policy.module, policy.deterministic, reflection=False)
-    on_recs: list[EpisodeRecord] = []
-    off_recs: list[EpisodeRecord] = []
+) -> CorrectionSplit:
+    """CU and the evidence uplift over paired first failures (:mod:`agentic_ray.eval.correction`): every validation
+    task rolled three times, with the diagnosis, with the failure evidence but the diagnosis withheld, and with
+    neither; more validation tasks are added (up to ``max_tasks_per_family`` per family) until both comparisons
+    have ``min_pairs`` pairs."""
+    conditions = (
+        policy,
+        ModulePolicy(policy.module, policy.deterministic, reflection=False),
+        ModulePolicy(policy.module, policy.deterministic, reflection=False, evidence=False),
+    )
+    recs: tuple[list[EpisodeRecord], ...] = ([], [], [])
     done: set[tuple[str, int]] = set()
     n = tasks_per_family
     while True:
         tasks = [t for t in validation_tasks(env_config, n) if t not in done]
-        on_recs += rollout(policy, env_config, tasks, num_envs=num_envs, on_episode=on_episode)[0]
-        off_recs += rollout(off, env_config, tasks, num_envs=num_envs, on_episode=on_episode)[0]
+        for pol, out in zip(conditions, recs, strict=True):
+            out += rollout(pol, env_config, tasks, num_envs=num_envs, on_episode=on_episode)[0]
         done |= set(tasks)
-        pairs, dropped = correction_pairs(on_recs, off_recs)
-        if len(pairs) >= min_pairs or n >= max_tasks_per_family:
-            return correction_uplift_paired(pairs, dropped)
-        per_task = max(len(pairs), 1) / n
+        cu_pairs, cu_dropped = correction_pairs(recs[0], recs[1])
+        ev_pairs, ev_dropped = correction_pairs(recs[1], recs[2])
+        fewest = min(len(cu_pairs), len(ev_pairs))
+        if fewest >= min_pairs or n >= max_tasks_per_family:
+            cfg = getattr(policy.module, "aaac_config", None)
+            return CorrectionSplit(
+                correction_uplift_paired(cu_pairs, cu_dropped),
+                correction_uplift_paired(ev_pairs, ev_dropped),
+                bool(getattr(cfg, "evidence_to_policy", False)),
+            )
+        per_task = max(fewest, 1) / n
         n = min(max_tasks_per_family, max(n + 1, int(np.ceil(1.2 * min_pairs / per_task))))
 
 
@@ -606,7 +630,7 @@ def evaluate_policy(
         on_episode=on_episode,
     )
     after = first_action_after_failure(recs, first_only=True)
-    cu: CorrectionUplift | None = None
+    cu: CorrectionSplit | None = None
     if cu_ablation and isinstance(policy, ModulePolicy):
         cu = correction_ablation(
             policy,
@@ -617,4 +641,5 @@ def evaluate_policy(
             on_episode=on_episode,
         )
     correction = cu.to_dict() if cu is not None else {}
-    return EvalResult(evaluate(recs, cu=cu), recs, traces, attribute_failures(recs), after, correction)
+    metrics = evaluate(recs, cu=None if cu is None else cu.cu, evidence=None if cu is None else cu.evidence)
+    return EvalResult(metrics, recs, traces, attribute_failures(recs), after, correction)

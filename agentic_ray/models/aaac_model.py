@@ -114,6 +114,16 @@ class AAACModelConfig(BaseModel):
             "trained with it unless asked to (--allow-oracle), and benchmark lines of such runs say oracle: true."
         ),
     )
+    evidence_to_policy: bool = Field(
+        default=True,
+        description=(
+            "The policy's state also reads obs['failure_evidence'] (what the caller saw of the last failed call: "
+            "its result-code class, flags, the failed skill), beside the diagnosis. So Correction Uplift can "
+            "withhold the diagnosis alone: CU = fix rate with the diagnosis minus with the same evidence and no "
+            "diagnosis; the evidence uplift = evidence against neither. False: the evidence reaches the policy "
+            "only through the diagnosis (the evidence-only and no-evidence conditions are then the same input)."
+        ),
+    )
     reflection_head_input: Literal["evidence", "evidence_and_state"] = Field(
         default="evidence",
         description=(
@@ -181,8 +191,11 @@ def check_tool_nodes(spec: GraphSpec, layout: ActionLayout) -> None:
         )
 
 
-def build_state_encoder(spec: GraphSpec, config: AAACModelConfig) -> HeteroGNNEncoder | FlatMLPEncoder:
-    """The encoder named by ``config.encoder``."""
+def build_state_encoder(
+    spec: GraphSpec, config: AAACModelConfig, failure_input_dim: int | None = None
+) -> HeteroGNNEncoder | FlatMLPEncoder:
+    """The encoder named by ``config.encoder``; ``failure_input_dim`` is the width of its readout's failure input
+    (default: the root causes, what ``obs["reflection"]`` holds)."""
     if config.encoder == "gnn":
         return HeteroGNNEncoder(
             spec,
@@ -193,12 +206,14 @@ def build_state_encoder(spec: GraphSpec, config: AAACModelConfig) -> HeteroGNNEn
             add_reverse_relations=config.add_reverse_relations,
             compact_edges=config.compact_edges,
             gnn_layer=config.gnn_layer,
+            reflection_dim=failure_input_dim,
         )
     return FlatMLPEncoder(
         spec,
         hidden_dim=config.hidden_dim,
         mlp_hidden_dim=config.flat_hidden_dim,
         mlp_layers=config.flat_layers,
+        reflection_dim=failure_input_dim,
     )
 
 
@@ -249,9 +264,10 @@ class AAACModel(nn.Module):
             then its skill's entity arguments, instead of a skill and all its arguments.
 
     Attributes:
-        reflection_enabled: The Correction-Uplift ablation switch (inference or training): False zeroes the
-            reflection input whatever ``reflection_source`` (the result equals a forward pass on observations
-            whose ``reflection`` is all zeros).
+        reflection_enabled: The Correction-Uplift ablation switch (inference or training): False withholds the
+            diagnosis whatever ``reflection_source`` (the failure evidence stays, with ``evidence_to_policy``).
+        evidence_enabled: The evidence-uplift ablation switch: False withholds the failure evidence and, with it,
+            the diagnosis.
     """
 
     NON_INFERENCE_ATTRIBUTES: tuple[str, ...] = (
@@ -273,7 +289,9 @@ class AAACModel(nn.Module):
         super().__init__()
         self.spec, self.layout, self.config = spec, layout, config
         h, hh = config.hidden_dim, config.head_width
-        self.encoder = build_state_encoder(spec, config)
+        self.evidence_dim = evidence_width(layout.num_skills)
+        failure_dim = len(spec.root_causes) + (self.evidence_dim if config.evidence_to_policy else 0)
+        self.encoder = build_state_encoder(spec, config, failure_dim)
         self.prototype_mode = prototype_mode
         if prototype_mode and (
             not layout.num_prototypes or len(layout.prototype_skills) != layout.num_prototypes
@@ -296,11 +314,11 @@ class AAACModel(nn.Module):
         )
         self.has_critics = build_critics
         self.reflection_enabled = True
+        self.evidence_enabled = True
         self.reflection_head: nn.Module | None = None
         if build_critics:
             self.reward_critic = mlp(h, hh, 1)
             self.risk_critic = mlp(h, hh, 1)
-        self.evidence_dim = evidence_width(layout.num_skills)
         if build_critics or self.predicts_reflection:
             width = self.evidence_dim + (h if config.reflection_head_input == "evidence_and_state" else 0)
             self.reflection_head = mlp(width, hh, len(spec.root_causes))
@@ -331,53 +349,70 @@ class AAACModel(nn.Module):
         return_debug: bool = False,
         reflection_enabled: bool | None = None,
         reflection_dropout: float = 0.0,
+        evidence_enabled: bool | None = None,
+        evidence_dropout: float = 0.0,
     ) -> StateEncoderOutput:
         """Policy encoder over a batch of observations; see :class:`StateEncoderOutput` for shapes.
+
+        The readout's failure input is ``[diagnosis ‖ evidence]``: the diagnosis of the last failed step (see
+        ``reflection_source``) and, with ``evidence_to_policy``, ``obs["failure_evidence"]`` itself. The three
+        inputs Correction Uplift compares are distinct: both; the evidence with the diagnosis withheld
+        (``reflection_enabled=False``); neither (``evidence_enabled=False``, which withholds the diagnosis too:
+        it is made from the evidence).
 
         Args:
             obs: Batched observations.
             return_debug: Ask the encoder for attention weights and gates.
             reflection_enabled: Overrides :attr:`reflection_enabled` for this call (False = ablation: a zero
-                reflection input).
-            reflection_dropout: Share of rows whose reflection input is zeroed at random (training only: the
-                imitation stage uses it so that the same policy also learns what to do without a diagnosis).
+                diagnosis).
+            reflection_dropout: Share of rows whose diagnosis is zeroed at random (training only: imitation uses it
+                so that the same policy also learns what to do without a diagnosis).
+            evidence_enabled: Overrides :attr:`evidence_enabled` for this call (False = ablation: zero evidence and
+                zero diagnosis).
+            evidence_dropout: Share of rows whose evidence (and diagnosis) is zeroed at random (training only).
 
-        With ``reflection_source="predicted"`` ``state`` was built from the reflection head's detached prediction
-        on rows whose last step failed (zeros elsewhere); when the head also reads the state
-        (``reflection_head_input="evidence_and_state"``) the output's ``reflection_free_state`` is that state.
+        With ``reflection_source="predicted"`` the diagnosis is the reflection head's detached prediction on rows
+        whose last step failed (zeros elsewhere); when the head also reads the state
+        (``reflection_head_input="evidence_and_state"``) the output's ``reflection_free_state`` is the state
+        without the failure input.
         """
-        enabled = self.reflection_enabled if reflection_enabled is None else reflection_enabled
-        if not enabled:
-            # The ablation: the state a zero reflection vector gives, whatever the source (the head does not run).
-            return self.encoder(
-                {**obs, "reflection": torch.zeros_like(obs["reflection"])}, return_debug=return_debug
-            )
-        keep: torch.Tensor | None = None
+        refl = obs["reflection"]
+        rows = (refl.shape[0], 1)
+        diag_on = self.reflection_enabled if reflection_enabled is None else reflection_enabled
+        ev_on = self.evidence_enabled if evidence_enabled is None else evidence_enabled
+        keep_ev = torch.full(rows, bool(ev_on), device=refl.device)
+        if evidence_dropout > 0:
+            keep_ev = keep_ev & (torch.rand(rows, device=refl.device) >= evidence_dropout)
+        keep = keep_ev & bool(diag_on)  # no diagnosis without the evidence it is made from
         if reflection_dropout > 0:
-            keep = (
-                torch.rand(obs["reflection"].shape[0], 1, device=obs["reflection"].device)
-                >= reflection_dropout
+            keep = keep & (torch.rand(rows, device=refl.device) >= reflection_dropout)
+        evidence = obs["failure_evidence"]
+        shown = evidence.float() * keep_ev.float() if self.config.evidence_to_policy else None
+
+        def failure_input(diagnosis: torch.Tensor) -> torch.Tensor:
+            return diagnosis if shown is None else torch.cat([diagnosis, shown.to(diagnosis.dtype)], -1)
+
+        if not diag_on or not ev_on:
+            # A withheld diagnosis, whatever its source (the head does not run).
+            return self.encoder(
+                {**obs, "reflection": failure_input(torch.zeros_like(refl))}, return_debug=return_debug
             )
         if not self.predicts_reflection:
-            if keep is not None:
-                obs = {**obs, "reflection": obs["reflection"] * keep.to(obs["reflection"].dtype)}
-            return self._with_fix_prior(self.encoder(obs, return_debug=return_debug), obs, obs["reflection"])
+            diagnosis = refl * keep.to(refl.dtype)
+            enc = self.encoder({**obs, "reflection": failure_input(diagnosis)}, return_debug=return_debug)
+            return self._with_fix_prior(enc, obs, diagnosis)
         head = self.reflection_head
         assert head is not None
-        failed = failed_last_step(obs).unsqueeze(-1)
-        if keep is not None:
-            failed = failed & keep
-        evidence = obs["failure_evidence"]
+        failed = failed_last_step(obs).unsqueeze(-1) & keep
         if self.config.reflection_head_input == "evidence":
             probs = head(evidence.float()).softmax(-1).detach()
-            refl = probs * failed.to(probs.dtype)
-            return self._with_fix_prior(
-                self.encoder({**obs, "reflection": refl}, return_debug=return_debug), obs, refl
-            )
+            diagnosis = probs * failed.to(probs.dtype)
+            enc = self.encoder({**obs, "reflection": failure_input(diagnosis)}, return_debug=return_debug)
+            return self._with_fix_prior(enc, obs, diagnosis)
 
         def predicted(free_state: torch.Tensor) -> torch.Tensor:
             probs = head(torch.cat([free_state, evidence.to(free_state.dtype)], -1)).softmax(-1).detach()
-            return probs * failed.to(probs.dtype)
+            return failure_input(probs * failed.to(probs.dtype))
 
         return self.encoder(obs, return_debug=return_debug, reflection_fn=predicted)
 

@@ -10,9 +10,10 @@ ignored, anything else unknown is an error):
 
 Reflection: ``forward_train`` also returns ``REFLECTION_EMBEDDINGS``, the reflection head's input (state and
 failure evidence), for :func:`agentic_ray.models.reflection.reflection_loss`. The Correction-Uplift ablation is
-``module.reflection_enabled = False`` (or the forward kwarg ``reflection_enabled=False``): the reflection input
-is zeroed whatever ``reflection_source``. ``forward_train(..., reflection_dropout=p)`` zeroes it on a random
-share ``p`` of the rows (imitation trains the policy with and without a diagnosis).
+``module.reflection_enabled = False`` (or the forward kwarg ``reflection_enabled=False``): the diagnosis is
+withheld whatever ``reflection_source`` (the failure evidence stays); ``evidence_enabled=False`` withholds the
+evidence and the diagnosis (the evidence-uplift ablation). ``forward_train(..., reflection_dropout=p,
+evidence_dropout=q)`` zeroes them on random shares of the rows (imitation trains the policy with and without).
 
 The action space decides the mode: ``ActionLayout.action_space()`` → structured skill/argument actions;
 ``ActionLayout.prototype_action_space()`` → prototype mode (a prototype, then its skill's entity arguments). Both
@@ -42,6 +43,8 @@ from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
 __all__ = [
     "DEBUG_OUTPUTS",
+    "EVIDENCE_DROPOUT",
+    "EVIDENCE_ENABLED",
     "REFLECTION_DROPOUT",
     "REFLECTION_EMBEDDINGS",
     "REFLECTION_ENABLED",
@@ -61,6 +64,12 @@ REFLECTION_ENABLED = "reflection_enabled"
 
 REFLECTION_DROPOUT = "reflection_dropout"
 """``forward_train`` kwarg: share of rows whose reflection input is zeroed at random (imitation only)."""
+
+EVIDENCE_ENABLED = "evidence_enabled"
+"""Forward kwarg: False withholds the failure evidence, and with it the diagnosis (the evidence-uplift ablation)."""
+
+EVIDENCE_DROPOUT = "evidence_dropout"
+"""``forward_train`` kwarg: share of rows whose failure evidence (and diagnosis) is zeroed at random."""
 
 _RLLIB_MODEL_KEYS = frozenset(f.name for f in dataclasses.fields(DefaultModelConfig)) | {"vf_share_layers"}
 
@@ -138,18 +147,25 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
     def reflection_enabled(self, value: bool) -> None:
         self.model.reflection_enabled = bool(value)
 
+    @property
+    def evidence_enabled(self) -> bool:
+        """The evidence-uplift ablation switch (see :attr:`AAACModel.evidence_enabled`); not module state."""
+        return self.model.evidence_enabled
+
+    @evidence_enabled.setter
+    def evidence_enabled(self, value: bool) -> None:
+        self.model.evidence_enabled = bool(value)
+
     def _policy_outputs(
-        self,
-        obs: dict[str, torch.Tensor],
-        return_debug: bool,
-        reflection_enabled: bool | None = None,
-        reflection_dropout: float = 0.0,
+        self, obs: dict[str, torch.Tensor], return_debug: bool, kwargs: dict[str, Any], train: bool = False
     ) -> tuple[dict[str, Any], StateEncoderOutput]:
         enc = self.model.encode(
             obs,
             return_debug=return_debug,
-            reflection_enabled=reflection_enabled,
-            reflection_dropout=reflection_dropout,
+            reflection_enabled=kwargs.get(REFLECTION_ENABLED),
+            reflection_dropout=float(kwargs.get(REFLECTION_DROPOUT, 0.0)) if train else 0.0,
+            evidence_enabled=kwargs.get(EVIDENCE_ENABLED),
+            evidence_dropout=float(kwargs.get(EVIDENCE_DROPOUT, 0.0)) if train else 0.0,
         )
         logits = self.model.policy_logits(obs, enc)
         out: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: logits["packed"]}
@@ -177,20 +193,18 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
     def _forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """Action logits; with ``debug_outputs`` (model_config flag or kwarg) also ``batch["debug_outputs"]``."""
         return_debug = bool(kwargs.get(DEBUG_OUTPUTS, self.aaac_config.debug_outputs))
-        return self._policy_outputs(self._obs(batch), return_debug, kwargs.get(REFLECTION_ENABLED))[0]
+        return self._policy_outputs(self._obs(batch), return_debug, kwargs)[0]
 
     @override(RLModule)
     def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return self._policy_outputs(self._obs(batch), False, kwargs.get(REFLECTION_ENABLED))[0]
+        return self._policy_outputs(self._obs(batch), False, kwargs)[0]
 
     @override(RLModule)
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """Action logits plus ``EMBEDDINGS`` = the policy encoder's ``(B, H)`` state, reused by the critics, and
         ``REFLECTION_EMBEDDINGS`` = the reflection head's input (for ``reflection_loss``)."""
         obs = self._obs(batch)
-        out, enc = self._policy_outputs(
-            obs, False, kwargs.get(REFLECTION_ENABLED), float(kwargs.get(REFLECTION_DROPOUT, 0.0))
-        )
+        out, enc = self._policy_outputs(obs, False, kwargs, train=True)
         out[Columns.EMBEDDINGS] = enc.state
         out[REFLECTION_EMBEDDINGS] = self.model.reflection_input(obs, enc)
         return out

@@ -44,8 +44,12 @@ def test_reflection_imitation_learns_cause_specific_fixes() -> None:
     stats = imitate_corrections(module, s, demos)
     assert stats["correction_kinds"].get("caller_error", 0) > 0, stats["correction_kinds"]
     env = cu_env_config(validation_env_config(s.env, s.eval.fault_share), s.eval.cu_caller_error_share)
-    cu = correction_ablation(ModulePolicy(module), env, s.eval.tasks_per_family, min_pairs=MIN_PAIRS)
-    got = f"CU {cu.cu} {cu.ci} over {cu.pairs} pairs; by cause {cu.by_cause}"
+    split = correction_ablation(ModulePolicy(module), env, s.eval.tasks_per_family, min_pairs=MIN_PAIRS)
+    cu = split.cu
+    got = (
+        f"CU {cu.cu} {cu.ci} over {cu.pairs} pairs; by cause {cu.by_cause}; evidence uplift "
+        f"{split.evidence.cu} {split.evidence.ci} over {split.evidence.pairs}"
+    )
     print(got)
     assert cu.pairs >= MIN_PAIRS, got
     assert cu.cu is not None and cu.cu >= MIN_CU, got
