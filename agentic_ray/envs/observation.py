@@ -15,7 +15,8 @@ entity type    mentioned by the request, looked up (any field known), then per s
 tool           skill one-hot (K), p50, p95, error rate, attempt error rate, breaker open, half-open, high-risk,
                risk weight, masked, calls this episode / 5
 goal           skill one-hot (K), pending / ready / done, priority, the required enum value (one-hot of the first
-               enum argument the goal constrains), then one one-hot block per schema goal hint
+               enum argument the goal constrains, unless the request does not state it: ``Goal.hidden_args``), then
+               one one-hot block per schema goal hint
 session        steps used / budget, steps left / budget, goals done share, last call ok, last call failed,
                consecutive failures / 5
 =============  ====================================================================================================
@@ -323,7 +324,7 @@ class ObservationBuilder:
             gx[i, self.skill_idx[g.skill]] = 1.0
             gx[i, k + 3] = min(1.0, g.priority / 12.0)
             fe = self.first_enum[g.skill]
-            if fe is not None and fe[0] in g.args:
+            if fe is not None and fe[0] in g.args and fe[0] not in g.hidden_args:
                 _onehot_into(gx[i], k + 4, tuple(fe[1]), str(g.args[fe[0]]))
             c = k + 4 + em
             for h in self.schema.goal_hints:

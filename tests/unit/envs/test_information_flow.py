@@ -5,8 +5,9 @@ A hypothesis property over every domain in :data:`DOMAINS` (the registered ones 
 other tests may append theirs) and both action modes. Each example draws a task and a second version of it that
 differs in one hidden thing: its world, through the domain's own
 :meth:`~agentic_ray.domains.protocol.Domain.perturb_hidden` (another order total, item status, customer tier,
-...), or its goals' hidden entity arguments (the entities the request does not name, permuted among the world's
-others of their type: which item the customer means, which tickets are duplicates). One at a time, so that a
+...), its goals' hidden entity arguments (the entities the request does not name, permuted among the world's
+others of their type: which item the customer means, which tickets are duplicates), or the goal arguments the
+request does not state (``Goal.hidden_args``, another valid choice: the verification method MFA enrolment decides). One at a time, so that a
 lookup that reveals a perturbed field does not end the comparison before the goal arguments could show. Both
 episodes then take the same actions, random masked ones or the scripted expert's (read from the first episode),
 from the same env seed.
@@ -34,7 +35,7 @@ from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
 from agentic_ray.graph_spec import LABEL_OBS_KEYS
 from agentic_ray.keys import STEP_TRACE
-from agentic_ray.skills.contracts import EntityListParam, EntityParam
+from agentic_ray.skills.contracts import BoolParam, EntityListParam, EntityParam, EnumParam
 
 PLUGIN = "plugin_desk"
 DOMAINS: list[str] = ["ecommerce", "helpdesk", PLUGIN]
@@ -108,6 +109,29 @@ def other_hidden_goal_args(domain: Domain, world: Any, task: Task, rng: np.rando
     return dataclasses.replace(task, goals=tuple(goals))
 
 
+def other_hidden_goal_choices(domain: Domain, task: Task, rng: np.random.Generator) -> Task:
+    """``task`` whose goals' enum and flag arguments that the request does not state (``Goal.hidden_args``) take
+    another valid choice."""
+    contracts = domain.contracts().by_name()
+    goals = []
+    for g in task.goals:
+        args = dict(g.args)
+        for name in g.hidden_args:
+            p = contracts[g.skill].input.get(name)
+            choices = (
+                list(p.choices)
+                if isinstance(p, EnumParam)
+                else [False, True]
+                if isinstance(p, BoolParam)
+                else []
+            )
+            others = [c for c in choices if c != args.get(name)]
+            if name in args and others:
+                args[name] = others[int(rng.integers(len(others)))]
+        goals.append(dataclasses.replace(g, args=args))
+    return dataclasses.replace(task, goals=tuple(goals))
+
+
 def _policy_view(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v for k, v in obs.items() if k not in LABEL_OBS_KEYS}
 
@@ -139,7 +163,7 @@ def _revealed(a: AgentTaskEnv, b: AgentTaskEnv, ia: dict, ib: dict) -> bool:
     task_seed=st.integers(0, 10**6),
     env_seed=st.integers(0, 2**31 - 1),
     expert=st.booleans(),
-    hidden=st.sampled_from(["world", "goal_args"]),
+    hidden=st.sampled_from(["world", "goal_args", "goal_choices"]),
 )
 def test_unrevealed_state_does_not_reach_the_policy(
     domain: str, mode: str, family: int, task_seed: int, env_seed: int, expert: bool, hidden: str
@@ -152,7 +176,9 @@ def test_unrevealed_state_does_not_reach_the_policy(
     other_world, other_task = world, task
     if hidden == "goal_args":
         other_task = other_hidden_goal_args(d, world, task, rng)
-    if other_task == task:  # nothing hidden to permute (every entity argument is named): the world then
+    elif hidden == "goal_choices":
+        other_task = other_hidden_goal_choices(d, task, rng)
+    if other_task == task:  # nothing hidden in the goals (every argument is stated): the world then
         other_world = d.perturb_hidden(world, rng)
         assert other_world.to_dict() != world.to_dict(), "perturb_hidden changed nothing"
     a.domain.world, a.domain.task = world, task  # type: ignore[attr-defined]
