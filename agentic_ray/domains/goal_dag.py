@@ -42,12 +42,12 @@ class Goal:
     hints: dict[str, str] = field(default_factory=dict)
     """What the customer said about the entity this goal means, as the schema's ``goal_hints`` (e.g. the
     category of the item to refund); the observation shows hints, never ``args``."""
-    hidden_args: tuple[str, ...] = ()
-    """Arguments the request does not state (the business rule derives them from state the agent must look up,
-    e.g. the verification method from the caller's MFA enrolment): the observation never shows them."""
     safety_check: bool = False
     """The goal is the safety check a contract's ``safety`` precondition asks for (e.g. the inventory check
     before a refund). ``risk_mode: soft`` drops it from the DAG: skipping it is the high-risk shortcut."""
+    hidden_args: tuple[str, ...] = ()
+    """Arguments the request does not state (the business rule derives them from state the agent must look up,
+    e.g. the verification method from the caller's MFA enrolment): the observation never shows them."""
 
     def matches(self, skill: str, params: dict[str, Any]) -> bool:
         """Whether a call (skill + validated params) is the one this goal asks for."""
