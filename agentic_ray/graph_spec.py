@@ -20,11 +20,15 @@ without custom connectors and the same arrays can be built outside an env (Serve
 * ``source_mask`` int8    ``(C,)``: numeric copy sources (see :class:`NumericSource`) whose value is revealed.
 * ``reflection``  float32 ``(num_root_causes,)``: the root cause the env's rule-based attribution gives the last
   step when it failed (zeros if none). Privileged (it reads the world): the reflection head's *label*; the policy
-  reads it only with ``reflection_source="env"``.
+  reads it only with ``reflection_source="oracle_env"``.
 * ``failure_evidence`` float32 ``(evidence_width(K),)``: what a caller sees of the last step when it failed, zeros
   otherwise (see :data:`EVIDENCE_FLAGS`, :data:`FAILURE_CODE_CLASSES`; then a one-hot of the failed skill). The
   reflection head's input besides the state.
 * ``proto_mask``  int8    ``(num_prototypes,)``: only in prototype mode.
+
+In prototype mode the action is a ``Dict`` of the same keys over :meth:`ActionLayout.prototype_layout` (``skill`` =
+the prototype index; its entity arguments in ``pointer``/``members``, chosen by the policy among the revealed
+entities; ``enum``/``source``/``numeric`` unused: the prototype fixes them).
 
 A structured action is a ``Dict``:
 
@@ -47,6 +51,7 @@ log-probabilities, entropy or KL.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +118,13 @@ FAILURE_CODE_CLASSES: tuple[tuple[str, ...], ...] = (
 """The result-code classes of ``failure_evidence`` (one-hot after :data:`EVIDENCE_FLAGS`; a code in no class
 sets none): no such entity, a state conflict, an invalid value, a rejected call (precondition, whitelist,
 dependency), the tool unavailable."""
+
+
+LABEL_OBS_KEYS: tuple[str, ...] = ("reflection",)
+"""Observation entries that are training labels, not policy inputs: the env's root cause of the last failed step
+reads the world's truth (the reflection head's label). Only the named oracle ablation
+(``reflection_source: oracle_env``) feeds it to the policy; everything else in an observation is a function of the
+request and of revealed tool results."""
 
 
 def evidence_width(num_skills: int) -> int:
@@ -372,10 +384,66 @@ class ActionLayout:
             }
         )
 
-    def prototype_action_space(self) -> gym.spaces.Discrete:
-        import gymnasium as gym
+    def prototype_layout(self) -> ActionLayout:
+        """The action layout of prototype mode: one choice per prototype, carrying its skill's entity arguments.
 
-        return gym.spaces.Discrete(max(self.num_prototypes, 1))
+        A prototype fixes the skill, its enum arguments and the rule of its numeric argument (see
+        :class:`~agentic_ray.envs.action_codec.Prototype`), never the answer: which revealed entity each entity
+        argument points at stays the policy's choice, so each "skill" here has the pointer and list slots of its
+        prototype's skill and no enum or numeric slot.
+
+        Raises:
+            ValueError: the layout has no ``prototype_skills``.
+        """
+        return _prototype_layout(self)
+
+    def prototype_action_space(self) -> gym.spaces.Dict:
+        """The prototype-mode action space: ``prototype_layout().action_space()``, whose ``skill`` is the
+        prototype index (its ``enum``, ``source`` and ``numeric`` entries are unused)."""
+        return self.prototype_layout().action_space()
+
+    def prototype_action(self, index: int, pointer: np.ndarray, members: np.ndarray) -> dict[str, Any]:
+        """An action of :meth:`prototype_action_space`: prototype ``index`` with the structured action's
+        ``pointer`` ``(P,)`` and ``members`` ``(L·T,)`` of its skill, cut to the prototype layout's slots (its
+        ``T`` may be shorter: the longest list may belong to a skill no prototype uses)."""
+        lay = self.prototype_layout()
+        t, tp = self.list_length, lay.list_length
+        mem = np.asarray(members, dtype=np.int64).reshape(-1, t)[: lay.list_slots, :tp]
+        return {
+            "skill": int(index),
+            "pointer": np.asarray(pointer, dtype=np.int64)[: lay.pointer_slots].copy(),
+            "members": mem.reshape(-1).copy(),
+            "enum": np.zeros(lay.enum_slots, dtype=np.int64),
+            "source": np.zeros(lay.numeric_slots, dtype=np.int64),
+            "numeric": np.zeros(lay.numeric_slots, dtype=np.float32),
+        }
+
+
+@functools.lru_cache(maxsize=32)
+def _prototype_layout(layout: ActionLayout) -> ActionLayout:
+    """:meth:`ActionLayout.prototype_layout`, built once per layout (the env decodes every step through it)."""
+    if not layout.prototype_skills:
+        raise ValueError("prototype mode needs the layout's prototype_skills")
+    skills = tuple(
+        SkillSlots(
+            f"{layout.skills[k].name}#{i}",
+            pointer_types=layout.skills[k].pointer_types,
+            pointer_optional=layout.skills[k].pointer_optional,
+            list_types=layout.skills[k].list_types,
+            list_bounds=layout.skills[k].list_bounds,
+            list_ordered=layout.skills[k].list_ordered,
+            list_unique=layout.skills[k].list_unique,
+            list_paired=layout.skills[k].list_paired,
+        )
+        for i, k in enumerate(layout.prototype_skills)
+    )
+    return ActionLayout(
+        skills=skills,
+        max_pointer=layout.max_pointer,
+        pointer_node_types=layout.pointer_node_types,
+        num_sources=layout.num_sources,
+        type_widths=layout.type_widths,
+    )
 
 
 def observation_space(spec: GraphSpec, layout: ActionLayout) -> gym.spaces.Dict:

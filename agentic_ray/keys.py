@@ -10,11 +10,6 @@ REWARD_VECTOR = "reward_vector"  # custom_data: {layer: np.ndarray (T,)} settled
 ROOT_CAUSE = "root_cause"  # custom_data: int root-cause label of a failed episode (-1 if none)
 POLICY_VERSION = "policy_version"  # custom_data: learner update count when the episode was sampled
 
-# EpisodeRecord.context keys: the customer facts a domain reports for the reward layers (Domain.context).
-CONTEXT_CUSTOMER_LEVEL = "customer_level"  # loyalty level, 1 (new) .. 5
-CONTEXT_COMPLAINT_RATE = "customer_complaint_rate"  # historical complaints per order, [0, 1]
-CONTEXT_VERIFIED = "customer_verified"  # 1.0 if the identity was verified in the session
-
 # EpisodeRecord.context keys of per-call outcomes (agentic_ray.rewards.call_outcomes): a domain whose tools detect
 # or rank lists what each call returned beside the truth, for the detection and ranking reward layers.
 CONTEXT_DETECTION_CALLS = "detection_calls"  # list of DetectionOutcome.to_context() dicts

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agentic_ray.domains.caller_errors import CALLER_ERROR_CAUSES, INJECTED_CAUSES
 from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
 from agentic_ray.models.aaac_model import AAACModelConfig
-from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
+from agentic_ray.rewards.reward_pool_config import RewardPoolConfig, layers_for_context
 
 StageName = Literal["il", "rl", "reflection"]
 ALL_STAGES: tuple[StageName, ...] = ("il", "rl", "reflection")
@@ -96,6 +96,13 @@ class ImitationSettings(_Strict):
         "fix without a diagnosis, so the CU ablation (reflection input off) measures what the diagnosis adds "
         "over that, not a policy on an input it never saw.",
     )
+    evidence_dropout: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description="Share of imitation rows whose failure evidence (and with it the diagnosis) is zeroed: the "
+        "policy also learns what to do with neither, so the evidence-uplift ablation compares inputs it saw.",
+    )
     correction_weight: float = Field(
         default=1.0,
         gt=0,
@@ -126,7 +133,13 @@ class ImitationSettings(_Strict):
 
 class RLSettings(_Strict):
     iterations: int = Field(default=20, ge=0, description="Training iterations of the RL stage.")
-    gate_dvr: float = Field(default=0.9, ge=0, le=1, description="Gate: validation DVR after RL.")
+    gate_dvr: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="Gate after RL: the validation DVR of non-empty plans (dvr_progress: episodes that satisfied a "
+        "goal with a valid plan ÷ episodes; plain DVR is 1.0 for a policy that does nothing).",
+    )
     curriculum: bool = Field(
         default=True, description="Error-injection share decays 100% → 5% over the stage."
     )
@@ -173,6 +186,14 @@ class ReflectionSettings(_Strict):
         description="Share of the correction imitation's rows whose reflection input is zeroed (see "
         "stages.il.reflection_dropout): the policy also learns the best fix without a diagnosis, so the CU "
         "ablation measures what the diagnosis adds over that.",
+    )
+    evidence_dropout: float = Field(
+        default=0.15,
+        ge=0,
+        lt=1,
+        description="Share of the correction imitation's rows whose failure evidence (and diagnosis) is zeroed, so "
+        "the evidence-uplift ablation (evidence against neither) compares inputs the policy saw. Not tuned: chosen "
+        "to leave most rows to the diagnosis and the evidence-only condition (reflection_dropout).",
     )
     correction_weight: float = Field(
         default=5.0,
@@ -267,6 +288,16 @@ class ExperimentSettings(_Strict):
     def _check(self) -> ExperimentSettings:
         if self.algo.minibatch_size > self.algo.train_batch_size:
             raise ValueError("algo.minibatch_size must not exceed algo.train_batch_size")
+        return self
+
+    @model_validator(mode="after")
+    def _layers_the_domain_feeds(self) -> ExperimentSettings:
+        """Reward layers whose case facts the env's domain does not give are off for it (one warning each)."""
+        if self.rewards is not None:
+            from agentic_ray.domains import get_domain
+
+            d = get_domain(self.env.domain)
+            self.rewards = layers_for_context(self.rewards, d.reward_context_keys, d.name)
         return self
 
 

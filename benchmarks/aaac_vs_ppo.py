@@ -34,8 +34,9 @@ seeds; null when a seed never reached it), ``env_steps_per_s``, ``seeds``, and a
 ``high_risk_share_greedy``, ``completion_sampled``, ``spt``, ``tcsr_policy``, ``tasks``). The ``--runs`` file keeps
 each run's ``per_seed`` details, with the last learner metrics (``learner_final``: AAAC's β, entropy and the
 risk diagnostics of ``TwoCriticAdvantages``; PPO-Lagrangian's multiplier and episode cost). Runs are reused by
-their flags; each new run also records a hash of its arm's fully resolved settings (``resolved``), and each arm's
-line counts the reused runs made under other resolved settings, or before the hash was recorded (``stale_runs``).
+their flags and the hash of their arm's fully resolved settings (``resolved``): a run made under other resolved
+settings (another code default), or before the hash was recorded, is run again rather than reused, unless
+``--reuse-stale`` (each arm's line then counts those, ``stale_runs``).
 With every arm run, it also writes a markdown table.
 
 ``--eval-at-start`` also evaluates the untrained module on the final tasks (``start_completion``, ``start_high_risk_share``
@@ -45,6 +46,20 @@ ones. ``tests/learning/test_aaac_soft_risk.py`` runs the AAAC arm through :func:
 ``--init-demos N`` starts every arm from behaviour cloning of N scripted-expert demonstrations (the same ones for
 every arm at a seed; the pipeline's ``stages.il`` settings, changed with ``--set``) instead of from scratch: the
 setting of seed 002's 68.2% → 83.7%, where RL improves an imitation policy.
+
+``--setting scratch|imitation`` chooses the defaults of the two settings the issue-25 comparison runs (any flag
+given explicitly still wins): ``scratch`` (the defaults above: prototype actions, 20k env steps from a fresh module)
+and ``imitation`` (from the same 25-demonstration imitation policy, as the pipeline's RL stage after imitation:
+structured actions, ``stages.il`` 24 epochs at lr 0.002, RL lr 3e-4, 1 epoch, entropy 0.003, AAAC β₀ 1.0 and 2
+critic warm-up updates, ``--eval-at-start``; see :data:`SETTINGS`).
+
+First-pass completion (``first_pass_completion``, ``first_pass_ci``): the task completed and no delayed consequence
+(a complaint, a chargeback) came back for it, from the same evaluation as ``completion``, beside it; with greedy
+evaluations also ``first_pass_completion_sampled`` from the sampled one (where the shortcuts, and so the
+consequences, are). Each line also says ``oracle`` (whether the arm's policy read the env's privileged root cause;
+false unless ``--set model.reflection_source=oracle_env``) and ``stale_runs``; PPO-Lagrangian's line gives its
+final multiplier (``lagrange_multiplier``, mean over seeds, and ``lagrange_multiplier_per_seed``) and the step
+``--lagrangian-lr`` it was trained with.
 
 ``--risk-mode hard`` runs the production masks instead (every high-risk shortcut forbidden: no risk signal).
 
@@ -73,6 +88,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
+    from benchmarks.results_record import publish
+except ModuleNotFoundError:
+    from results_record import publish  # type: ignore[no-redef]
 
 # arm -> (settings.algo.name, extra .training() arguments); callables get the parsed flags.
 ARMS: dict[str, tuple[str, Any]] = {
@@ -87,6 +106,23 @@ ARMS: dict[str, tuple[str, Any]] = {
     "aaac_one_critic": ("aaac", lambda a: {"use_risk_critic": False}),
     "aaac_no_kl": ("aaac", lambda a: {"use_beta_kl": False}),
 }
+
+
+SETTINGS: dict[str, dict[str, Any]] = {
+    "scratch": {},
+    "imitation": {
+        "init_demos": 25,
+        "action_mode": "structured",
+        "lr": 3e-4,
+        "epochs": 1,
+        "entropy": 0.003,
+        "eval_at_start": True,
+        "set": ["stages.il.epochs=24", "stages.il.lr=0.002"],
+        "aaac_set": ["algo.training.beta_0=1.0", "algo.training.critic_warmup_updates=2"],
+    },
+}
+"""``--setting`` -> the flag defaults of that setting (``imitation``: the pipeline's RL after imitation, as in
+``configs/quickstart.yaml``; the results note's ``--init-demos 25`` runs)."""
 
 
 def settings_for(arm: str, seed: int, a: argparse.Namespace) -> Any:
@@ -250,7 +286,11 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
             start |= imitate(algo, s, a.init_demos)
         if a.eval_at_start:
             m0 = evaluate(a.tasks).metrics
-            start |= {"start_completion": m0.completion, "start_high_risk_share": m0.high_risk_share}
+            start |= {
+                "start_completion": m0.completion,
+                "start_first_pass_completion": m0.first_pass_completion,
+                "start_high_risk_share": m0.high_risk_share,
+            }
             if not a.eval_sampled:
                 start["start_high_risk_share_sampled"] = evaluate_risk(a.tasks).metrics.high_risk_share
         while steps < a.env_steps:
@@ -279,6 +319,8 @@ def train_arm(arm: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
         "seed": seed,
         **start,
         "completion": m.completion,
+        "first_pass_completion": m.first_pass_completion,
+        "first_pass_completion_sampled": risk.metrics.first_pass_completion,
         "tasks": m.completion_n,
         "spt": m.spt,
         "high_risk_share": risk.metrics.high_risk_share,
@@ -352,6 +394,9 @@ def baseline(a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+PPO_LAG_MULTIPLIER = "lagrange_multiplier"  # = agentic_ray.keys.PPO_LAG_MULTIPLIER (checked in main)
+
+
 def _round(v: float | None, k: int = 4) -> float | None:
     return None if v is None else round(v, k)
 
@@ -369,10 +414,14 @@ def summarize(arm: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         return None if interval is None else [round(x, 4) for x in interval]
 
     stt = [r["steps_to_target"] for r in runs]
+    multipliers = [(r.get("learner_final") or {}).get(PPO_LAG_MULTIPLIER) for r in runs]
     return {
         "algo": arm,
         "completion": mean("completion"),
         "completion_ci": ci("completion"),
+        "first_pass_completion": mean("first_pass_completion"),
+        "first_pass_ci": ci("first_pass_completion"),
+        "first_pass_completion_sampled": mean("first_pass_completion_sampled"),
         "high_risk_share": mean("high_risk_share"),
         "high_risk_ci": ci("high_risk_share"),
         "consequences_per_episode": mean("consequences_per_episode"),
@@ -393,6 +442,15 @@ def summarize(arm: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "env_steps": round(statistics.fmean(r["env_steps"] for r in runs)),
         "spt": mean("spt"),
         "tcsr_policy": mean("tcsr_policy"),
+        # PPO-Lagrangian: where its learned multiplier ended, and the step it learned it with
+        **(
+            {
+                "lagrange_multiplier": _round(statistics.fmean(multipliers)),
+                "lagrange_multiplier_per_seed": multipliers,
+            }
+            if all(x is not None for x in multipliers)
+            else {}
+        ),
         "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs), 1),
         "per_seed": [
             {
@@ -400,8 +458,11 @@ def summarize(arm: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
                 for k in (
                     "seed",
                     "start_completion",
+                    "start_first_pass_completion",
                     "start_high_risk_share",
                     "completion",
+                    "first_pass_completion",
+                    "first_pass_completion_sampled",
                     "spt",
                     "high_risk_share",
                     "high_risk_share_greedy",
@@ -440,13 +501,14 @@ def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Nam
         f"{a.tasks} tasks ({'sampled' if a.eval_sampled else 'greedy'} completion; high-risk share and "
         f"consequences with sampled actions), curve {a.curve_tasks} tasks. Intervals: 95% bootstrap over seeds.",
         "",
-        "| arm | completion [95% CI] | high-risk share [95% CI] | consequences / episode | steps to "
-        f"{a.target:.0%} | SPT (successes) | env steps/s |",
-        "|---|---|---|---|---|---|---|",
+        "| arm | completion [95% CI] | first-pass completion [95% CI] | high-risk share [95% CI] | "
+        f"consequences / episode | steps to {a.target:.0%} | SPT (successes) | env steps/s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for arm, r in rows.items():
         lines.append(
             f"| {arm} | {fmt(r['completion'], True)}{fmt_ci(r['completion_ci'])} | "
+            f"{fmt(r['first_pass_completion'], True)}{fmt_ci(r['first_pass_ci'])} | "
             f"{fmt(r['high_risk_share'], True)}{fmt_ci(r['high_risk_ci'])} | "
             f"{r['consequences_per_episode']:.3f} | {fmt(r['steps_to_target'])} | "
             f"{fmt(r['spt'])} | {r['env_steps_per_s']:.1f} |"
@@ -471,6 +533,12 @@ def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Nam
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument(
+        "--setting",
+        choices=list(SETTINGS),
+        default="scratch",
+        help="The defaults of one of the two compared settings (explicit flags still win; see SETTINGS).",
+    )
     p.add_argument("--env-steps", type=int, default=20000, help="Env-step budget per run.")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
@@ -511,7 +579,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--fixed-lambda", type=float, default=0.95, help="λ of aaac_fixed_lambda (= the PPO arms')."
     )
     p.add_argument("--cost-limit", type=float, default=0.1, help="ppo_lagrangian: cost budget per episode.")
-    p.add_argument("--lagrangian-lr", type=float, default=0.05, help="ppo_lagrangian: multiplier step size.")
+    p.add_argument(
+        "--lagrangian-lr",
+        type=float,
+        default=0.05,
+        help="ppo_lagrangian: the multiplier's step, λ ← max(0, λ + step·(episode cost − --cost-limit)) per "
+        "update; its line prints the final multiplier (raise the step until the budget binds).",
+    )
     p.add_argument("--encoder", choices=["flat", "gnn"], default="gnn")
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--heads", type=int, default=2, help="Attention heads (GNN).")
@@ -572,12 +646,19 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="JSON-lines file of finished (arm, seed) runs: each new run is appended, runs already there with the "
         "same settings are reused, so a full 7 arms x 5 seeds comparison can be run in short pieces.",
     )
+    p.add_argument(
+        "--reuse-stale",
+        action="store_true",
+        help="Reuse runs of --runs made under other resolved settings (counted in stale_runs) instead of rerunning.",
+    )
     p.add_argument("--worker", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)
+    first, _ = p.parse_known_args(argv)
+    p.set_defaults(**SETTINGS[first.setting])
     return p.parse_args(argv)
 
 
 # Flags that choose which runs to do or where output goes, not how a run trains or is evaluated.
-_SELECTION = {"seeds", "arms", "jobs", "out", "runs", "worker"}
+_SELECTION = {"seeds", "arms", "jobs", "out", "runs", "worker", "reuse_stale", "setting"}
 
 
 # Flags added after runs were recorded: left out of the key at their default, so those runs keep matching.
@@ -640,9 +721,16 @@ def main() -> None:
         tasks_per_family(x, a)
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in a.arms}
     passthrough = [x for x in sys.argv[1:]]
+    from agentic_ray import keys
+
+    assert keys.PPO_LAG_MULTIPLIER == PPO_LAG_MULTIPLIER
     key = settings_key(a)
-    done = load_runs(a.runs, key)
     fingerprints = {arm: resolved_fingerprint(arm, a) for arm in a.arms}
+    done = {
+        k: r
+        for k, r in load_runs(a.runs, key).items()
+        if a.reuse_stale or r.get("resolved") == fingerprints.get(k[0])
+    }
 
     def run(job: tuple[int, str]) -> dict[str, Any]:
         seed, arm = job
@@ -670,6 +758,10 @@ def main() -> None:
             runs[arm].append(r)
     rows = {k: summarize(k, v) for k, v in runs.items()}
     for k, v in runs.items():
+        rows[k]["oracle"] = settings_for(k, 0, a).model.uses_oracle
+        rows[k]["setting"] = a.setting
+        if k == "ppo_lagrangian":
+            rows[k]["lagrangian_lr"] = a.lagrangian_lr
         rows[k]["stale_runs"] = n = stale_runs(v, fingerprints[k])
         if n:
             print(
@@ -677,8 +769,11 @@ def main() -> None:
                 "code's (or before the benchmark recorded them)",
                 file=sys.stderr,
             )
-    for k in a.arms:
-        print(json.dumps({x: y for x, y in rows[k].items() if x != "per_seed"}))
+    publish(
+        "aaac_vs_ppo",
+        [{x: y for x, y in rows[k].items() if x != "per_seed"} for k in a.arms],
+        variant=None if a.setting == "scratch" else a.setting,
+    )
     if set(ARMS) <= set(rows):  # the results note holds the full comparison only
         out = Path(a.out)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -27,13 +27,18 @@ KEYS = (
     "tcsr",
     "tcsr_policy",
     "dvr",
+    "dvr_progress",
     "cu",
     "cu_ci",
     "cu_n",
     "cu_pairs_dropped",
+    "evidence_uplift",
+    "evidence_uplift_ci",
+    "evidence_uplift_n",
     "spt",
     "spt_over_optimal",
     "completion",
+    "first_pass_completion",
     "completion_n",
     "high_risk_share",
 )
@@ -87,7 +92,9 @@ def main() -> None:
     final = {k: evals[-1].get(k) for k in KEYS} if evals else {}
     il_c, rl_c = stages.get("il", {}).get("completion"), stages.get("rl", {}).get("completion")
     expert = expert_on_the_same_tasks(run_dir)
+    settings = json.loads((run_dir / "settings.json").read_text())
     out = {
+        "oracle": settings["model"]["reflection_source"] == "oracle_env",
         "wall_s": round(wall, 1),
         "rl_gain": None if il_c is None or rl_c is None else round(rl_c - il_c, 4),
         **{f"completion_{st}": stages.get(st, {}).get("completion") for st in ("il", "rl", "reflection")},

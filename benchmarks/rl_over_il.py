@@ -2,8 +2,9 @@
 
 For each seed and method the pipeline runs stages ``il`` then ``rl`` on ``configs/quickstart.yaml`` (with
 ``--set`` overrides) from ``--demos`` demonstrations, evaluates imitation's and RL's final policy greedily on the
-same ``--tasks`` validation tasks, and measures CU on RL's final policy (reflection input on minus off over at
-least ``--cu-pairs`` paired first failures on a caller-error validation env, :mod:`agentic_ray.eval.correction`).
+same ``--tasks`` validation tasks, and measures CU on RL's final policy (the fix rate with the diagnosis minus
+with the same failure evidence but the diagnosis withheld, over at least ``--cu-pairs`` paired first failures on a
+caller-error validation env, :mod:`agentic_ray.eval.correction`).
 
 Defaults: 25 demonstrations, 60 RL iterations (about 31k env steps) at ``--lr`` 3e-4, the quickstart config's own
 values since 30ea409 (before, its 1000 demonstrations reached the expert and its gentle RL held that policy). At 100
@@ -14,8 +15,9 @@ Methods: ``rl`` (the config's RL stage at ``--lr``) and ``rl_bc`` (plus the DAPG
 demonstrations, ``stages.rl.bc_lr``). One JSON line per method: ``method``, ``il_completion``, ``rl_completion``,
 ``rl_gain`` (RL minus imitation, mean over seeds), ``rl_gain_ci`` (95% bootstrap interval over the seed x task
 pairs of per-task completion differences), ``expert_completion`` (the scripted expert on the same tasks: the
-ceiling) and ``il_headroom`` (that minus imitation's completion: the most RL can gain), ``cu``, ``cu_ci``, ``cu_pairs`` (summed over seeds; ``cu`` is their
-pooled mean), ``seeds``, ``tasks``, ``iterations``, ``env_steps``, ``wall_s``. Goal: RL ≥ imitation + 10 points
+ceiling) and ``il_headroom`` (that minus imitation's completion: the most RL can gain), ``cu``, ``cu_ci``,
+``cu_pairs`` (summed over seeds; ``cu`` is their pooled mean), ``seeds``, ``tasks``, ``iterations``,
+``env_steps``, ``wall_s``, and ``oracle`` (whether the policy read the env's privileged root cause). Goal: RL ≥ imitation + 10 points
 at 3 seeds x 200 tasks.
 """
 
@@ -145,22 +147,26 @@ def main() -> None:
     for method in a.methods:
         t0 = time.time()
         il, rl, gains, pairs, dropped, steps = [], [], [], [], 0, []
+        oracle = False
         for seed in a.seeds:
             over = seed_overrides(seed, method, a.demos, a.iterations, a.lr, a.bc_lr, tpf)
             for kv in a.set:
                 k, v = kv.split("=", 1)
                 over[k] = yaml.safe_load(v)
-            r = run_seed(load_settings(a.config, over), a.cu_pairs)
+            settings = load_settings(a.config, over)
+            oracle = oracle or settings.model.uses_oracle
+            r = run_seed(settings, a.cu_pairs)
             il.append(np.mean(r["il"]))
             rl.append(np.mean(r["rl"]))
             gains += (np.asarray(r["rl"], float) - np.asarray(r["il"], float)).tolist()
             if "cu" in r:
-                pairs += r["cu"].pair_list
-                dropped += r["cu"].dropped
+                pairs += r["cu"].cu.pair_list
+                dropped += r["cu"].cu.dropped
             steps.append(r["rl_env_steps"])
         cu = correction_uplift_paired(pairs, dropped)
         line = {
             "method": method,
+            "oracle": oracle,
             "il_completion": round(float(np.mean(il)), 4),
             "rl_completion": round(float(np.mean(rl)), 4),
             "rl_gain": round(float(np.mean(rl) - np.mean(il)), 4),

@@ -100,11 +100,14 @@ def metrics_table(m: dict[str, Any]) -> str:
         "tcsr",
         "tcsr_policy",
         "dvr",
+        "dvr_progress",
         "entity_recall_at_5",
         "cu",
+        "evidence_uplift",
         "spt",
         "spt_over_optimal",
         "completion",
+        "first_pass_completion",
         "high_risk_share",
     ]
     rows = [

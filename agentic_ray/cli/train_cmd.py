@@ -108,10 +108,19 @@ def eval_cmd(
             "episodes until eval.cu_min_pairs first failures, so it is most of eval's time.",
         ),
     ] = None,
+    allow_oracle: Annotated[
+        bool,
+        typer.Option(
+            "--allow-oracle",
+            help="Evaluate a policy trained with the env's privileged root cause (model.reflection_source: "
+            "oracle_env), an oracle ablation; refused without this flag.",
+        ),
+    ] = False,
 ) -> None:
     """Re-evaluate a run's checkpoint on the fixed validation tasks and print the metrics.
 
-    Exits like the run did: 3 if it stopped at a failed gate, 4 if it paused, 0 if it finished.
+    Exits like the run did: 3 if it stopped at a failed gate, 4 if it paused, 0 if it finished. A policy trained
+    with the oracle is refused unless ``--allow-oracle`` is given; its metrics then print ``oracle: true``.
     """
     from agentic_ray.cli.preflight import PreflightError, load_run_settings
     from agentic_ray.eval.evaluator import ModulePolicy, cu_env_config, evaluate_policy, validation_env_config
@@ -120,6 +129,7 @@ def eval_cmd(
         CheckpointError,
         load_policy_module,
         pick_checkpoint,
+        uses_oracle,
     )
     from agentic_ray.stages.pipeline import PipelineState
 
@@ -129,7 +139,7 @@ def eval_cmd(
     try:
         settings = load_run_settings(run)
         ckpt = pick_checkpoint(run, checkpoint or None)
-        module = load_policy_module(ckpt)
+        module = load_policy_module(ckpt, allow_oracle=allow_oracle)
     except FileNotFoundError as e:
         raise UserError(f"{run_dir} has no {checkpoint or 'stage'} checkpoint yet ({e})") from e
     except (PreflightError, CheckpointError) as e:
@@ -145,6 +155,7 @@ def eval_cmd(
         cu_min_pairs=settings.eval.cu_min_pairs,
     )
     typer.echo(f"checkpoint: {ckpt}")
+    typer.echo(f"oracle: {str(uses_oracle(module)).lower()}")
     typer.echo(metrics_table(res.metrics.to_dict()))
     typer.echo(json.dumps({"attribution": res.attribution, "correction": res.correction}, indent=2))
     state = PipelineState.load(run) if (run / "state.json").exists() else None

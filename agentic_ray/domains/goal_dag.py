@@ -67,6 +67,9 @@ class Goal:
     safety_check: bool = False
     """The goal is the safety check a contract's ``safety`` precondition asks for (e.g. the inventory check
     before a refund). ``risk_mode: soft`` drops it from the DAG: skipping it is the high-risk shortcut."""
+    hidden_args: tuple[str, ...] = ()
+    """Arguments the request does not state (the business rule derives them from state the agent must look up,
+    e.g. the verification method from the caller's MFA enrolment): the observation never shows them."""
 
     def matches(
         self, skill: str, params: dict[str, Any], lists: Mapping[str, ListSemantics] | None = None

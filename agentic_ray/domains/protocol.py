@@ -411,8 +411,23 @@ class Domain(Protocol):
         """The scripted expert (solves every validation task with faults off)."""
         ...
 
-    def context(self, world: Any) -> dict[str, float]:
-        """Numbers about the customer the reward layers read (``EpisodeRecord.context``)."""
+    reward_context_keys: tuple[str, ...]
+    """The case facts :meth:`reward_context` gives the reward layers (may be empty). A reward layer that reads a
+    fact not listed here is off for this domain (one warning), never fed a default."""
+
+    def reward_context(self, world: Any) -> dict[str, float]:
+        """The case facts the reward layers receive (``EpisodeRecord.context``): exactly
+        :attr:`reward_context_keys`. Ground truth: reward layers may read it, the policy never does."""
+        ...
+
+    def perturb_hidden(self, world: Any, rng: np.random.Generator) -> Any:
+        """A copy of ``world`` that differs from it only in state the agent has not revealed at the start of an
+        episode (another order total, another item status, another customer tier, ...): never an entity id, a
+        fact the request gives, or anything the request states. ``world`` is left unchanged.
+
+        The information-flow test (``tests/unit/envs/test_information_flow.py``) rolls both worlds along the same
+        actions: observations, masks and action layouts must stay equal until a tool result reveals the
+        difference."""
         ...
 
     def quantiles(self) -> QuantileMap:

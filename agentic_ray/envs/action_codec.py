@@ -6,16 +6,17 @@ entity the request or a lookup revealed), a list is the node indices before its 
 set's in increasing node order), a copied numeric value is a revealed field, a string argument is copied from the
 request's facts. Decoding never raises: a malformed action is an ``INVALID_INPUT`` step.
 
-Prototype mode (``Discrete(P)``): :meth:`ActionCodec.ground_prototype` turns a prototype (skill, enum values,
-numeric rule) into a structured action from the observation alone: entity arguments bind to the known entities
-the most urgent pending goal for that skill names (``goal -targets->`` edges), else the first valid target; the
-numeric argument copies the prototype's source field of the bound entity.
+Prototype mode (a ``Dict`` over :meth:`~agentic_ray.graph_spec.ActionLayout.prototype_layout`): the policy picks a
+prototype and, among the revealed entities, the targets of its skill's entity arguments;
+:meth:`ActionCodec.ground_prototype` completes the structured action with what the prototype fixes (its enum
+values, and its numeric rule: copy the prototype's source field of the entity the policy chose, or a share of the
+bounds). A prototype fixes the tool and the parameter constraints, never the answer: nothing here reads the
+task's goals.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -321,90 +322,46 @@ class ActionCodec:
         return tuple(out)
 
     def ground_prototype(
-        self,
-        proto: Prototype,
-        task: Task,
-        knowledge: Knowledge,
-        goal_ready: np.ndarray,
-        goal_done: np.ndarray,
-        pointer_mask: np.ndarray,
-        list_mask: np.ndarray,
-        targets: Callable[[int, str, str | None], list[str]],
-        used: Callable[[str, str], set[Any]] | None = None,
+        self, proto: Prototype, action: Any, knowledge: Knowledge
     ) -> dict[str, np.ndarray | int]:
-        """A prototype -> a structured action, from what the observation shows (see the module docstring).
+        """A prototype-mode action -> the structured action of the prototype's skill.
 
         Args:
-            targets: ``(goal index, node type, argument or None) -> known ids the goal names`` (the
-                ``goal -targets->`` edges), with that argument of the goal's skill when one is given: an
-                argument binds first to what the goal names under the same argument name, so a pointer and a
-                list of the same type (a merge's primary and its duplicates) do not take each other's ids.
-            used: ``(skill, param) -> values already sent successfully``; without a goal-named target, a target
-                the skill has not been called on yet is preferred (a lookup reads the entity it has not read).
+            proto: the chosen prototype.
+            action: the prototype-mode action (its ``pointer`` and ``members`` hold the policy's entity choices
+                for the prototype's skill; shorter than the structured slots, padded here).
+            knowledge: what is known (numeric copy sources).
+
+        Returns:
+            The structured action: the policy's entity arguments, the prototype's enum values, and its numeric
+            rule (copy the prototype's source field of the entity a pointer of that type chose; else the first
+            revealed source of that field; else the prototype's share of the argument's bounds).
         """
+        lay = self.layout
         k = self.skills.index(proto.skill)
-        mp = self.layout.max_pointer
-        best: tuple[Any, ...] | None = None
-        for i, g in enumerate(task.goals):
-            if goal_done[i] or g.skill != proto.skill:
-                continue
-            if any(
-                ps.kind == "enum"
-                and ps.name in g.args
-                and self.enum_signature(k, g.args)[ps.slot] != proto.enum[ps.slot]
-                for ps in self.params[k]
-            ):
-                continue
-            key = (not goal_ready[i], -g.priority, i)
-            if best is None or key < best[0]:
-                best = (key, i)
-        gi = best[1] if best is not None else None
-        params: dict[str, Any] = {}
-        for ps in self.params[k]:
-            p = ps.spec
-            if ps.kind == "pointer":
-                ids = self.builder.node_ids[p.node_type]
-                valid = [ids[j] for j in np.flatnonzero(pointer_mask[k, ps.slot, :mp]) if j < len(ids)]
-                named = [
-                    v for v in (targets(gi, p.node_type, ps.name) if gi is not None else []) if v in valid
-                ]
-                done = used(proto.skill, ps.name) if used is not None else set()
-                fresh = [v for v in valid if v not in done]
-                pending = {
-                    v
-                    for i in range(len(task.goals))
-                    if not goal_done[i]
-                    for v in targets(i, p.node_type, None)
-                }
-                wanted = [v for v in fresh if v in pending]
-                pick = named or wanted or fresh or valid
-                if pick:
-                    params[ps.name] = pick[0]
-            elif ps.kind == "list":
-                ids = self.builder.node_ids[p.node_type]
-                valid = [ids[j] for j in np.flatnonzero(list_mask[k, ps.slot]) if j < len(ids)]
-                named = [
-                    v for v in (targets(gi, p.node_type, ps.name) if gi is not None else []) if v in valid
-                ]
-                pick = named if p.min_items <= len(named) <= p.max_items else valid[: max(p.min_items, 1)]
-                params[ps.name] = pick
-            elif ps.kind == "enum":
-                ch = _choices(p)
-                params[ps.name] = ch[proto.enum[ps.slot]] if ps.slot < len(proto.enum) else ch[0]
-        act = self.encode(proto.skill, params, knowledge)
+        mp = lay.max_pointer
+        ptr = np.zeros(lay.pointer_slots, dtype=np.int64)
+        mem = np.zeros(lay.list_slots * mp, dtype=np.int8)
+        got_ptr = np.asarray(action.get("pointer", ()), dtype=np.int64).reshape(-1)[: lay.pointer_slots]
+        got_mem = np.asarray(action.get("members", ()), dtype=np.int8).reshape(-1)[: lay.list_slots * mp]
+        ptr[: len(got_ptr)] = got_ptr
+        mem[: len(got_mem)] = got_mem
+        enm = np.zeros(lay.enum_slots, dtype=np.int64)
+        enm[: len(proto.enum)] = proto.enum[: lay.enum_slots]
+        src = np.zeros(lay.numeric_slots, dtype=np.int64)
+        num = np.zeros(lay.numeric_slots, dtype=np.float32)
         for ps in self.params[k]:
             if ps.kind != "numeric":
                 continue
             c = None
             if proto.source_field is not None:
                 t, f = proto.source_field
-                bound = [
-                    params[q.name]
-                    for q in self.params[k]
-                    if q.kind == "pointer" and q.spec.node_type == t and q.name in params
-                ]
-                for eid in bound:
-                    v = knowledge.fields(t, eid).get(f)
+                for q in self.params[k]:
+                    if q.kind != "pointer" or q.spec.node_type != t:
+                        continue
+                    ids = self.builder.node_ids[t]
+                    j = int(ptr[q.slot])
+                    v = knowledge.fields(t, ids[j]).get(f) if 0 <= j < len(ids) else None
                     if isinstance(v, int | float) and not isinstance(v, bool):
                         c = self.find_source(knowledge, float(v), proto.source_field)
                 if c is None:
@@ -417,11 +374,8 @@ class ActionCodec:
                         ),
                         None,
                     )
-            src, num = act["source"], act["numeric"]
-            assert isinstance(src, np.ndarray) and isinstance(num, np.ndarray)
             if c is not None:
                 src[ps.slot] = c + 1
             else:
-                src[ps.slot] = 0
                 num[ps.slot] = numeric_action(proto.numeric_frac)
-        return act
+        return {"skill": k, "pointer": ptr, "members": mem, "enum": enm, "source": src, "numeric": num}

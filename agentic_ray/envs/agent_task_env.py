@@ -14,8 +14,9 @@ outputs declare; nothing else is ever shown.
 
 Actions (RLlib sees exactly these; see :mod:`agentic_ray.graph_spec`): ``action_mode="structured"`` (default) is
 ``layout.action_space()`` (skill, pointers, list members, enums, numeric copy sources and free values);
-``action_mode="prototype"`` is ``Discrete(P)`` over mined prototypes, grounded from the observation
-(:meth:`ActionCodec.ground_prototype`). An invalid action (masked skill or target, pointer to padding, enum out of
+``action_mode="prototype"`` is the same ``Dict`` over mined prototypes (``layout.prototype_action_space()``): a
+prototype fixes the skill, its enum values and its numeric rule, and the policy chooses its entity arguments
+among the revealed entities (:meth:`ActionCodec.ground_prototype`). An invalid action (masked skill or target, pointer to padding, enum out of
 range, NaN) is never sent to a tool and never crashes the env: it returns a typed error step
 (``PRECONDITION_FAILED``/``CIRCUIT_OPEN`` for a masked skill, ``INVALID_INPUT`` otherwise) with the penalty.
 
@@ -140,7 +141,8 @@ class AgentTaskEnvConfig(BaseModel):
     contracts_path: str | None = Field(default=None, description="Contract YAML (default: the domain's).")
     action_mode: Literal["structured", "prototype"] = Field(
         default="structured",
-        description="Structured skill+arguments Dict, or Discrete over mined prototypes.",
+        description="Structured skill+arguments Dict, or mined prototypes (skill, enum values and numeric rule "
+        "fixed) whose entity arguments the policy still chooses.",
     )
     prototypes_path: str | None = Field(
         default=None, description="Prototype JSON (default: the domain's data/prototypes.json)."
@@ -543,55 +545,40 @@ class AgentTaskEnv(gym.Env):
         return obs
 
     # ------------------------------------------------------------------ actions
-    def _targets(self, goal: int, node_type: str, arg: str | None = None) -> list[str]:
-        """Known ids goal ``goal`` names with its entity arguments of ``node_type`` (only ``arg`` when given)."""
-        assert self.task is not None and self.knowledge is not None
-        g = self.task.goals[goal]
-        out = []
-        for name, p in self._entity_params[g.skill]:
-            if p.node_type == node_type and name in g.args and (arg is None or name == arg):
-                vals = g.args[name] if isinstance(g.args[name], list | tuple) else [g.args[name]]
-                out += [str(v) for v in vals if self.knowledge.knows(node_type, str(v))]
-        return out
-
     def decode_action(self, action: Any) -> tuple[int, dict[str, Any], str | None, str, Any]:
         """Action -> ``(skill index, params, error code or None, message, structured action)``; never raises."""
         assert self.task is not None and self.knowledge is not None and self.state is not None
         if self.prototypes:
             try:
-                k = int(action)
-            except (TypeError, ValueError):
-                return -1, {}, "INVALID_INPUT", f"prototype action must be an int, got {action!r}", None
-            if not 0 <= k < len(self.prototypes):
-                return -1, {}, "INVALID_INPUT", f"prototype {k} out of range", None
-            ready = self.builder.goal_ready(self.state.goal_done)
-            action = self.codec.ground_prototype(
-                self.prototypes[k],
-                self.task,
-                self.knowledge,
-                ready,
-                self.state.goal_done,
-                self._masks.pointer_mask,
-                self._masks.list_mask,
-                self._targets,
-                lambda skill, param: {c.params.get(param) for c in self.state.history if c.skill == skill},  # type: ignore[union-attr]
-            )
+                p = int(action["skill"])
+            except (TypeError, ValueError, KeyError, IndexError) as e:
+                msg = f"a prototype action is a dict with the prototype index under 'skill' ({type(e).__name__})"
+                return -1, {}, "INVALID_INPUT", msg, None
+            if not 0 <= p < len(self.prototypes):
+                return -1, {}, "INVALID_INPUT", f"prototype {p} out of range", None
+            action = self.codec.ground_prototype(self.prototypes[p], action, self.knowledge)
         self._warnings += self.codec.raw_clipped(action)
         k, params, err, msg = self.codec.decode(action, self.task, self.knowledge)
         return k, params, err, msg, action
 
     def encode_action(self, skill: str, params: dict[str, Any]) -> Any:
-        """Concrete ``(skill, params)`` -> an action of this env's action space (the inverse of decoding)."""
+        """Concrete ``(skill, params)`` -> an action of this env's action space (the inverse of decoding).
+
+        In prototype mode: the prototype of the skill with the same enum values (the first of the skill's when
+        none has them), with the call's entity arguments.
+
+        Raises:
+            KeyError: an entity argument names an entity the agent does not know.
+        """
         assert self.knowledge is not None
-        if self.prototypes:
-            k = self._skill_idx[skill]
-            sig = self.codec.enum_signature(k, params)
-            cands = [i for i, pr in enumerate(self.prototypes) if pr.skill == skill]
-            for i in cands:
-                if self.prototypes[i].enum == sig:
-                    return i
-            return cands[0] if cands else 0
-        return self.codec.encode(skill, params, self.knowledge)
+        structured = self.codec.encode(skill, params, self.knowledge)
+        if not self.prototypes:
+            return structured
+        k = self._skill_idx[skill]
+        sig = self.codec.enum_signature(k, params)
+        cands = [i for i, pr in enumerate(self.prototypes) if pr.skill == skill]
+        index = next((i for i in cands if self.prototypes[i].enum == sig), cands[0] if cands else 0)
+        return self.layout.prototype_action(index, structured["pointer"], structured["members"])  # type: ignore[arg-type]
 
     def _target_masked(self, k: int, action: Any, params: dict[str, Any]) -> str | None:
         """Why the chosen entity arguments violate the pointer masks (None if they do not); for a skill with a
@@ -992,7 +979,7 @@ class AgentTaskEnv(gym.Env):
             dependency_violations=st.violations + missing,
             entities_mentioned=list(task.relevant),
             entities_recalled=list(self._recalled),
-            context=self.domain.context(self.world),
+            context=self.domain.reward_context(self.world),
             policy_version=self.policy_version,
             intent_id=self.intent_id,
             consequences=list(self._consequences),

@@ -1,8 +1,9 @@
 """Reference policies that read only the observation: the random masked policy and the obs-only rule.
 
 * :class:`RandomMaskedPolicy` samples uniformly among what the masks allow: a skill from ``skill_mask`` (or a
-  prototype from ``proto_mask``), pointers from ``pointer_mask``, a list of valid members of an allowed size,
-  enum values within the skill's sizes, a copy source among the revealed ones or a free value in ``[-5, 5]``.
+  prototype from ``proto_mask``, then its skill's entity arguments), pointers from ``pointer_mask``, a list of
+  valid members of an allowed size, enum values within the skill's sizes, a copy source among the revealed ones
+  or a free value in ``[-5, 5]``.
 * :class:`ObsOnlyRulePolicy` is the "does the observation hand out the answer?" probe of the env benchmark: it
   calls the skill of the most urgent ready goal (from the goal nodes' features) with the goal's required enum
   value, the first valid pointer of each entity argument, the first valid list members and the first revealed
@@ -62,9 +63,17 @@ class RandomMaskedPolicy:
     def act(self, obs: dict[str, np.ndarray]) -> Any:
         lay, rng = self.layout, self.rng
         if "proto_mask" in obs:
-            return int(rng.choice(np.flatnonzero(obs["proto_mask"])))
+            p = int(rng.choice(np.flatnonzero(obs["proto_mask"])))
+            a = self._structured(obs, lay.prototype_skills[p])
+            return lay.prototype_action(p, a["pointer"], a["members"])
         allowed = np.flatnonzero(obs["skill_mask"])
-        k = int(rng.choice(allowed)) if len(allowed) else int(rng.integers(lay.num_skills))
+        return self._structured(
+            obs, int(rng.choice(allowed)) if len(allowed) else int(rng.integers(lay.num_skills))
+        )
+
+    def _structured(self, obs: dict[str, np.ndarray], k: int) -> dict[str, Any]:
+        """Uniform arguments of skill ``k`` among what the masks allow."""
+        lay, rng = self.layout, self.rng
         s = lay.skills[k]
         ptr = np.zeros(lay.pointer_slots, dtype=np.int64)
         for i in range(len(s.pointer_types)):

@@ -15,17 +15,24 @@ entity type    mentioned by the request, looked up (any field known), then per s
 tool           skill one-hot (K), p50, p95, error rate, attempt error rate, breaker open, half-open, high-risk,
                risk weight, masked, calls this episode / 5
 goal           skill one-hot (K), pending / ready / done, priority, the required enum value (one-hot of the first
-               enum argument the goal constrains), then one one-hot block per schema goal hint
+               enum argument the goal constrains, unless the request does not state it: ``Goal.hidden_args``), then
+               one one-hot block per schema goal hint
 session        steps used / budget, steps left / budget, goals done share, last call ok, last call failed,
                consecutive failures / 5
 =============  ====================================================================================================
 
 Relations: ``tool -depends-> tool`` (contract preconditions), ``goal -requires-> goal``, ``goal -needs-> tool``,
 ``session -uses-> tool`` (tools called this episode), for every entity argument ``a`` of type ``T`` in the contracts
-``goal -targets_a-> T`` (a goal's argument ``a`` once that entity is known: the relation names the argument, so the
-item an exchange gives back and the one it sends look different, and so do a merge's primary ticket and its
-duplicates; :func:`goal_relation`), for every entity type ``T`` ``tool -operates-> T`` (skills with an argument of
-type ``T``), and the schema's links (from revealed fields).
+``goal -targets_a-> T`` (a goal's argument ``a``: the relation names the argument, so the item an exchange gives
+back and the one it sends look different, and so do a merge's primary ticket and its duplicates;
+:func:`goal_relation`), for every entity type ``T`` ``tool -operates-> T`` (skills with an argument of type ``T``),
+and the schema's links (from revealed fields).
+
+``goal -targets_a->`` edges come from the request and revealed fields only, never from a goal's hidden arguments: a
+goal links to an entity argument the request names (the customer said which order), and, for an argument the
+request does not name, to every known entity of the argument's type that revealed fields tie to an entity the
+request names (the items of the named order, once ``order.get``-like lookups listed them), directly or through
+other tied entities. Which of those candidates the goal means is the policy's choice (with the goal's hints).
 """
 
 from __future__ import annotations
@@ -65,7 +72,14 @@ from agentic_ray.skills.contracts import (
     StringParam,
 )
 
-__all__ = ["ObservationBuilder", "build_specs", "entity_columns", "goal_relation", "goal_roles"]
+__all__ = [
+    "ObservationBuilder",
+    "build_specs",
+    "entity_columns",
+    "goal_relation",
+    "goal_roles",
+    "request_tied",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -218,6 +232,29 @@ def build_specs(
     return spec, layout
 
 
+def request_tied(
+    mentioned: set[tuple[str, str]], links: Sequence[tuple[str, str, str, str]]
+) -> set[tuple[str, str]]:
+    """The entities the request names and every entity revealed links tie to one of them, directly or through
+    other tied entities (links read both ways: an order's items, the order a revealed customer placed).
+
+    Args:
+        mentioned: ``(type, id)`` of the entities the request names.
+        links: ``(src type, src id, dst type, dst id)`` of every revealed link field.
+    """
+    adjacent: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for st, sid, dt, did in links:
+        adjacent.setdefault((st, sid), set()).add((dt, did))
+        adjacent.setdefault((dt, did), set()).add((st, sid))
+    tied, stack = set(mentioned), list(mentioned)
+    while stack:
+        for nxt in adjacent.get(stack.pop(), ()):
+            if nxt not in tied:
+                tied.add(nxt)
+                stack.append(nxt)
+    return tied
+
+
 def _onehot_into(row: np.ndarray, start: int, choices: tuple[str, ...], value: object) -> None:
     if isinstance(value, str) and value in choices:
         row[start + choices.index(value)] = 1.0
@@ -336,7 +373,7 @@ class ObservationBuilder:
             gx[i, self.skill_idx[g.skill]] = 1.0
             gx[i, k + 3] = min(1.0, g.priority / 12.0)
             fe = self.first_enum[g.skill]
-            if fe is not None and fe[0] in g.args:
+            if fe is not None and fe[0] in g.args and fe[0] not in g.hidden_args:
                 _onehot_into(gx[i], k + 4, tuple(fe[1]), str(g.args[fe[0]]))
             c = k + 4 + em
             for h in self.schema.goal_hints:
@@ -366,14 +403,22 @@ class ObservationBuilder:
         self._static[f"{GOAL_NODE_TYPE}_mask"] = gm
         self._static[f"{TOOL_NODE_TYPE}_mask"] = np.ones(self.k, dtype=np.int8)
         self._static[f"{SESSION_NODE_TYPE}_mask"] = np.ones(1, dtype=np.int8)
-        # Goal entity references: (goal index, relation key of the argument, type, id).
-        self._goal_refs = [
-            (i, relation_key(GOAL_NODE_TYPE, goal_relation(name), t), t, v)
-            for i, g in enumerate(task.goals)
-            for name, t in self.entity_args[g.skill]
-            if name in g.args
-            for v in (g.args[name] if isinstance(g.args[name], list | tuple) else [g.args[name]])
-        ]
+        # Goal -> entity edges from the request only (see the module docstring): an argument the request names
+        # links to that entity; any other entity argument links to the request-tied candidates of its type. Each
+        # over the relation of its argument: (goal index, relation key, type, id) and (goal index, key, type).
+        named = {(r.type, r.id) for r in task.request.mentioned}
+        self._goal_refs: list[tuple[int, str, str, str]] = []
+        self._goal_open: list[tuple[int, str, str]] = []
+        for i, g in enumerate(task.goals):
+            for name, t in self.entity_args[g.skill]:
+                key = relation_key(GOAL_NODE_TYPE, goal_relation(name), t)
+                v = g.args.get(name)
+                vals = [str(x) for x in (v if isinstance(v, list | tuple) else [v]) if x is not None]
+                stated = [x for x in vals if (t, x) in named]
+                if stated and len(stated) == len(vals):
+                    self._goal_refs += [(i, key, t, x) for x in stated]
+                elif (i, key, t) not in self._goal_open:
+                    self._goal_open.append((i, key, t))
 
     def goal_ready(self, goal_done: np.ndarray) -> np.ndarray:
         """``(num_goals,)`` bool: pending goals whose prerequisites are all done (a fresh array).
@@ -420,6 +465,7 @@ class ObservationBuilder:
             key = f"{TOOL_NODE_TYPE}__operates__{t}"
             out[f"{t}_x"], out[f"{t}_mask"] = x, cached[0]
             out[f"{key}_ei"], out[f"{key}_mask"] = cached[1], cached[2]
+        links: list[tuple[str, str, str, str]] = []  # (src type, src id, dst type, dst id) of revealed links
         for lk in self.schema.links:
             src_idx, dst_idx = self.node_index[lk.src], self.node_index[lk.dst]
             pairs = []
@@ -428,6 +474,7 @@ class ObservationBuilder:
                 for d in v if isinstance(v, list) else [v]:
                     if isinstance(d, str) and d in dst_idx:
                         pairs.append((i, dst_idx[d]))
+                        links.append((lk.src, sid, lk.dst, d))
             key = f"{lk.src}__{lk.rel}__{lk.dst}"
             out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, pairs)
         per_role: dict[str, list[tuple[int, int]]] = {key: [] for key in self.goal_relations}
@@ -435,6 +482,10 @@ class ObservationBuilder:
             j = self.node_index[t].get(str(v))
             if j is not None:
                 per_role[key].append((gi, j))
+        if self._goal_open:
+            tied = request_tied(knowledge.mentioned, links)
+            for gi, key, t in self._goal_open:
+                per_role[key] += [(gi, j) for e, j in self.node_index[t].items() if (t, e) in tied]
         for key, pairs in per_role.items():
             out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, list(dict.fromkeys(pairs)))
         src = np.zeros(max(sp.num_sources, 1), dtype=np.int8)

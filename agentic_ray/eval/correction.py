@@ -1,10 +1,15 @@
-"""Correction Uplift (CU, seed 000; issue 13): the fix rate with the reflection input on minus off, over paired
-first failures, with a bootstrap interval.
+"""Correction Uplift (CU, seed 000; issues 13 and 25), split in two, over paired first failures with bootstrap
+intervals:
 
-A *pair* is one validation task rolled twice with the same seed, reflection input on and off. Before an
-episode's first failure the reflection input is all zeros, so a deterministic policy reaches the same first
-failure in both runs; only what follows can differ. Pairs whose first failures differ (same task, another step,
-skill or cause) are dropped and counted.
+* **CU**: the fix rate with the diagnosis minus the fix rate with the same failure evidence but the diagnosis
+  withheld: what the reflection module's diagnosis adds over what the caller saw of the failure;
+* **evidence uplift**: the fix rate with the failure evidence (no diagnosis) minus the fix rate with neither.
+
+The three conditions are distinct policy inputs (the policy's readout takes ``[diagnosis ‖ evidence]``, see
+``AAACModelConfig.evidence_to_policy``). A *pair* is one validation task rolled twice with the same seed under two
+conditions. Before an episode's first failure both inputs are all zeros, so a deterministic policy reaches the same
+first failure in every condition; only what follows can differ. Pairs whose first failures differ (same task,
+another step, skill or cause) are dropped and counted.
 
 A failure is *fixed* when the failed call's skill succeeds again, doing what the failed call was for (the
 success is not redundant: it satisfies a goal or reveals something the task needs), within the cause's fix length
@@ -30,6 +35,7 @@ from agentic_ray.rewards.episode_record import EpisodeRecord
 
 __all__ = [
     "FIX_STEPS",
+    "CorrectionSplit",
     "CorrectionUplift",
     "correction_pairs",
     "correction_uplift",
@@ -101,15 +107,41 @@ class CorrectionUplift:
     )  # cause → {"pairs", "fix_on", "fix_off"}
     pair_list: list[tuple[bool, bool, str]] = field(default_factory=list)  # to pool runs (not in to_dict)
 
+    def to_dict(self, name: str = "cu", rates: str = "cu") -> dict[str, object]:
+        """The figures under ``name`` (``<name>``, ``<name>_ci``, ``<name>_n``, ``<name>_pairs_dropped``) and
+        ``rates`` (``<rates>_fix_on``, ``<rates>_fix_off``, ``<rates>_by_cause``)."""
+        return {
+            name: self.cu,
+            f"{name}_ci": list(self.ci) if self.ci else None,
+            f"{name}_n": self.pairs,
+            f"{name}_pairs_dropped": self.dropped,
+            f"{rates}_fix_on": self.fix_rate_on,
+            f"{rates}_fix_off": self.fix_rate_off,
+            f"{rates}_by_cause": self.by_cause,
+        }
+
+
+@dataclass
+class CorrectionSplit:
+    """Correction Uplift split in two (see the module docstring), each with its pairs and interval.
+
+    Attributes:
+        cu: diagnosis (on) against the same evidence without it (off).
+        evidence: the evidence without a diagnosis (on) against neither (off).
+        evidence_channel: whether the policy reads the evidence itself; without it the evidence-only and the
+            no-evidence conditions are the same input (the evidence uplift is then 0 by construction and CU is
+            the diagnosis against nothing).
+    """
+
+    cu: CorrectionUplift
+    evidence: CorrectionUplift
+    evidence_channel: bool = True
+
     def to_dict(self) -> dict[str, object]:
         return {
-            "cu": self.cu,
-            "cu_ci": list(self.ci) if self.ci else None,
-            "cu_n": self.pairs,
-            "cu_pairs_dropped": self.dropped,
-            "cu_fix_on": self.fix_rate_on,
-            "cu_fix_off": self.fix_rate_off,
-            "cu_by_cause": self.by_cause,
+            **self.cu.to_dict(),
+            **self.evidence.to_dict("evidence_uplift", "evidence"),
+            "evidence_channel": self.evidence_channel,
         }
 
 

@@ -22,7 +22,7 @@ import torch
 from agentic_ray.domains import get_domain
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.baseline_policies import RandomMaskedPolicy
-from agentic_ray.eval.correction import CorrectionUplift, correction_pairs, correction_uplift_paired
+from agentic_ray.eval.correction import CorrectionSplit, correction_pairs, correction_uplift_paired
 from agentic_ray.eval.metrics import (
     EvalMetrics,
     attribute_failures,
@@ -146,18 +146,29 @@ class ModulePolicy:
     Args:
         module: an RLModule with ``forward_inference`` (e.g. :class:`~agentic_ray.models.aaac_rl_module.AAACRLModule`).
         deterministic: greedy actions (evaluation) instead of samples.
-        reflection: give the policy its reflection input (the reflection head's diagnosis, or ``obs["reflection"]``
-            with ``reflection_source="env"``); False zeroes it (the CU ablation; modules without the
-            ``reflection_enabled`` forward switch get a zeroed ``obs["reflection"]``).
+        reflection: give the policy its diagnosis of the last failed step (the reflection head's, or
+            ``obs["reflection"]`` with the oracle ``reflection_source="oracle_env"``); False withholds it, the
+            failure evidence staying (the CU ablation; modules without the ``reflection_enabled`` forward switch get
+            a zeroed ``obs["reflection"]``).
+        evidence: give the policy the failure evidence; False withholds it and the diagnosis made from it (the
+            evidence-uplift ablation; needs ``reflection=False``).
         debug: ask the module for debug outputs (probabilities, attention, gates).
     """
 
     def __init__(
-        self, module: Any, deterministic: bool = True, reflection: bool = True, debug: bool = False
+        self,
+        module: Any,
+        deterministic: bool = True,
+        reflection: bool = True,
+        debug: bool = False,
+        evidence: bool = True,
     ) -> None:
+        if reflection and not evidence:
+            raise ValueError("a diagnosis without the failure evidence it is made from is not a condition")
         self.module = module
         self.deterministic = deterministic
         self.reflection = reflection
+        self.evidence = evidence
         self.debug = debug
         self.dist_cls = module.get_inference_action_dist_cls()
 
@@ -172,6 +183,8 @@ class ModulePolicy:
             kw["reflection_enabled"] = False
             if "reflection" in batch:
                 batch["reflection"] = torch.zeros_like(batch["reflection"])
+        if not self.evidence:
+            kw["evidence_enabled"] = False
         out = self.module.forward_inference({Columns.OBS: batch}, **kw)
         dist = self.dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
         if self.deterministic:
@@ -197,7 +210,9 @@ class ModulePolicy:
                 member_probs(dist.parts, dist.packed_layout),
             )
             for i, d in enumerate(debugs):
-                d.update(_argument_debug(dist.parts, views, int(sample["skill"][i]), i, envs[i]))
+                j = int(sample["skill"][i])  # a skill, or in prototype mode a prototype of a skill
+                k = envs[i].skills.index(envs[i].prototypes[j].skill) if envs[i].prototypes else j
+                d.update(_argument_debug(dist.parts, views, j, i, envs[i], skill=k))
         if self.debug and hasattr(self.module, "model") and hasattr(self.module.model, "reflection_logits"):
             probs = torch.softmax(
                 self.module.model.reflection_logits(self.module._obs({Columns.OBS: batch})), -1
@@ -208,7 +223,13 @@ class ModulePolicy:
 
 
 def _argument_debug(
-    parts: Any, views: tuple[torch.Tensor, torch.Tensor], k: int, i: int, env: AgentTaskEnv, top_k: int = 3
+    parts: Any,
+    views: tuple[torch.Tensor, torch.Tensor],
+    k: int,
+    i: int,
+    env: AgentTaskEnv,
+    top_k: int = 3,
+    skill: int | None = None,
 ) -> dict[str, Any]:
     """The chosen skill's argument distributions for row ``i``, named by argument and by node/choice.
 
@@ -222,9 +243,11 @@ def _argument_debug(
         views: its pointer logits by slot ``(B, K, P, Mp1)`` (``PackedActionLogits.pointer_by_slot``) and its list
             member probabilities ``(B, K, L, Mp)`` (``member_probs``: a set's inclusion marginals, a sequence's
             first member).
-        k: the skill the policy chose for this row.
+        k: the choice the policy made for this row (its skill; in prototype mode, the prototype).
         i: the row.
         env: the env the row acts in.
+        top_k: how many choices to list.
+        skill: the skill the choice acts with (default ``k``): its contract labels the arguments.
 
     Returns:
         ``{"pointer": {arg: [[node id, p], ...]}, "members": {arg: [[node id, p(in set / first)], ...]},
@@ -250,7 +273,11 @@ def _argument_debug(
         order = torch.argsort(probs, descending=True)[:top_k].tolist()
         return [[labels[j], float(probs[j])] for j in order if float(probs[j]) > 0.0]
 
-    for ps in env.codec.params[k] if k < len(env.codec.params) else []:
+    kind_of = {"pointer", "list"} if env.prototypes else {"pointer", "list", "enum", "numeric"}
+    skill = k if skill is None else skill
+    for ps in env.codec.params[skill] if skill < len(env.codec.params) else []:
+        if ps.kind not in kind_of:  # a prototype fixes enum values and the numeric rule
+            continue
         if ps.kind == "pointer":
             labels: list[Any] = list(ids.get(ps.spec.node_type, []))
             probs = torch.softmax(pointer[i, k, ps.slot].float(), -1)
@@ -282,7 +309,8 @@ def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv, obs: dict[str, np
     destination has a single neighbour (weight 1 by construction) are left out.
     """
     out: dict[str, Any] = {}
-    if "top_skills" in dbg:
+    protos = getattr(env, "prototypes", None)
+    if "top_skills" in dbg and not protos:
         idx = dbg["top_skills"][i].tolist()
         pr = dbg["top_skill_probs"][i].tolist()
         out["top_skills"] = [[env.skills[j], float(p)] for j, p in zip(idx, pr, strict=True)]
@@ -325,7 +353,6 @@ def _row_debug(dbg: dict[str, Any], i: int, env: AgentTaskEnv, obs: dict[str, np
         for k, v in (dbg.get("gates") or {}).items()
         if k.split("/", 1)[0] == last
     }
-    protos = getattr(env, "prototypes", None)
     if "prototype_probs" in dbg and protos:
         pr = dbg["prototype_probs"][i].float()
         top = pr.topk(min(3, pr.shape[-1]))
@@ -343,7 +370,7 @@ class EvalResult:
     traces: list[dict[str, Any]] = field(default_factory=list)
     attribution: dict[str, Any] = field(default_factory=dict)
     after_failure: list[bool] = field(default_factory=list)
-    correction: dict[str, Any] = field(default_factory=dict)  # CorrectionUplift.to_dict() of the CU ablation
+    correction: dict[str, Any] = field(default_factory=dict)  # CorrectionSplit.to_dict() of the CU ablation
 
 
 def validation_env_config(env_config: AgentTaskEnvConfig, fault_share: float) -> AgentTaskEnvConfig:
@@ -539,24 +566,35 @@ def correction_ablation(
     max_tasks_per_family: int = 200,
     num_envs: int = 16,
     on_episode: Callable[[], None] | None = None,
-) -> CorrectionUplift:
-    """CU over paired first failures (:mod:`agentic_ray.eval.correction`): every validation task rolled with the
-    reflection input on and off; more validation tasks are added (up to ``max_tasks_per_family`` per family) until
-    ``min_pairs`` pairs are collected."""
-    off = ModulePolicy(policy.module, policy.deterministic, reflection=False)
-    on_recs: list[EpisodeRecord] = []
-    off_recs: list[EpisodeRecord] = []
+) -> CorrectionSplit:
+    """CU and the evidence uplift over paired first failures (:mod:`agentic_ray.eval.correction`): every validation
+    task rolled three times, with the diagnosis, with the failure evidence but the diagnosis withheld, and with
+    neither; more validation tasks are added (up to ``max_tasks_per_family`` per family) until both comparisons
+    have ``min_pairs`` pairs."""
+    conditions = (
+        policy,
+        ModulePolicy(policy.module, policy.deterministic, reflection=False),
+        ModulePolicy(policy.module, policy.deterministic, reflection=False, evidence=False),
+    )
+    recs: tuple[list[EpisodeRecord], ...] = ([], [], [])
     done: set[tuple[str, int]] = set()
     n = tasks_per_family
     while True:
         tasks = [t for t in validation_tasks(env_config, n) if t not in done]
-        on_recs += rollout(policy, env_config, tasks, num_envs=num_envs, on_episode=on_episode)[0]
-        off_recs += rollout(off, env_config, tasks, num_envs=num_envs, on_episode=on_episode)[0]
+        for pol, out in zip(conditions, recs, strict=True):
+            out += rollout(pol, env_config, tasks, num_envs=num_envs, on_episode=on_episode)[0]
         done |= set(tasks)
-        pairs, dropped = correction_pairs(on_recs, off_recs)
-        if len(pairs) >= min_pairs or n >= max_tasks_per_family:
-            return correction_uplift_paired(pairs, dropped)
-        per_task = max(len(pairs), 1) / n
+        cu_pairs, cu_dropped = correction_pairs(recs[0], recs[1])
+        ev_pairs, ev_dropped = correction_pairs(recs[1], recs[2])
+        fewest = min(len(cu_pairs), len(ev_pairs))
+        if fewest >= min_pairs or n >= max_tasks_per_family:
+            cfg = getattr(policy.module, "aaac_config", None)
+            return CorrectionSplit(
+                correction_uplift_paired(cu_pairs, cu_dropped),
+                correction_uplift_paired(ev_pairs, ev_dropped),
+                bool(getattr(cfg, "evidence_to_policy", False)),
+            )
+        per_task = max(fewest, 1) / n
         n = min(max_tasks_per_family, max(n + 1, int(np.ceil(1.2 * min_pairs / per_task))))
 
 
@@ -600,7 +638,7 @@ def evaluate_policy(
         on_episode=on_episode,
     )
     after = first_action_after_failure(recs, first_only=True)
-    cu: CorrectionUplift | None = None
+    cu: CorrectionSplit | None = None
     if cu_ablation and isinstance(policy, ModulePolicy):
         cu = correction_ablation(
             policy,
@@ -611,4 +649,5 @@ def evaluate_policy(
             on_episode=on_episode,
         )
     correction = cu.to_dict() if cu is not None else {}
-    return EvalResult(evaluate(recs, cu=cu), recs, traces, attribute_failures(recs), after, correction)
+    metrics = evaluate(recs, cu=None if cu is None else cu.cu, evidence=None if cu is None else cu.evidence)
+    return EvalResult(metrics, recs, traces, attribute_failures(recs), after, correction)

@@ -11,16 +11,21 @@ of ``metrics.jsonl`` can tell 0.5 over 4 calls from 0.5 over 4,000.
     caused (``StepRecord.injected``: an outage, a transient or a garbled reply). The scripted expert scores
     below 1 on ``tcsr`` whenever faults are injected, and 1 on ``tcsr_policy``.
 * **DVR** (DAG validity rate): episodes whose executed plan has no dependency violation and no missing
-  prerequisite ÷ episodes.
+  prerequisite ÷ episodes. An episode that satisfied no goal counts as valid, so a policy that does nothing scores
+  1.0; ``dvr_progress`` (what the RL stage's gate reads) counts only non-empty plans as valid: episodes that
+  satisfied at least one goal with no violation and no missing prerequisite ÷ episodes.
 * **Entity Recall@5**: ``None`` ("n/a") until long-term memory lands; then recalled ÷ mentioned entities.
 * **CU** (correction uplift): over first-failure pairs (the same validation task's first failure, once with the
-  reflection input on and once with it off), the fix rate with it on minus the fix rate with it off, with a 95%
-  bootstrap interval and the pair count (:mod:`agentic_ray.eval.correction`). A fix is cause-specific: the
-  failed call succeeding within its root cause's fix length.
+  diagnosis and once with the same failure evidence but the diagnosis withheld), the fix rate with it minus the
+  fix rate without, with a 95% bootstrap interval and the pair count (:mod:`agentic_ray.eval.correction`). A fix
+  is cause-specific: the failed call succeeding within its root cause's fix length. ``evidence_uplift``: the same
+  over pairs of the evidence (no diagnosis) against neither.
 * **SPT** (steps per task): mean env steps per **successful** episode (a failed episode's steps say nothing about
   how many a task takes); ``spt_over_optimal`` divides each one's steps by the task's optimal step count first.
   Both are None when no episode succeeded.
-* ``completion``: share of episodes with every goal satisfied; ``high_risk_share``: high-risk steps ÷ steps;
+* ``completion``: share of episodes with every goal satisfied; ``first_pass_completion``: share of episodes
+  completed with no delayed consequence (a complaint, a chargeback: ``EpisodeRecord.consequences``) coming back
+  for them, a task solved on the first pass; ``high_risk_share``: high-risk steps ÷ steps;
   ``entities_past_cap``: entities per episode the observation left out because their type's node cap was full.
 """
 
@@ -59,17 +64,24 @@ class EvalMetrics:
     tcsr_policy_n: int  # tool calls without the failures an injected fault caused
     dvr: float
     dvr_n: int  # episodes
+    dvr_progress: float
+    dvr_progress_n: int  # episodes
     entity_recall_at_5: float | None
     entity_recall_at_5_n: int  # mentioned entities (0 while memory is off)
     cu: float | None
     cu_ci: tuple[float, float] | None
     cu_n: int  # first-failure pairs
+    evidence_uplift: float | None
+    evidence_uplift_ci: tuple[float, float] | None
+    evidence_uplift_n: int  # first-failure pairs
     spt: float | None
     spt_n: int  # successful episodes
     spt_over_optimal: float | None
     spt_over_optimal_n: int  # successful episodes
     completion: float
     completion_n: int  # episodes
+    first_pass_completion: float
+    first_pass_completion_n: int  # episodes
     high_risk_share: float
     high_risk_share_n: int  # steps
     entities_past_cap: float = 0.0  # mean entities per episode the observation left out (past a node cap)
@@ -102,6 +114,11 @@ def dvr(episodes: Sequence[EpisodeRecord]) -> float:
     return _share([e.dag_valid for e in episodes])
 
 
+def dvr_progress(episodes: Sequence[EpisodeRecord]) -> float:
+    """Valid non-empty plans ÷ episodes: at least one goal satisfied, no violation, no missing prerequisite."""
+    return _share([e.dag_valid and bool(e.goals_done_order) for e in episodes])
+
+
 def entity_recall_at_5(episodes: Sequence[EpisodeRecord]) -> float | None:
     """Recalled ÷ mentioned entities (top-5 recall is decided by the memory layer). None while nothing is tracked."""
     mentioned = sum(len(e.entities_mentioned) for e in episodes)
@@ -125,6 +142,11 @@ def spt_over_optimal(episodes: Sequence[EpisodeRecord]) -> float | None:
 
 def completion(episodes: Sequence[EpisodeRecord]) -> float:
     return _share([e.completed for e in episodes])
+
+
+def first_pass_completion(episodes: Sequence[EpisodeRecord]) -> float:
+    """Completed episodes for which no delayed consequence (complaint, chargeback) came back ÷ episodes."""
+    return _share([e.completed and not e.consequences for e in episodes])
 
 
 def high_risk_share(episodes: Sequence[EpisodeRecord]) -> float:
@@ -156,8 +178,10 @@ def evaluate(
     episodes: Iterable[EpisodeRecord | dict[str, Any]],
     cu: CorrectionUplift | None = None,
     memory: bool = False,
+    evidence: CorrectionUplift | None = None,
 ) -> EvalMetrics:
-    """All metrics at once, each with its sample count. ``cu`` comes from the reflection ablation (two rollouts).
+    """All metrics at once, each with its sample count. ``cu`` and ``evidence`` (the evidence uplift) come from
+    the reflection ablation (:func:`~agentic_ray.eval.evaluator.correction_ablation`, three rollouts).
 
     Entity Recall@5 is reported only with ``memory=True``: until long-term memory lands, the env's entity
     bookkeeping measures whether a call used the request's entities, which is not recall from memory.
@@ -174,17 +198,24 @@ def evaluate(
         tcsr_policy_n=len(policy_calls(eps)),
         dvr=dvr(eps),
         dvr_n=len(eps),
+        dvr_progress=dvr_progress(eps),
+        dvr_progress_n=len(eps),
         entity_recall_at_5=recall,
         entity_recall_at_5_n=sum(len(e.entities_mentioned) for e in eps) if memory else 0,
         cu=None if cu is None else cu.cu,
         cu_ci=None if cu is None else cu.ci,
         cu_n=0 if cu is None else cu.pairs,
+        evidence_uplift=None if evidence is None else evidence.cu,
+        evidence_uplift_ci=None if evidence is None else evidence.ci,
+        evidence_uplift_n=0 if evidence is None else evidence.pairs,
         spt=spt(eps),
         spt_n=successes,
         spt_over_optimal=spt_over_optimal(eps),
         spt_over_optimal_n=successes,
         completion=completion(eps),
         completion_n=len(eps),
+        first_pass_completion=first_pass_completion(eps),
+        first_pass_completion_n=len(eps),
         high_risk_share=high_risk_share(eps),
         high_risk_share_n=steps,
         entities_past_cap=entities_past_cap(eps),

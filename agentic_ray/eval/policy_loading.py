@@ -1,5 +1,11 @@
 """Load a trained policy module from a run directory or checkpoint, without building an Algorithm.
 
+A checkpoint records its model's settings (the module's constructor arguments, ``class_and_ctor_args.pkl``,
+hold the ``model_config`` dict, so a restored module has ``aaac_config``). A policy trained with the env's
+privileged root cause (``reflection_source: oracle_env``, an oracle ablation) is refused with an
+:class:`OracleCheckpointError` unless the caller asks for it (``allow_oracle=True``; ``agentic-ray eval
+--allow-oracle``): evaluated or served, it would read what no agent can know.
+
 A damaged checkpoint (a truncated pickle after a full disk, a half-copied folder) fails here with a
 :class:`CheckpointError` that names the checkpoint and the broken file, not with a pickle traceback from deep
 inside RLlib; :func:`verify_checkpoint` runs the same check on a whole algorithm checkpoint before anything is
@@ -21,6 +27,19 @@ _MODULE_FILES = (
 
 class CheckpointError(RuntimeError):
     """A checkpoint that cannot be loaded. The message names the checkpoint and the broken or missing file."""
+
+
+class OracleCheckpointError(CheckpointError):
+    """A checkpoint of a policy trained with the env's privileged root cause, loaded without ``allow_oracle``."""
+
+
+def uses_oracle(module: Any) -> bool:
+    """Whether an RLModule's policy reads the env's privileged root cause (``reflection_source: oracle_env``).
+
+    Modules without an AAAC model config (another RLModule) read no such input.
+    """
+    cfg = getattr(module, "aaac_config", None)
+    return bool(getattr(cfg, "uses_oracle", False))
 
 
 def pick_checkpoint(run_dir: str | Path, name: str | None = None) -> Path:
@@ -90,10 +109,15 @@ def verify_checkpoint(checkpoint: str | Path, *, module_only: bool = False) -> P
     return p
 
 
-def load_policy_module(checkpoint: str | Path) -> Any:
+def load_policy_module(checkpoint: str | Path, *, allow_oracle: bool = False) -> Any:
     """The ``default_policy`` RLModule of an algorithm checkpoint (or of a module checkpoint directly).
 
+    Args:
+        checkpoint: the checkpoint folder.
+        allow_oracle: load a policy trained with the env's privileged root cause too (an oracle ablation).
+
     Raises:
+        OracleCheckpointError: the policy reads the env's privileged root cause and ``allow_oracle`` is False.
         CheckpointError: the checkpoint is missing, incomplete or corrupted (the message names the file).
     """
     from ray.rllib.core.rl_module.rl_module import RLModule
@@ -110,5 +134,11 @@ def load_policy_module(checkpoint: str | Path) -> Any:
         module: Any = RLModule.from_checkpoint(str(path))
     except Exception as e:  # readable files whose contents do not fit (another model, another version)
         raise CheckpointError(f"checkpoint {path} cannot be restored: {type(e).__name__}: {e}") from e
+    if uses_oracle(module) and not allow_oracle:
+        raise OracleCheckpointError(
+            f"checkpoint {path} holds a policy trained with the env's privileged root cause "
+            "(model.reflection_source: oracle_env, an oracle ablation): it reads what no agent can know. "
+            "Refused; pass --allow-oracle (allow_oracle=True) to load it as the oracle ablation."
+        )
     module.eval()
     return module

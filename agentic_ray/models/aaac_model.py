@@ -5,17 +5,16 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch import nn
 
 from agentic_ray.graph_spec import TOOL_NODE_TYPE, ActionLayout, GraphSpec, evidence_width
 from agentic_ray.models.flat_mlp_encoder import FlatMLPEncoder
 from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
 from agentic_ray.models.reflection import failed_last_step
-from agentic_ray.models.skill_argument_functional import masked_fill_value, member_probs
+from agentic_ray.models.skill_argument_functional import member_probs
 from agentic_ray.models.skill_argument_heads import SkillArgumentHeads, SkillArgumentLogits, mlp
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
-from agentic_ray.models.tool_grounded_scorer import ToolGroundedScorer
 
 __all__ = ["AAACModel", "AAACModelConfig", "build_state_encoder", "default_device"]
 
@@ -85,7 +84,7 @@ class AAACModelConfig(BaseModel):
     action_scorer: Literal["tool_nodes", "state"] = Field(
         default="tool_nodes",
         description=(
-            "How skill (structured mode) and prototype logits are computed. 'tool_nodes': each action is also "
+            "How skill (or prototype) logits are computed. 'tool_nodes': each action is also "
             "scored from the embedding of the tool node it calls (ToolGroundedScorer), so what message passing "
             "brings to a tool (e.g. a ready goal that needs it) drives that tool's logit directly. 'state': an MLP "
             "on the pooled state only."
@@ -102,15 +101,27 @@ class AAACModelConfig(BaseModel):
         "critic's optimizer and clip; the risk head keeps its own), so two critics cost what one does. False "
         "gives each critic an encoder of its own (one more encoder pass per learner step).",
     )
-    reflection_source: Literal["env", "predicted"] = Field(
-        default="env",
+    reflection_source: Literal["predicted", "oracle_env"] = Field(
+        default="predicted",
         description=(
-            "What the policy's state gets as its reflection input. 'env': obs['reflection'], the env's rule-based "
-            "root cause of the last failed step (one-hot; zeros without a failure; privileged: it reads the "
-            "world). 'predicted': the reflection head's softmax (detached), predicted from the state computed "
-            "WITHOUT the reflection input and from obs['failure_evidence'] (what the caller saw of the failure; no "
-            "label leak), only on rows whose last step failed (the evidence's 'failed' flag), zeros elsewhere. "
-            "With 'predicted' the reflection head is part of the inference-only (EnvRunner) module."
+            "What the policy's state gets as its diagnosis of the last failed step. 'predicted' (the default): the "
+            "reflection head's softmax (detached), predicted from obs['failure_evidence'] (what the caller saw of "
+            "the failure; and, with reflection_head_input='evidence_and_state', from the state computed WITHOUT "
+            "the diagnosis), only on rows whose last step failed (the evidence's 'failed' flag), zeros elsewhere; "
+            "the reflection head is then part of the inference-only (EnvRunner) module. 'oracle_env': "
+            "obs['reflection'], the env's rule-based root cause (one-hot; privileged: it reads the world's truth "
+            "and the task's ground truth). An oracle ablation only: evaluation and serving refuse a checkpoint "
+            "trained with it unless asked to (--allow-oracle), and benchmark lines of such runs say oracle: true."
+        ),
+    )
+    evidence_to_policy: bool = Field(
+        default=True,
+        description=(
+            "The policy's state also reads obs['failure_evidence'] (what the caller saw of the last failed call: "
+            "its result-code class, flags, the failed skill), beside the diagnosis. So Correction Uplift can "
+            "withhold the diagnosis alone: CU = fix rate with the diagnosis minus with the same evidence and no "
+            "diagnosis; the evidence uplift = evidence against neither. False: the evidence reaches the policy "
+            "only through the diagnosis (the evidence-only and no-evidence conditions are then the same input)."
         ),
     )
     reflection_head_input: Literal["evidence", "evidence_and_state"] = Field(
@@ -130,7 +141,7 @@ class AAACModelConfig(BaseModel):
             "failed skill, a learned prior over the next skill, zero at start, added to the skill logits (and to "
             "each prototype's skill). Without it the diagnosis reaches the action only through the state readout, "
             "which imitation with a few dozen corrections per cause learned to ignore (CU near 0; FixPrior's "
-            "docstring has the benchmark figures). Only with reflection_source='env' or "
+            "docstring has the benchmark figures). Only with reflection_source='oracle_env' or "
             "reflection_head_input='evidence'."
         ),
     )
@@ -140,11 +151,27 @@ class AAACModelConfig(BaseModel):
     debug_top_k: int = Field(default=3, ge=1, description="How many top skills the debug outputs list.")
     device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="'auto' = cuda when present.")
 
+    @field_validator("reflection_source", mode="before")
+    @classmethod
+    def _renamed_oracle(cls, v: object) -> object:
+        if v == "env":
+            raise ValueError(
+                "reflection_source 'env' is no longer accepted: the env's privileged root cause is the oracle "
+                "ablation 'oracle_env' (refused by evaluation and serving unless allowed); the default is "
+                "'predicted'"
+            )
+        return v
+
     @model_validator(mode="after")
     def _heads_divide_hidden(self) -> AAACModelConfig:
         if self.hidden_dim % self.num_heads:
             raise ValueError(f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
         return self
+
+    @property
+    def uses_oracle(self) -> bool:
+        """True when the policy reads the env's privileged root cause (``reflection_source="oracle_env"``)."""
+        return self.reflection_source == "oracle_env"
 
     @property
     def head_width(self) -> int:
@@ -164,8 +191,11 @@ def check_tool_nodes(spec: GraphSpec, layout: ActionLayout) -> None:
         )
 
 
-def build_state_encoder(spec: GraphSpec, config: AAACModelConfig) -> HeteroGNNEncoder | FlatMLPEncoder:
-    """The encoder named by ``config.encoder``."""
+def build_state_encoder(
+    spec: GraphSpec, config: AAACModelConfig, failure_input_dim: int | None = None
+) -> HeteroGNNEncoder | FlatMLPEncoder:
+    """The encoder named by ``config.encoder``; ``failure_input_dim`` is the width of its readout's failure input
+    (default: the root causes, what ``obs["reflection"]`` holds)."""
     if config.encoder == "gnn":
         return HeteroGNNEncoder(
             spec,
@@ -176,12 +206,14 @@ def build_state_encoder(spec: GraphSpec, config: AAACModelConfig) -> HeteroGNNEn
             add_reverse_relations=config.add_reverse_relations,
             compact_edges=config.compact_edges,
             gnn_layer=config.gnn_layer,
+            reflection_dim=failure_input_dim,
         )
     return FlatMLPEncoder(
         spec,
         hidden_dim=config.hidden_dim,
         mlp_hidden_dim=config.flat_hidden_dim,
         mlp_layers=config.flat_layers,
+        reflection_dim=failure_input_dim,
     )
 
 
@@ -217,9 +249,9 @@ class FixPrior(nn.Module):
 
 
 class AAACModel(nn.Module):
-    """Encoder + skill/argument heads + prototype head + reward critic + risk critic + reflection head.
+    """Encoder + skill/argument heads + reward critic + risk critic + reflection head.
 
-    Parameter groups: the encoder, policy heads, prototype head and reflection head form the *policy* group; each
+    Parameter groups: the encoder, policy heads, reflection head and fix prior form the *policy* group; each
     critic (with its own encoder when ``separate_critic_encoders``) is its own group.
 
     Args:
@@ -228,16 +260,16 @@ class AAACModel(nn.Module):
         config: Sizes and switches.
         build_critics: False builds the inference-only model (no critics; no reflection head unless
             ``config.reflection_source == "predicted"``, where the policy needs it to act).
-        prototype_mode: Act through the prototype head (``Discrete(num_prototypes)``) instead of the structured
-            skill/argument heads; only the heads of the chosen mode are built.
+        prototype_mode: Act over prototypes (``layout.prototype_action_space()``): the heads choose a prototype,
+            then its skill's entity arguments, instead of a skill and all its arguments.
 
     Attributes:
-        reflection_enabled: The Correction-Uplift ablation switch (inference or training): False zeroes the
-            reflection input whatever ``reflection_source`` (the result equals a forward pass on observations
-            whose ``reflection`` is all zeros).
+        reflection_enabled: The Correction-Uplift ablation switch (inference or training): False withholds the
+            diagnosis whatever ``reflection_source`` (the failure evidence stays, with ``evidence_to_policy``).
+        evidence_enabled: The evidence-uplift ablation switch: False withholds the failure evidence and, with it,
+            the diagnosis.
     """
 
-    prototype_skill: torch.Tensor  # buffer: each prototype's skill (with the fix prior)
     NON_INFERENCE_ATTRIBUTES: tuple[str, ...] = (
         "reward_critic",
         "risk_critic",
@@ -257,47 +289,42 @@ class AAACModel(nn.Module):
         super().__init__()
         self.spec, self.layout, self.config = spec, layout, config
         h, hh = config.hidden_dim, config.head_width
-        self.encoder = build_state_encoder(spec, config)
+        self.evidence_dim = evidence_width(layout.num_skills)
+        failure_dim = len(spec.root_causes) + (self.evidence_dim if config.evidence_to_policy else 0)
+        self.encoder = build_state_encoder(spec, config, failure_dim)
         self.prototype_mode = prototype_mode
-        self.policy_heads: SkillArgumentHeads | None = None
-        self.prototype_head: nn.Module | None = None
-        if prototype_mode:
-            if not layout.num_prototypes:
-                raise ValueError("prototype_mode needs an action layout with num_prototypes > 0")
-            if config.action_scorer == "tool_nodes":
-                if len(layout.prototype_skills) != layout.num_prototypes:
-                    raise ValueError(
-                        "action_scorer='tool_nodes' needs the layout's prototype_skills; use "
-                        "action_scorer='state' for layouts without them"
-                    )
-                check_tool_nodes(spec, layout)
-                self.prototype_head = ToolGroundedScorer(h, h, hh, layout.prototype_skills)
-            else:
-                self.prototype_head = mlp(h, hh, layout.num_prototypes)
-        else:
-            if config.action_scorer == "tool_nodes":
-                check_tool_nodes(spec, layout)
-            self.policy_heads = SkillArgumentHeads(
-                spec, layout, h, h, hh, tool_scoring=config.action_scorer == "tool_nodes"
+        if prototype_mode and (
+            not layout.num_prototypes or len(layout.prototype_skills) != layout.num_prototypes
+        ):
+            raise ValueError(
+                "prototype_mode needs an action layout with prototype_skills for every prototype"
             )
+        if config.action_scorer == "tool_nodes":
+            check_tool_nodes(spec, layout)
+        # Prototype mode: one choice per prototype, each with its skill's entity arguments (the policy chooses the
+        # entities; the prototype fixes the skill, enum values and numeric rule).
+        self.policy_heads: SkillArgumentHeads = SkillArgumentHeads(
+            spec,
+            layout.prototype_layout() if prototype_mode else layout,
+            h,
+            h,
+            hh,
+            tool_scoring=config.action_scorer == "tool_nodes",
+            choice_skills=layout.prototype_skills if prototype_mode else None,
+        )
         self.has_critics = build_critics
         self.reflection_enabled = True
+        self.evidence_enabled = True
         self.reflection_head: nn.Module | None = None
         if build_critics:
             self.reward_critic = mlp(h, hh, 1)
             self.risk_critic = mlp(h, hh, 1)
-        self.evidence_dim = evidence_width(layout.num_skills)
         if build_critics or self.predicts_reflection:
             width = self.evidence_dim + (h if config.reflection_head_input == "evidence_and_state" else 0)
             self.reflection_head = mlp(width, hh, len(spec.root_causes))
         self.fix_prior: FixPrior | None = None
         if config.reflection_fix_prior:
             self.fix_prior = FixPrior(len(spec.root_causes), layout.num_skills)
-            self.register_buffer(
-                "prototype_skill",
-                torch.as_tensor(list(layout.prototype_skills or []), dtype=torch.long),
-                persistent=False,
-            )
         if build_critics:
             if config.separate_critic_encoders:
                 self.reward_critic_encoder = build_state_encoder(spec, config)
@@ -322,53 +349,70 @@ class AAACModel(nn.Module):
         return_debug: bool = False,
         reflection_enabled: bool | None = None,
         reflection_dropout: float = 0.0,
+        evidence_enabled: bool | None = None,
+        evidence_dropout: float = 0.0,
     ) -> StateEncoderOutput:
         """Policy encoder over a batch of observations; see :class:`StateEncoderOutput` for shapes.
+
+        The readout's failure input is ``[diagnosis ‖ evidence]``: the diagnosis of the last failed step (see
+        ``reflection_source``) and, with ``evidence_to_policy``, ``obs["failure_evidence"]`` itself. The three
+        inputs Correction Uplift compares are distinct: both; the evidence with the diagnosis withheld
+        (``reflection_enabled=False``); neither (``evidence_enabled=False``, which withholds the diagnosis too:
+        it is made from the evidence).
 
         Args:
             obs: Batched observations.
             return_debug: Ask the encoder for attention weights and gates.
             reflection_enabled: Overrides :attr:`reflection_enabled` for this call (False = ablation: a zero
-                reflection input).
-            reflection_dropout: Share of rows whose reflection input is zeroed at random (training only: the
-                imitation stage uses it so that the same policy also learns what to do without a diagnosis).
+                diagnosis).
+            reflection_dropout: Share of rows whose diagnosis is zeroed at random (training only: imitation uses it
+                so that the same policy also learns what to do without a diagnosis).
+            evidence_enabled: Overrides :attr:`evidence_enabled` for this call (False = ablation: zero evidence and
+                zero diagnosis).
+            evidence_dropout: Share of rows whose evidence (and diagnosis) is zeroed at random (training only).
 
-        With ``reflection_source="predicted"`` ``state`` was built from the reflection head's detached prediction
-        on rows whose last step failed (zeros elsewhere); when the head also reads the state
-        (``reflection_head_input="evidence_and_state"``) the output's ``reflection_free_state`` is that state.
+        With ``reflection_source="predicted"`` the diagnosis is the reflection head's detached prediction on rows
+        whose last step failed (zeros elsewhere); when the head also reads the state
+        (``reflection_head_input="evidence_and_state"``) the output's ``reflection_free_state`` is the state
+        without the failure input.
         """
-        enabled = self.reflection_enabled if reflection_enabled is None else reflection_enabled
-        if not enabled:
-            # The ablation: the state a zero reflection vector gives, whatever the source (the head does not run).
-            return self.encoder(
-                {**obs, "reflection": torch.zeros_like(obs["reflection"])}, return_debug=return_debug
-            )
-        keep: torch.Tensor | None = None
+        refl = obs["reflection"]
+        rows = (refl.shape[0], 1)
+        diag_on = self.reflection_enabled if reflection_enabled is None else reflection_enabled
+        ev_on = self.evidence_enabled if evidence_enabled is None else evidence_enabled
+        keep_ev = torch.full(rows, bool(ev_on), device=refl.device)
+        if evidence_dropout > 0:
+            keep_ev = keep_ev & (torch.rand(rows, device=refl.device) >= evidence_dropout)
+        keep = keep_ev & bool(diag_on)  # no diagnosis without the evidence it is made from
         if reflection_dropout > 0:
-            keep = (
-                torch.rand(obs["reflection"].shape[0], 1, device=obs["reflection"].device)
-                >= reflection_dropout
+            keep = keep & (torch.rand(rows, device=refl.device) >= reflection_dropout)
+        evidence = obs["failure_evidence"]
+        shown = evidence.float() * keep_ev.float() if self.config.evidence_to_policy else None
+
+        def failure_input(diagnosis: torch.Tensor) -> torch.Tensor:
+            return diagnosis if shown is None else torch.cat([diagnosis, shown.to(diagnosis.dtype)], -1)
+
+        if not diag_on or not ev_on:
+            # A withheld diagnosis, whatever its source (the head does not run).
+            return self.encoder(
+                {**obs, "reflection": failure_input(torch.zeros_like(refl))}, return_debug=return_debug
             )
         if not self.predicts_reflection:
-            if keep is not None:
-                obs = {**obs, "reflection": obs["reflection"] * keep.to(obs["reflection"].dtype)}
-            return self._with_fix_prior(self.encoder(obs, return_debug=return_debug), obs, obs["reflection"])
+            diagnosis = refl * keep.to(refl.dtype)
+            enc = self.encoder({**obs, "reflection": failure_input(diagnosis)}, return_debug=return_debug)
+            return self._with_fix_prior(enc, obs, diagnosis)
         head = self.reflection_head
         assert head is not None
-        failed = failed_last_step(obs).unsqueeze(-1)
-        if keep is not None:
-            failed = failed & keep
-        evidence = obs["failure_evidence"]
+        failed = failed_last_step(obs).unsqueeze(-1) & keep
         if self.config.reflection_head_input == "evidence":
             probs = head(evidence.float()).softmax(-1).detach()
-            refl = probs * failed.to(probs.dtype)
-            return self._with_fix_prior(
-                self.encoder({**obs, "reflection": refl}, return_debug=return_debug), obs, refl
-            )
+            diagnosis = probs * failed.to(probs.dtype)
+            enc = self.encoder({**obs, "reflection": failure_input(diagnosis)}, return_debug=return_debug)
+            return self._with_fix_prior(enc, obs, diagnosis)
 
         def predicted(free_state: torch.Tensor) -> torch.Tensor:
             probs = head(torch.cat([free_state, evidence.to(free_state.dtype)], -1)).softmax(-1).detach()
-            return probs * failed.to(probs.dtype)
+            return failure_input(probs * failed.to(probs.dtype))
 
         return self.encoder(obs, return_debug=return_debug, reflection_fn=predicted)
 
@@ -411,22 +455,10 @@ class AAACModel(nn.Module):
 
     # -- heads ------------------------------------------------------------------------------------------
     def policy_logits(self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput) -> SkillArgumentLogits:
-        """Structured-action logits; ``["packed"]`` is ``(B, D)`` (see ``skill_argument_functional``)."""
-        if self.policy_heads is None:
-            raise ValueError("this model was built in prototype mode; use prototype_logits")
+        """Action logits; ``["packed"]`` is ``(B, D)`` (see ``skill_argument_functional``). In prototype mode the
+        "skills" are the prototypes (``skill (B, num_prototypes)``, masked by ``proto_mask``) and the arguments
+        are their skills' entity arguments."""
         return self.policy_heads(obs, enc)
-
-    def prototype_logits(self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput) -> torch.Tensor:
-        """``(B, num_prototypes)`` logits masked by ``proto_mask``."""
-        if self.prototype_head is None:
-            raise ValueError("this model was built for structured actions; use policy_logits")
-        if isinstance(self.prototype_head, ToolGroundedScorer):
-            logits = self.prototype_head(enc.state, enc.nodes[TOOL_NODE_TYPE])
-        else:
-            logits = self.prototype_head(enc.state)
-        if enc.skill_prior is not None and self.prototype_skill.numel():
-            logits = logits + enc.skill_prior[:, self.prototype_skill]
-        return logits.masked_fill(obs["proto_mask"] <= 0, masked_fill_value(logits.dtype))
 
     def reward_values(
         self, obs: dict[str, torch.Tensor], enc: StateEncoderOutput | None = None
@@ -458,41 +490,40 @@ class AAACModel(nn.Module):
     ) -> torch.Tensor:
         """``(B, len(spec.root_causes))`` root-cause class logits (see :meth:`reflection_input` for the input)."""
         if self.reflection_head is None:
-            raise ValueError("this inference-only model has no reflection head (reflection_source='env')")
+            raise ValueError(
+                "this inference-only model has no reflection head (reflection_source='oracle_env')"
+            )
         return self.reflection_head(self.reflection_input(obs, enc))
 
-    def debug_outputs(
-        self, enc: StateEncoderOutput, logits: SkillArgumentLogits | None, proto_logits: torch.Tensor | None
-    ) -> dict[str, Any]:
+    def debug_outputs(self, enc: StateEncoderOutput, logits: SkillArgumentLogits) -> dict[str, Any]:
         """Per-step diagnostics for serving/inspection.
 
         Returns:
             ``skill_probs (B, K)``, ``top_skills``/``top_skill_probs (B, k)``; for the most likely skill
             ``pointer_probs (B, P, Mp1)``, ``member_probs (B, L, Mp)`` (a set slot's inclusion marginals; a sequence
             slot's probability of each node at its first position), ``enum_probs (B, E, Me)``, ``source_probs (B, N,
-            C1)`` (0 = a free value), ``numeric_mean``/``numeric_sigma (B, N)``; ``prototype_probs (B,
-            num_prototypes)`` in prototype mode, and the encoder's ``attention {layer/rel: (B, E_r, heads)}`` and
-            ``gates {layer/rel: (B, N_dst)}``.
+            C1)`` (0 = a free value), ``numeric_mean``/``numeric_sigma (B, N)`` (in prototype mode the "skills" are
+            the prototypes, and ``prototype_probs (B, num_prototypes)`` repeats ``skill_probs``), and the encoder's
+            ``attention {layer/rel: (B, E_r, heads)}`` and ``gates {layer/rel: (B, N_dst)}``.
         """
         out: dict[str, Any] = dict(enc.debug)
-        if logits is not None and self.policy_heads is not None:
-            pk = self.policy_heads.packed
-            parts = logits["parts"]
-            probs = logits["skill"].softmax(-1)
-            top = probs.topk(min(self.config.debug_top_k, probs.shape[-1]), dim=-1)
-            best = top.indices[:, 0]
-            out["skill_probs"] = probs
-            out["top_skills"] = top.indices
-            out["top_skill_probs"] = top.values
-            rows = torch.arange(best.shape[0], device=best.device)
-            out["pointer_probs"] = parts.pointer_by_slot(pk)[rows, best].softmax(-1)
-            out["enum_probs"] = parts.enum[rows, best].softmax(-1)
-            out["source_probs"] = parts.source[rows, best].softmax(-1)
-            out["numeric_mean"] = parts.numeric_mean[rows, best]
-            out["numeric_sigma"] = parts.numeric_log_std[rows, best].exp()
-            out["member_probs"] = member_probs(parts, pk)[rows, best]
-        if proto_logits is not None:
-            out["prototype_probs"] = proto_logits.softmax(-1)
+        pk = self.policy_heads.packed
+        parts = logits["parts"]
+        probs = logits["skill"].softmax(-1)
+        top = probs.topk(min(self.config.debug_top_k, probs.shape[-1]), dim=-1)
+        best = top.indices[:, 0]
+        out["skill_probs"] = probs
+        out["top_skills"] = top.indices
+        out["top_skill_probs"] = top.values
+        rows = torch.arange(best.shape[0], device=best.device)
+        out["pointer_probs"] = parts.pointer_by_slot(pk)[rows, best].softmax(-1)
+        out["enum_probs"] = parts.enum[rows, best].softmax(-1)
+        out["source_probs"] = parts.source[rows, best].softmax(-1)
+        out["numeric_mean"] = parts.numeric_mean[rows, best]
+        out["numeric_sigma"] = parts.numeric_log_std[rows, best].exp()
+        out["member_probs"] = member_probs(parts, pk)[rows, best]
+        if self.prototype_mode:
+            out["prototype_probs"] = probs
         return out
 
     # -- parameter groups -------------------------------------------------------------------------------
@@ -500,8 +531,8 @@ class AAACModel(nn.Module):
         return [p for n in names if getattr(self, n, None) is not None for p in getattr(self, n).parameters()]
 
     def policy_parameters(self) -> list[nn.Parameter]:
-        """Encoder, policy heads, prototype head, reflection head and fix prior."""
-        return self._params("encoder", "policy_heads", "prototype_head", "reflection_head", "fix_prior")
+        """Encoder, policy heads, reflection head and fix prior."""
+        return self._params("encoder", "policy_heads", "reflection_head", "fix_prior")
 
     def reward_critic_parameters(self) -> list[nn.Parameter]:
         """Reward critic head (and the critic encoder when separate, also when the risk critic shares it)."""

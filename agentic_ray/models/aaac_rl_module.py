@@ -5,18 +5,20 @@ ignored, anything else unknown is an error):
 
 * ``graph_spec`` (:class:`GraphSpec`, required) and ``action_layout`` (:class:`ActionLayout`, required);
 * every field of :class:`AAACModelConfig` (``encoder: "gnn" | "flat"``, ``hidden_dim``, ``num_layers``,
-  ``num_heads``, ``ffn_mult``, ``separate_critic_encoders``, ``reflection_source: "env" | "predicted"``,
+  ``num_heads``, ``ffn_mult``, ``separate_critic_encoders``, ``reflection_source: "predicted" | "oracle_env"``,
   ``debug_outputs``, ``device``, ...).
 
 Reflection: ``forward_train`` also returns ``REFLECTION_EMBEDDINGS``, the reflection head's input (state and
 failure evidence), for :func:`agentic_ray.models.reflection.reflection_loss`. The Correction-Uplift ablation is
-``module.reflection_enabled = False`` (or the forward kwarg ``reflection_enabled=False``): the reflection input
-is zeroed whatever ``reflection_source``. ``forward_train(..., reflection_dropout=p)`` zeroes it on a random
-share ``p`` of the rows (imitation trains the policy with and without a diagnosis).
+``module.reflection_enabled = False`` (or the forward kwarg ``reflection_enabled=False``): the diagnosis is
+withheld whatever ``reflection_source`` (the failure evidence stays); ``evidence_enabled=False`` withholds the
+evidence and the diagnosis (the evidence-uplift ablation). ``forward_train(..., reflection_dropout=p,
+evidence_dropout=q)`` zeroes them on random shares of the rows (imitation trains the policy with and without).
 
-The action space decides the mode: ``Dict`` (``ActionLayout.action_space()``) → structured skill/argument actions
-with :class:`SkillArgumentDistribution`; ``Discrete(num_prototypes)`` → prototype mode with a masked
-``TorchCategorical``. Masks are read inside the module's own forward from ``batch[Columns.OBS]``.
+The action space decides the mode: ``ActionLayout.action_space()`` → structured skill/argument actions;
+``ActionLayout.prototype_action_space()`` → prototype mode (a prototype, then its skill's entity arguments). Both
+act through :class:`SkillArgumentDistribution` (over the layout, or over ``layout.prototype_layout()``). Masks are
+read inside the module's own forward from ``batch[Columns.OBS]``.
 """
 
 from __future__ import annotations
@@ -24,10 +26,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import gymnasium as gym
 import torch
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical, TorchDistribution
+from ray.rllib.core.distribution.torch.torch_distribution import TorchDistribution
 from ray.rllib.core.rl_module.apis.inference_only_api import InferenceOnlyAPI
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.rl_module import RLModule
@@ -42,6 +43,8 @@ from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
 __all__ = [
     "DEBUG_OUTPUTS",
+    "EVIDENCE_DROPOUT",
+    "EVIDENCE_ENABLED",
     "REFLECTION_DROPOUT",
     "REFLECTION_EMBEDDINGS",
     "REFLECTION_ENABLED",
@@ -61,6 +64,12 @@ REFLECTION_ENABLED = "reflection_enabled"
 
 REFLECTION_DROPOUT = "reflection_dropout"
 """``forward_train`` kwarg: share of rows whose reflection input is zeroed at random (imitation only)."""
+
+EVIDENCE_ENABLED = "evidence_enabled"
+"""Forward kwarg: False withholds the failure evidence, and with it the diagnosis (the evidence-uplift ablation)."""
+
+EVIDENCE_DROPOUT = "evidence_dropout"
+"""``forward_train`` kwarg: share of rows whose failure evidence (and diagnosis) is zeroed at random."""
 
 _RLLIB_MODEL_KEYS = frozenset(f.name for f in dataclasses.fields(DefaultModelConfig)) | {"vf_share_layers"}
 
@@ -98,14 +107,15 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
         if not isinstance(model_config, dict):
             raise ValueError(f"AAACRLModule needs a dict model_config, got {type(model_config).__name__}")
         self.graph_spec, self.action_layout, self.aaac_config = parse_model_config(model_config)
-        space = self.action_space
-        self.prototype_mode = isinstance(space, gym.spaces.Discrete)
-        if isinstance(space, gym.spaces.Discrete) and int(space.n) != self.action_layout.num_prototypes:
+        space, layout = self.action_space, self.action_layout
+        structured = space == layout.action_space()
+        prototype = bool(layout.prototype_skills) and space == layout.prototype_action_space()
+        if structured == prototype:
             raise ValueError(
-                f"Discrete action space of {space.n} != num_prototypes {self.action_layout.num_prototypes}"
+                f"AAACRLModule needs the layout's structured action space or its prototype action space "
+                f"({'both match' if structured else 'got ' + str(space)})"
             )
-        if not isinstance(space, gym.spaces.Dict | gym.spaces.Discrete):
-            raise ValueError(f"AAACRLModule needs a Dict or Discrete action space, got {space}")
+        self.prototype_mode = prototype
         self.model = AAACModel(
             self.graph_spec,
             self.action_layout,
@@ -113,8 +123,8 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
             build_critics=not self.inference_only,
             prototype_mode=self.prototype_mode,
         )
-        self.aaac_dist_cls: type[TorchDistribution] = (
-            TorchCategorical if self.prototype_mode else skill_argument_distribution_cls(self.action_layout)
+        self.aaac_dist_cls: type[TorchDistribution] = skill_argument_distribution_cls(
+            layout.prototype_layout() if self.prototype_mode else layout
         )
         self.action_dist_cls = self.aaac_dist_cls
         self.to(self.aaac_config.resolved_device())
@@ -137,27 +147,30 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
     def reflection_enabled(self, value: bool) -> None:
         self.model.reflection_enabled = bool(value)
 
+    @property
+    def evidence_enabled(self) -> bool:
+        """The evidence-uplift ablation switch (see :attr:`AAACModel.evidence_enabled`); not module state."""
+        return self.model.evidence_enabled
+
+    @evidence_enabled.setter
+    def evidence_enabled(self, value: bool) -> None:
+        self.model.evidence_enabled = bool(value)
+
     def _policy_outputs(
-        self,
-        obs: dict[str, torch.Tensor],
-        return_debug: bool,
-        reflection_enabled: bool | None = None,
-        reflection_dropout: float = 0.0,
+        self, obs: dict[str, torch.Tensor], return_debug: bool, kwargs: dict[str, Any], train: bool = False
     ) -> tuple[dict[str, Any], StateEncoderOutput]:
         enc = self.model.encode(
             obs,
             return_debug=return_debug,
-            reflection_enabled=reflection_enabled,
-            reflection_dropout=reflection_dropout,
+            reflection_enabled=kwargs.get(REFLECTION_ENABLED),
+            reflection_dropout=float(kwargs.get(REFLECTION_DROPOUT, 0.0)) if train else 0.0,
+            evidence_enabled=kwargs.get(EVIDENCE_ENABLED),
+            evidence_dropout=float(kwargs.get(EVIDENCE_DROPOUT, 0.0)) if train else 0.0,
         )
-        if self.prototype_mode:
-            logits, proto = None, self.model.prototype_logits(obs, enc)
-            out: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: proto}
-        else:
-            logits, proto = self.model.policy_logits(obs, enc), None
-            out = {Columns.ACTION_DIST_INPUTS: logits["packed"]}
+        logits = self.model.policy_logits(obs, enc)
+        out: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: logits["packed"]}
         if return_debug:
-            out[DEBUG_OUTPUTS] = self.model.debug_outputs(enc, logits, proto)
+            out[DEBUG_OUTPUTS] = self.model.debug_outputs(enc, logits)
         return out, enc
 
     @override(TorchRLModule)
@@ -180,20 +193,18 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
     def _forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """Action logits; with ``debug_outputs`` (model_config flag or kwarg) also ``batch["debug_outputs"]``."""
         return_debug = bool(kwargs.get(DEBUG_OUTPUTS, self.aaac_config.debug_outputs))
-        return self._policy_outputs(self._obs(batch), return_debug, kwargs.get(REFLECTION_ENABLED))[0]
+        return self._policy_outputs(self._obs(batch), return_debug, kwargs)[0]
 
     @override(RLModule)
     def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return self._policy_outputs(self._obs(batch), False, kwargs.get(REFLECTION_ENABLED))[0]
+        return self._policy_outputs(self._obs(batch), False, kwargs)[0]
 
     @override(RLModule)
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """Action logits plus ``EMBEDDINGS`` = the policy encoder's ``(B, H)`` state, reused by the critics, and
         ``REFLECTION_EMBEDDINGS`` = the reflection head's input (for ``reflection_loss``)."""
         obs = self._obs(batch)
-        out, enc = self._policy_outputs(
-            obs, False, kwargs.get(REFLECTION_ENABLED), float(kwargs.get(REFLECTION_DROPOUT, 0.0))
-        )
+        out, enc = self._policy_outputs(obs, False, kwargs, train=True)
         out[Columns.EMBEDDINGS] = enc.state
         out[REFLECTION_EMBEDDINGS] = self.model.reflection_input(obs, enc)
         return out

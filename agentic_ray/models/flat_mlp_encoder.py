@@ -23,17 +23,23 @@ class FlatMLPEncoder(nn.Module):
         hidden_dim: ``H``, width of the state and node embeddings.
         mlp_hidden_dim: Width of the trunk's hidden layers.
         mlp_layers: Number of hidden layers of the trunk.
+        reflection_dim: Width of the failure input, ``obs["reflection"]`` (default: the spec's root causes).
     """
 
     def __init__(
-        self, spec: GraphSpec, hidden_dim: int = 128, mlp_hidden_dim: int = 768, mlp_layers: int = 3
+        self,
+        spec: GraphSpec,
+        hidden_dim: int = 128,
+        mlp_hidden_dim: int = 768,
+        mlp_layers: int = 3,
+        reflection_dim: int | None = None,
     ):
         super().__init__()
         self.spec = spec
         self.hidden_dim = hidden_dim
         in_dim = sum(n * (spec.feat_dims[nt] + 1) for nt, n in spec.max_nodes.items())
         in_dim += sum(spec.max_nodes[r.src] * spec.max_nodes[r.dst] for r in spec.relations)
-        in_dim += len(spec.root_causes)
+        in_dim += reflection_dim or len(spec.root_causes)
         self.input_dim = in_dim
         layers: list[nn.Module] = []
         width = in_dim

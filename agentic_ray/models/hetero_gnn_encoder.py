@@ -55,6 +55,8 @@ class HeteroGNNEncoder(nn.Module):
             gather/softmax/scatter; ``"pyg"``: :class:`PyGGATv2HeteroLayer`, ``HeteroConv(GATv2Conv)``. Same
             attention and messages (what differs: :mod:`pyg_gatv2_hetero_layer`; the measured speed and why
             ``"fused"`` is the default: :class:`GatedHeteroAttentionLayer`).
+        reflection_dim: Width of the readout's failure input, ``obs["reflection"]`` (default: the spec's root
+            causes; the AAAC policy feeds the diagnosis and the failure evidence there).
     """
 
     def __init__(
@@ -67,6 +69,7 @@ class HeteroGNNEncoder(nn.Module):
         add_reverse_relations: bool = True,
         compact_edges: bool | None = None,
         gnn_layer: Literal["fused", "pyg"] = "fused",
+        reflection_dim: int | None = None,
     ) -> None:
         super().__init__()
         self.spec = spec
@@ -86,7 +89,7 @@ class HeteroGNNEncoder(nn.Module):
         self.layers = nn.ModuleList(
             layer_cls(self.layout, hidden_dim, num_heads, ffn_mult) for _ in range(num_layers)
         )
-        readout_in = 2 * hidden_dim * len(spec.node_types) + len(spec.root_causes)
+        readout_in = 2 * hidden_dim * len(spec.node_types) + (reflection_dim or len(spec.root_causes))
         self.readout = nn.Sequential(
             nn.Linear(readout_in, hidden_dim),
             nn.GELU(),

@@ -10,11 +10,11 @@ Three observation entries are involved (see :mod:`agentic_ray.graph_spec`):
   (the CU ablation) leaves the policy without it.
 * ``reflection``: the env's rule-based root cause of the last failed step (one-hot; zeros without a failure).
   Privileged (it reads the world's truth), so it is the head's training *label*; the policy reads it only with
-  ``reflection_source="env"``.
+  ``reflection_source="oracle_env"``.
 
 The model feeds a reflection vector to the state readout (the last input of the readout's first ``Linear``):
 
-* ``reflection_source="env"``: the env's one-hot itself (the reflection head reads the resulting state and the
+* ``reflection_source="oracle_env"``: the env's one-hot itself (the reflection head reads the resulting state and the
   evidence);
 * ``reflection_source="predicted"``: the reflection head predicts the root cause from the failure evidence (and,
   with ``reflection_head_input="evidence_and_state"``, the state computed with a ZERO reflection vector; no label
@@ -92,7 +92,7 @@ def _model_of(module_or_model: Any) -> Any:
     model = getattr(module_or_model, "model", module_or_model)
     if getattr(model, "reflection_head", None) is None:
         raise ValueError(
-            "this model has no reflection head (an inference-only model with reflection_source='env')"
+            "this model has no reflection head (an inference-only model with reflection_source='oracle_env')"
         )
     return model
 

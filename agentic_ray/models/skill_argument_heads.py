@@ -60,6 +60,10 @@ class SkillArgumentHeads(nn.Module):
         hidden_dim: Width of the heads' hidden layers.
         tool_scoring: Score each skill from its tool node too (:class:`ToolGroundedScorer`; tool node ``k`` must
             be skill ``k``) and feed tool node ``k`` to skill ``k``'s argument heads.
+        choice_skills: Prototype mode: ``layout`` is the prototype layout (one choice per prototype,
+            :meth:`~agentic_ray.graph_spec.ActionLayout.prototype_layout`) and choice ``j`` acts with skill
+            ``choice_skills[j]``: its tool node, its fix prior, and its rows of the observation's
+            ``pointer_mask``/``list_mask``; the choice mask is ``proto_mask``. None: one choice per skill.
     """
 
     enum_valid: torch.Tensor
@@ -70,6 +74,7 @@ class SkillArgumentHeads(nn.Module):
     follow_lead: nn.ModuleDict
     follow_own: nn.ModuleDict
     follow_gate: nn.Linear
+    choice_skills: torch.Tensor | None
 
     def __init__(
         self,
@@ -79,9 +84,19 @@ class SkillArgumentHeads(nn.Module):
         node_dim: int,
         hidden_dim: int,
         tool_scoring: bool = False,
+        choice_skills: tuple[int, ...] | None = None,
     ) -> None:
         super().__init__()
         self.spec, self.layout = spec, layout
+        if choice_skills is not None and len(choice_skills) != layout.num_skills:
+            raise ValueError(
+                f"choice_skills has {len(choice_skills)} entries for {layout.num_skills} choices"
+            )
+        self.register_buffer(
+            "choice_skills",
+            None if choice_skills is None else torch.tensor(choice_skills, dtype=torch.long),
+            persistent=False,
+        )
         self.packed = PackedActionLayout.from_action_layout(layout)
         pk = self.packed
         k, p, lt, e, n = pk.num_skills, pk.pointer_slots, pk.list_slots, pk.enum_slots, pk.numeric_slots
@@ -109,7 +124,7 @@ class SkillArgumentHeads(nn.Module):
         )
 
         self.skill_head: nn.Module = (
-            ToolGroundedScorer(state_dim, node_dim, hidden_dim, range(k))
+            ToolGroundedScorer(state_dim, node_dim, hidden_dim, choice_skills or range(k))
             if tool_scoring
             else mlp(state_dim, hidden_dim, k)
         )
@@ -164,7 +179,8 @@ class SkillArgumentHeads(nn.Module):
 
         Args:
             obs: Batched observation tensors (``skill_mask (B, K)``, ``pointer_mask (B, K, P, Mp1)``,
-                ``list_mask (B, K, L, Mp)``, ``source_mask (B, C)``).
+                ``list_mask (B, K, L, Mp)``, ``source_mask (B, C)``; in prototype mode ``proto_mask``, and the
+                prototypes' skills' rows of the argument masks).
             enc: Encoder output (``state (B, H)``, ``nodes {nt: (B, N_nt, H)}``).
 
         Returns:
@@ -178,14 +194,23 @@ class SkillArgumentHeads(nn.Module):
         mp = lay.max_pointer
         fill = masked_fill_value(state.dtype)
         scale = 1.0 / math.sqrt(hd)
+        sel = self.choice_skills
+        if sel is None:
+            choice_mask, pointer_mask, list_mask = obs["skill_mask"], obs["pointer_mask"], obs["list_mask"]
+            prior, tools = enc.skill_prior, enc.nodes.get(TOOL_NODE_TYPE)
+        else:  # prototype j acts with skill sel[j]: its masks, fix prior and tool node
+            choice_mask = obs["proto_mask"]
+            pointer_mask, list_mask = obs["pointer_mask"][:, sel, :p], obs["list_mask"][:, sel, :lt]
+            prior = None if enc.skill_prior is None else enc.skill_prior[:, sel]
+            tools = enc.nodes[TOOL_NODE_TYPE][:, sel] if self.tool_scoring else None
 
         if isinstance(self.skill_head, ToolGroundedScorer):
             skill = self.skill_head(state, enc.nodes[TOOL_NODE_TYPE])
         else:
             skill = self.skill_head(state)
-        if enc.skill_prior is not None:
-            skill = skill + enc.skill_prior
-        skill = skill.masked_fill(obs["skill_mask"] <= 0, fill)
+        if prior is not None:
+            skill = skill + prior
+        skill = skill.masked_fill(choice_mask <= 0, fill)
 
         parts = [
             state.unsqueeze(1).expand(b, k, state.shape[-1]),
@@ -194,7 +219,8 @@ class SkillArgumentHeads(nn.Module):
         if self.tool_scoring:
             # Arguments of skill k also read tool node k: what the goal that needs this tool asks for (its enum
             # values, its hints) reaches the tool over the goal -needs-> tool edge.
-            parts.append(enc.nodes[TOOL_NODE_TYPE])
+            assert tools is not None
+            parts.append(tools)
         ctx = self.argument_context(torch.cat(parts, dim=-1))  # (B, K, hd)
 
         def nodes(t: str, width: int) -> torch.Tensor:
@@ -206,7 +232,7 @@ class SkillArgumentHeads(nn.Module):
         gi = pk.group_index(state.device)
         pq = self.pointer_query(ctx).view(b, k, p, hd)
         omit = self.pointer_omit(ctx)  # (B, K, P)
-        pmask = obs["pointer_mask"]
+        pmask = pointer_mask
         pointers = []
         for g, (ks, ps) in zip(pk.pointer_groups, gi.pointer, strict=True):
             key = self.node_key[g.node_type](nodes(g.node_type, g.width))  # (B, W, hd)
@@ -220,7 +246,7 @@ class SkillArgumentHeads(nn.Module):
             q.node_type: q.width for q in pk.sequences
         }
         lkeys = {t: self.list_key[t](nodes(t, widths[t])) for t in self.list_key}
-        lmask = obs["list_mask"]
+        lmask = list_mask
         sets = []
         for sg, (ks, ls, _lo, _hi) in zip(pk.set_groups, gi.sets, strict=True):
             sc = torch.einsum("bnh,bwh->bnw", lq[:, ks, ls], lkeys[sg.node_type]) * scale

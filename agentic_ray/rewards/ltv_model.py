@@ -23,8 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from agentic_ray.keys import CONTEXT_COMPLAINT_RATE, CONTEXT_CUSTOMER_LEVEL, CONTEXT_VERIFIED
 from agentic_ray.rewards.episode_record import EpisodeRecord
+
+CONTEXT_FEATURES: tuple[str, ...] = ("customer_level", "customer_complaint_rate", "customer_verified")
+"""The case facts the model reads from ``EpisodeRecord.context``, by the names of its own input vocabulary: the
+customer's loyalty level (1 new .. 5), historical complaints per order in [0, 1], and 1.0 if the identity was
+verified in the session. A domain that gives these (its ``reward_context``) gets L5; for any other domain the
+layer is off (:func:`~agentic_ray.rewards.reward_pool_config.layers_for_context`), never fed zeros."""
 
 FEATURES: tuple[str, ...] = (
     "completed",
@@ -32,9 +37,7 @@ FEATURES: tuple[str, ...] = (
     "excess_steps_ratio",
     "failure_fraction",
     "high_risk_count",
-    CONTEXT_CUSTOMER_LEVEL,
-    CONTEXT_COMPLAINT_RATE,
-    CONTEXT_VERIFIED,
+    *CONTEXT_FEATURES,
     "mean_latency_s",
     "redundant_fraction",
 )
@@ -47,7 +50,12 @@ _TRUE_COEF = np.array([1.4, -1.2, -0.6, -1.0, -0.45, 0.25, -1.6, 0.3, -0.35, -0.
 
 
 def episode_features(record: EpisodeRecord) -> np.ndarray:
-    """The model's input for one episode, shape ``(len(FEATURES),)`` float64, ordered as :data:`FEATURES`."""
+    """The model's input for one episode, shape ``(len(FEATURES),)`` float64, ordered as :data:`FEATURES`.
+
+    Raises:
+        KeyError: the record's ``context`` lacks one of :data:`CONTEXT_FEATURES` (a domain that does not give
+            them gets no L5 layer; nothing here stands in a default).
+    """
     t = max(1, record.num_steps)
     opt = max(1, record.optimal_steps)
     fails = sum(1 for s in record.steps if not s.ok or s.masked)
@@ -58,9 +66,7 @@ def episode_features(record: EpisodeRecord) -> np.ndarray:
             float(np.clip((record.num_steps - opt) / opt, 0.0, 3.0)),
             fails / t,
             float(sum(1 for s in record.steps if s.high_risk)),
-            float(record.context.get(CONTEXT_CUSTOMER_LEVEL, 0.0)),
-            float(record.context.get(CONTEXT_COMPLAINT_RATE, 0.0)),
-            float(record.context.get(CONTEXT_VERIFIED, 0.0)),
+            *(float(record.context[name]) for name in CONTEXT_FEATURES),
             float(np.mean([s.latency_ms for s in record.steps]) / 1000.0) if record.steps else 0.0,
             sum(1 for s in record.steps if s.redundant) / t,
         ]

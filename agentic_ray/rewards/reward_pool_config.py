@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Collection
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -204,3 +205,41 @@ class RewardPoolConfig(BaseModel):
         if mode != "auto":
             return mode
         return "scale" if LAYER_CLASSES[layer].granularity is Granularity.STEP else "standard"
+
+
+_REPORTED_OFF: set[tuple[str, str]] = set()
+
+
+def layers_for_context(cfg: RewardPoolConfig, provided: Collection[str], domain: str) -> RewardPoolConfig:
+    """``cfg`` with every enabled layer turned off whose case facts (``context_inputs``) the domain's
+    ``reward_context`` does not give: such a layer is off for that domain, not fed zeros.
+
+    One warning per (domain, layer) and process says which layer is off and which facts it lacks.
+
+    Args:
+        cfg: the reward pool settings.
+        provided: the facts the domain gives (``Domain.reward_context_keys``).
+        domain: the domain's name (for the message).
+
+    Returns:
+        ``cfg`` itself when nothing changes, else a copy with those layers' ``enabled`` False.
+    """
+    have = set(provided)
+    off = {
+        name: missing
+        for name in cfg.enabled_layers()
+        if (missing := [k for k in LAYER_CLASSES[name].context_inputs if k not in have])
+    }
+    if not off:
+        return cfg
+    for name, missing in off.items():
+        if (domain, name) not in _REPORTED_OFF:
+            _REPORTED_OFF.add((domain, name))
+            logger.warning(
+                "reward layer %s is off for domain %s: it reads %s, which the domain's reward_context does not give",
+                name,
+                domain,
+                ", ".join(missing),
+            )
+    layers = {n: c.model_copy(update={"enabled": False}) if n in off else c for n, c in cfg.layers.items()}
+    return cfg.model_copy(update={"layers": layers})

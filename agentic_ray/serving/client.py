@@ -26,13 +26,22 @@ def task_body(task: Task, budget: int | None = None) -> dict[str, Any]:
             "facts": dict(r.facts),
             "mentioned": [{"type": m.type, "id": m.id} for m in r.mentioned],
         },
-        "goals": [_jsonable(dataclasses.asdict(g)) for g in task.goals],
+        "goals": [_goal_body(g) for g in task.goals],
         "optimal_steps": task.optimal_steps,
         "budget": budget,
         "relevant": list(task.relevant),
         "family": task.family,
         "extra": _jsonable(task.extra),
     }
+
+
+def _goal_body(goal: Any) -> dict[str, Any]:
+    """A goal as a client states it: the arguments the request does not state (``Goal.hidden_args``, the env's
+    ground truth) are not the client's to send."""
+    d = dataclasses.asdict(goal)
+    hidden = set(d.pop("hidden_args", ()))
+    d["args"] = {k: v for k, v in d["args"].items() if k not in hidden}
+    return _jsonable(d)
 
 
 def transcript_entry(

@@ -68,13 +68,20 @@ class PolicyRunner:
         checkpoint: see :func:`resolve_module_dir`.
         sample: sample actions instead of the greedy action.
         torch_threads: intra-op threads (1 on a small shared machine).
+        allow_oracle: serve a policy trained with the env's privileged root cause (``reflection_source:
+            oracle_env``); refused by default (:class:`~agentic_ray.eval.policy_loading.OracleCheckpointError`):
+            a served request has no env, so such a policy would meet other inputs than it was trained on.
     """
 
-    def __init__(self, checkpoint: str | Path, sample: bool = False, torch_threads: int = 1) -> None:
+    def __init__(
+        self, checkpoint: str | Path, sample: bool = False, torch_threads: int = 1, allow_oracle: bool = False
+    ) -> None:
         torch.set_num_threads(torch_threads)
         self.module_dir = resolve_module_dir(checkpoint)
-        self.module = load_policy_module(self.module_dir)
-        if not isinstance(self.module.action_space, gym.spaces.Dict):
+        self.module = load_policy_module(self.module_dir, allow_oracle=allow_oracle)
+        if not isinstance(self.module.action_space, gym.spaces.Dict) or getattr(
+            self.module, "prototype_mode", False
+        ):
             raise ValueError(
                 f"{self.module_dir}: serving needs a structured-action policy (action_mode: structured); this one "
                 "acts over prototypes"

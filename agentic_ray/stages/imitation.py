@@ -62,6 +62,7 @@ def behaviour_cloning(
     reflection_dropout: float = 0.0,
     correction_weight: float = 1.0,
     seed: int = 0,
+    evidence_dropout: float = 0.0,
     on_epoch: Callable[[float], None] | None = None,
     max_minibatches: int | None = None,
 ) -> dict[str, Any]:
@@ -71,10 +72,11 @@ def behaviour_cloning(
     attributed to the previous step on every step that follows a failure (the wrong samples provide those), so
     the policy's predicted-cause input is meaningful from the first RL iteration on.
 
-    With ``reflection_dropout > 0`` that share of the rows, drawn afresh each minibatch, imitate with a zero
-    reflection input: the same policy learns what to do with the diagnosis and without it, so the ablation that
-    zeroes the input (Correction Uplift's "off") is the best blind policy the demonstrations teach, not an input
-    it never saw.
+    With ``reflection_dropout > 0`` that share of the rows, drawn afresh each minibatch, imitate with the
+    diagnosis withheld (the failure evidence kept): the same policy learns what to do with the diagnosis and
+    without it, so Correction Uplift's "off" is the best policy the demonstrations teach from the evidence alone,
+    not an input it never saw. ``evidence_dropout`` withholds the evidence and the diagnosis on another share (the
+    evidence uplift's "off").
 
     ``correction_weight`` weighs the imitated steps right after a failure (see :func:`bc_dataset`): they are few
     (one or two per wrong sample) and they are what the reflection input is for.
@@ -112,7 +114,11 @@ def behaviour_cloning(
                 if float(wb.sum()) == 0.0:
                     continue
                 batch = stack_obs([obs[i] for i in idx], device)
-                out = module.forward_train({Columns.OBS: batch}, reflection_dropout=reflection_dropout)
+                out = module.forward_train(
+                    {Columns.OBS: batch},
+                    reflection_dropout=reflection_dropout,
+                    evidence_dropout=evidence_dropout,
+                )
                 dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
                 logp = dist.logp(stack_actions([acts[i] for i in idx], device))
                 loss = -(logp * wb).sum() / wb.sum()
@@ -149,6 +155,7 @@ def imitate_stage(
         demos,
         reflection_coeff=il.reflection_coeff,
         reflection_dropout=il.reflection_dropout,
+        evidence_dropout=il.evidence_dropout,
         correction_weight=il.correction_weight,
         epochs=il.epochs,
         minibatch_size=il.minibatch_size,
@@ -201,6 +208,7 @@ def imitate_corrections(
         [*demos, *corrections],
         reflection_coeff=rf.reflection_coeff,
         reflection_dropout=rf.reflection_dropout,
+        evidence_dropout=rf.evidence_dropout,
         correction_weight=rf.correction_weight,
         epochs=rf.correction_epochs,
         minibatch_size=il.minibatch_size,

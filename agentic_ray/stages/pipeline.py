@@ -15,8 +15,10 @@ Run directory layout (``<storage_path>/<name>-<timestamp>/``, see :mod:`agentic_
     wandb/                 offline wandb run (unless wandb.mode is online or disabled)
 
 Gates (seed 000): after IL, validation TCSR ≥ ``il.gate_tcsr``, else IL repeats with more demonstrations up to
-``il.max_repeats`` times and the run goes on with a recorded failed gate; after RL, DVR ≥ ``rl.gate_dvr``, else the
-run stops with a diagnosis (the planning reward needs revisiting, not more training).
+``il.max_repeats`` times and the run goes on with a recorded failed gate; after RL, the DVR of non-empty plans
+(``dvr_progress``: valid plans that satisfied a goal ÷ episodes; plain DVR counts an empty plan as valid, so a
+policy that does nothing scores 1.0) ≥ ``rl.gate_dvr``, else the run stops with a diagnosis (the planning reward
+needs revisiting, not more training).
 
 No stage ships a worse policy (``stages.keep_better``, issue 26): after each stage its final validation completion
 is compared, task by task, with the evaluation of the policy the stage received (the baseline: the last kept
@@ -371,7 +373,7 @@ class Pipeline:
             self.last_eval is None
         ):  # resumed after the stage's last iteration: judge the gate on a fresh evaluation
             self.evaluate("rl", rl.iterations, {"gate_check_after_resume": True})
-        dvr = self.last.get("dvr", 0.0)
+        dvr = self.last.get("dvr_progress", 0.0)  # plain DVR is 1.0 for a policy that does nothing
         passed = dvr >= rl.gate_dvr
         self.state.gates["rl_dvr"] = {"value": dvr, "threshold": rl.gate_dvr, "passed": passed}
         self._log(
@@ -382,7 +384,7 @@ class Pipeline:
                 "gate_failed",
                 self.last_eval,
                 "rl",
-                f"[rl] gate failed: DVR {dvr:.3f} < {rl.gate_dvr}. Stopping: revisit the planning reward "
+                f"[rl] gate failed: DVR of non-empty plans {dvr:.3f} < {rl.gate_dvr}. Stopping: revisit the planning reward "
                 "before training on",
                 gate=self.state.gates["rl_dvr"],
             )

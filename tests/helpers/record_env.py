@@ -12,8 +12,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agentic_ray.keys import CONTEXT_COMPLAINT_RATE, CONTEXT_CUSTOMER_LEVEL, CONTEXT_VERIFIED, EPISODE_RECORD
+from agentic_ray.keys import EPISODE_RECORD
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
+from agentic_ray.rewards.layers.user_experience_layer import COMPLAINT_RATE
+from agentic_ray.rewards.ltv_model import CONTEXT_FEATURES
+
+# The case facts the reward layers read (a simulated customer's level, complaint rate and verification).
+CONTEXT_CUSTOMER_LEVEL, CONTEXT_COMPLAINT_RATE, CONTEXT_VERIFIED = CONTEXT_FEATURES
+assert COMPLAINT_RATE == CONTEXT_COMPLAINT_RATE
 
 SKILLS = ("inventory.check", "sms.send", "order.update_address", "refund.trigger")
 GOALS = ("g_check", "g_notify", "g_update")

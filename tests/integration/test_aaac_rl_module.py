@@ -48,18 +48,20 @@ class RandomGraphEnv(gym.Env):
         return self._obs(), {}
 
     def step(self, action):
-        if self.prototype:
-            chosen = int(action)
+        chosen = int(action["skill"])
+        if self.prototype:  # a prototype, then the entity arguments of its skill
             self.violations += int(self.last["proto_mask"][chosen] == 0)
+            k = LAYOUT.prototype_skills[chosen]
         else:
-            chosen = int(action["skill"])
+            k = chosen
             self.violations += int(self.last["skill_mask"][chosen] == 0)
-            for i in range(len(LAYOUT.skills[chosen].pointer_types)):
-                self.violations += int(self.last["pointer_mask"][chosen, i, int(action["pointer"][i])] == 0)
-            lists = np.asarray(action["members"]).reshape(LAYOUT.list_slots, LAYOUT.list_length)
-            for i in range(len(LAYOUT.skills[chosen].list_types)):
-                members = lists[i][lists[i] < LAYOUT.max_pointer]
-                self.violations += int((self.last["list_mask"][chosen, i, members] == 0).any())
+        lay = LAYOUT.prototype_layout() if self.prototype else LAYOUT  # the layout the action is laid out in
+        for i in range(len(LAYOUT.skills[k].pointer_types)):
+            self.violations += int(self.last["pointer_mask"][k, i, int(action["pointer"][i])] == 0)
+        lists = np.asarray(action["members"]).reshape(lay.list_slots, lay.list_length)
+        for i in range(len(LAYOUT.skills[k].list_types)):
+            members = lists[i][lists[i] < LAYOUT.max_pointer]
+            self.violations += int((self.last["list_mask"][k, i, members] == 0).any())
         self.t += 1
         return self._obs(), float(chosen == 0), self.t >= 8, False, {}
 

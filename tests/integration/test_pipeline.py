@@ -122,8 +122,29 @@ def _train_cli(run: Path, *sets: str):
     return CliRunner().invoke(app, args + [x for kv in sets for x in ("--set", kv)])
 
 
+def test_the_rl_gate_stops_an_untrained_policy(ray_session, tmp_path):
+    """The gate reads the DVR of non-empty plans: an untrained policy's plain DVR is near 1.0 (an episode that
+    satisfies no goal violates no dependency), and the gate must still stop it."""
+    s = load_settings(
+        TINY,
+        {
+            "wandb.mode": "disabled",
+            "stages.run": ["rl"],
+            "stages.rl.iterations": 1,
+            "stages.rl.gate_dvr": 0.9,
+            "eval.cu_ablation": False,
+        },
+    )
+    out = run_pipeline(s, run_dir=tmp_path / "run", progress=_quiet)
+    final = out["final"]
+    assert final["dvr"] >= 0.9, final  # what the gate read before: it would have passed
+    assert (
+        out["status"] == "gate_failed" and out["gates"]["rl_dvr"]["value"] == final["dvr_progress"] < 0.9
+    ), out
+
+
 def test_rl_gate_failure_stops_with_a_diagnosis_and_stops_again_on_resume(ray_session, tmp_path, monkeypatch):
-    _scripted(monkeypatch, "dvr", [0.5])
+    _scripted(monkeypatch, "dvr_progress", [0.5])
     run = tmp_path / "run"
     r = _train_cli(run, "stages.run=[rl, reflection]", "stages.rl.gate_dvr=0.9", "stages.rl.iterations=1")
     assert r.exit_code == EXIT_GATE_FAILED, r.output  # so `ray job submit` does not report SUCCEEDED
@@ -142,7 +163,7 @@ def test_rl_gate_failure_stops_with_a_diagnosis_and_stops_again_on_resume(ray_se
     assert state.status == "gate_failed" and state.completed == [] and state.stage == "rl"
     assert not (run / "checkpoints" / "reflection").exists()
     rows = [x for x in read_metrics(run / "metrics.jsonl") if x.get("gate_check_after_resume")]
-    assert [(x["stage"], x["dvr"]) for x in rows] == [("rl", 0.5)]
+    assert [(x["stage"], x["dvr_progress"]) for x in rows] == [("rl", 0.5)]
     # eval exits like the run ended
     r = CliRunner().invoke(app, ["eval", str(run), "--tasks-per-family", "1"])
     assert r.exit_code == EXIT_GATE_FAILED and "completion" in r.output

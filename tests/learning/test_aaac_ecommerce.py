@@ -46,6 +46,7 @@ tests/learning/test_quickstart.py); this test stays to show when from-scratch RL
 from __future__ import annotations
 
 import json
+import statistics
 import time
 
 import pytest
@@ -61,13 +62,13 @@ from agentic_ray.settings import ExperimentSettings
 ENV_STEPS = 25_000
 MARGIN = 0.30
 TASKS_PER_FAMILY = 10
-SEED = 0
+SEEDS = (0, 1, 2)
 
 
-def _settings() -> ExperimentSettings:
+def _settings(seed: int) -> ExperimentSettings:
     return ExperimentSettings.model_validate(
         {
-            "seed": SEED,
+            "seed": seed,
             "ray": {"num_env_runners": 0, "num_envs_per_env_runner": 8},
             "env": {
                 "action_mode": "prototype",
@@ -93,18 +94,10 @@ def _settings() -> ExperimentSettings:
     )
 
 
-@pytest.mark.learning
-@pytest.mark.timeout(1800)  # about 5 min alone on 2 CPUs; 13 min when the box is shared
-def test_aaac_ecommerce_beats_random(ray_session) -> None:
-    torch.manual_seed(SEED)
-    settings = _settings()
-    eval_cfg = AgentTaskEnvConfig(
-        action_mode="prototype",
-        faults={"enabled": True, "start_share": 0.2, "end_share": 0.2},
-    )
-    random_completion = evaluate_policy(RandomPolicy(SEED), eval_cfg, TASKS_PER_FAMILY).metrics.completion
-
-    algo = build_algo_config(settings).build_algo()
+def _train_and_evaluate(seed: int, eval_cfg: AgentTaskEnvConfig) -> dict[str, float]:
+    """One seed from scratch to ``ENV_STEPS`` env steps, then the greedy evaluation."""
+    torch.manual_seed(seed)
+    algo = build_algo_config(_settings(seed)).build_algo()
     start, steps, iterations = time.time(), 0, 0
     try:
         while steps < ENV_STEPS:
@@ -115,17 +108,30 @@ def test_aaac_ecommerce_beats_random(ray_session) -> None:
         metrics = evaluate_policy(ModulePolicy(current_module(algo)), eval_cfg, TASKS_PER_FAMILY).metrics
     finally:
         algo.stop()
-    summary = {
+    return {
+        "seed": seed,
         "env_steps": steps,
         "iterations": iterations,
         "seconds": round(time.time() - start, 1),
         "completion": metrics.completion,
-        "random_completion": random_completion,
         "mean_steps": metrics.spt,
         "high_risk_share": metrics.high_risk_share,
     }
+
+
+@pytest.mark.learning
+@pytest.mark.timeout(2400)
+def test_aaac_ecommerce_beats_random(ray_session) -> None:
+    eval_cfg = AgentTaskEnvConfig(
+        action_mode="prototype",
+        faults={"enabled": True, "start_share": 0.2, "end_share": 0.2},
+    )
+    random_completion = evaluate_policy(RandomPolicy(SEEDS[0]), eval_cfg, TASKS_PER_FAMILY).metrics.completion
+    runs = [_train_and_evaluate(seed, eval_cfg) for seed in SEEDS]
+    median = statistics.median(r["completion"] for r in runs)
+    summary = {"median_completion": median, "random_completion": random_completion, "runs": runs}
     print("AAAC e-commerce:", json.dumps(summary))
-    assert metrics.completion >= random_completion + MARGIN, (
-        f"AAAC validation completion {metrics.completion:.3f} after {steps} env steps; random masked policy "
-        f"{random_completion:.3f}; needed >= random + {MARGIN:.2f}. {json.dumps(summary)}"
+    assert median >= random_completion + MARGIN, (
+        f"AAAC's median validation completion over seeds {SEEDS} is {median:.3f} after {ENV_STEPS} env steps; "
+        f"random masked policy {random_completion:.3f}; needed >= random + {MARGIN:.2f}. {json.dumps(summary)}"
     )

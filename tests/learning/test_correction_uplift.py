@@ -3,9 +3,9 @@ diagnosis, so the fix rate with the diagnosis beats the same policy without it.
 
 Reads the session's quickstart run (the README's main command, ``quickstart_run``): its reflection stage imitates
 corrected failures and trains 4 RL iterations, and its final evaluation runs the CU ablation over at least
-``eval.cu_min_pairs`` (100) first-failure pairs of the caller-error validation env. The ablation is against the best
-policy the same training makes without the diagnosis, so a policy that ignores its reflection input, or a
-reflection module that cannot tell the causes apart, measures ~0 and fails. This test trains nothing; the 3-seed
+``eval.cu_min_pairs`` (100) first-failure pairs of the caller-error validation env. CU is the fix rate with the
+diagnosis minus the fix rate with the same failure evidence and the diagnosis withheld (issue 25), so a policy that
+ignores its reflection input, or a reflection module that cannot tell the causes apart, measures ~0 and fails. This test trains nothing; the 3-seed
 figures with intervals are ``python benchmarks/correction_uplift.py --seeds 0 1 2``.
 """
 
@@ -32,7 +32,10 @@ def test_reflection_stage_learns_cause_specific_fixes(quickstart_run) -> None:
     )
     evals = [r for r in read_metrics(quickstart_run.run_dir / "metrics.jsonl") if "tcsr" in r]
     final = [r for r in evals if r["stage"] == "reflection"][-1]
-    got = f"CU {final.get('cu')} {final.get('cu_ci')} over {final.get('cu_n')} pairs"
+    got = (
+        f"CU {final.get('cu')} {final.get('cu_ci')} over {final.get('cu_n')} pairs; evidence uplift "
+        f"{final.get('evidence_uplift')} {final.get('evidence_uplift_ci')} over {final.get('evidence_uplift_n')}"
+    )
     print(got)
     assert final.get("cu_n", 0) >= MIN_PAIRS, got
     assert final.get("cu") is not None and final["cu"] >= MIN_CU, got

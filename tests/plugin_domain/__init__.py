@@ -100,8 +100,26 @@ class RetailDomain:
     def expert(self) -> RetailExpert:
         return RetailExpert()
 
-    def context(self, world: Any) -> dict[str, float]:
+    # Whether the customer is gold: no layer reads it, so the layers that read customer facts (loyalty level,
+    # complaint rate) are off for this domain, with one warning each.
+    reward_context_keys: tuple[str, ...] = ("gold_tier",)
+
+    def reward_context(self, world: Any) -> dict[str, float]:
         return {"gold_tier": float(world.customer.tier == "gold")}
+
+    def perturb_hidden(self, world: Any, rng: np.random.Generator) -> RetailWorld:
+        """The customer's tier, the payment methods' balances and one item's price (ids, statuses, the email and
+        the categories a request names stay as they are)."""
+        w = RetailWorld.from_dict(world.to_dict())
+        c = w.customer
+        c.tier = "basic" if c.tier == "gold" else "gold"
+        for pm in c.payment_methods:
+            pm.balance = round(pm.balance + float(rng.uniform(5, 50)), 2)
+        items = [i for o in c.orders for i in o.items]
+        if items:
+            it = items[int(rng.integers(len(items)))]
+            it.price = round(it.price + float(rng.uniform(1, 20)), 2)
+        return w
 
     @functools.cache  # noqa: B019
     def quantiles(self) -> QuantileMap:

@@ -17,12 +17,11 @@ from agentic_ray.domains.ecommerce import caller_errors, tasks
 from agentic_ray.domains.ecommerce.expert import EcommerceExpert
 from agentic_ray.domains.ecommerce.rules import RULES
 from agentic_ray.domains.ecommerce.schema import SCHEMA
-from agentic_ray.domains.ecommerce.world import ShopWorld, entity_fields, entity_ids
+from agentic_ray.domains.ecommerce.world import ShopWorld, entity_fields, entity_ids, perturb_shop
 from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.knowledge import Knowledge
 from agentic_ray.domains.protocol import DomainSchema, RuleFn, Task
 from agentic_ray.domains.quantile_map import QuantileMap
-from agentic_ray.keys import CONTEXT_COMPLAINT_RATE, CONTEXT_CUSTOMER_LEVEL, CONTEXT_VERIFIED
 from agentic_ray.skills.contracts import DomainContracts, domain_file, load_contracts
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -93,12 +92,16 @@ class EcommerceDomain:
     def expert(self) -> EcommerceExpert:
         return EcommerceExpert()
 
-    def context(self, world: Any) -> dict[str, float]:
+    reward_context_keys = ("customer_level", "customer_complaint_rate", "customer_verified")
+
+    def reward_context(self, world: Any) -> dict[str, float]:
+        """The customer's loyalty level (1-5), historical complaint rate and session verification, under the names
+        the user-experience layer and the long-term-value model read them by."""
         u = world.user
         return {
-            CONTEXT_CUSTOMER_LEVEL: float(u.level),
-            CONTEXT_COMPLAINT_RATE: float(u.complaint_rate),
-            CONTEXT_VERIFIED: float(u.verified),
+            "customer_level": float(u.level),
+            "customer_complaint_rate": float(u.complaint_rate),
+            "customer_verified": float(u.verified),
         }
 
     def caller_error(
@@ -114,6 +117,12 @@ class EcommerceDomain:
 
     def caller_error_setup(self, world: Any, task: Task, cause: str, rng: np.random.Generator) -> Task | None:
         return caller_errors.caller_error_setup(world, task, cause, rng)
+
+    def perturb_hidden(self, world: Any, rng: np.random.Generator) -> ShopWorld:
+        """Two to four of: an order's total, status or tracking; the customer's level, complaint rate or balance;
+        a product's price or stock (ids, contact facts, addresses and categories unchanged: a request states an
+        item's category, a goal hint)."""
+        return perturb_shop(ShopWorld.from_dict(world.to_dict()), rng)
 
     @functools.cache  # noqa: B019
     def quantiles(self) -> QuantileMap:

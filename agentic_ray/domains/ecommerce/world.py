@@ -367,3 +367,40 @@ def entity_ids(world: ShopWorld, entity_type: str) -> list[str]:
     if entity_type == "product":
         return [p.sku for p in world.products]
     return []
+
+
+def perturb_shop(world: ShopWorld, rng: np.random.Generator) -> ShopWorld:
+    """Changes two to four hidden values of ``world`` in place (see ``EcommerceDomain.perturb_hidden``); returns it."""
+
+    def other(choices: tuple[Any, ...], now: Any) -> Any:
+        rest = [c for c in choices if c != now]
+        return rest[int(rng.integers(len(rest)))]
+
+    def order_total(o: Order) -> None:
+        o.total = round(o.total * float(rng.uniform(1.2, 2.0)), 2)
+
+    def order_status(o: Order) -> None:
+        o.status = other(ORDER_STATUSES, o.status)
+
+    def order_tracking(o: Order) -> None:
+        o.tracking = other(TRACKING_STATES, o.tracking)
+
+    def product_price(p: Product) -> None:
+        p.price = round(p.price * float(rng.uniform(1.2, 2.0)), 2)
+
+    def product_stock(p: Product) -> None:
+        p.stock = p.stock + int(rng.integers(5, 50))
+
+    u = world.user
+    edits: list[Any] = [
+        lambda: setattr(u, "level", other((1, 2, 3, 4, 5), u.level)),
+        lambda: setattr(u, "complaint_rate", round(float(rng.uniform(0.3, 0.9)), 4)),
+        lambda: setattr(u, "balance", round(u.balance + float(rng.uniform(10.0, 200.0)), 2)),
+    ]
+    for o in world.orders:
+        edits += [lambda o=o, f=f: f(o) for f in (order_total, order_status, order_tracking)]
+    for p in world.products:
+        edits += [lambda p=p, f=f: f(p) for f in (product_price, product_stock)]
+    for i in rng.choice(len(edits), size=int(rng.integers(2, 5)), replace=False):
+        edits[int(i)]()
+    return world

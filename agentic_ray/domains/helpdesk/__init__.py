@@ -20,7 +20,13 @@ from agentic_ray.domains.helpdesk import tasks
 from agentic_ray.domains.helpdesk.expert import HelpdeskExpert
 from agentic_ray.domains.helpdesk.rules import RULES
 from agentic_ray.domains.helpdesk.schema import SCHEMA
-from agentic_ray.domains.helpdesk.world import HelpdeskWorld, entity_fields, entity_ids, state_hash
+from agentic_ray.domains.helpdesk.world import (
+    HelpdeskWorld,
+    entity_fields,
+    entity_ids,
+    perturb_desk,
+    state_hash,
+)
 from agentic_ray.domains.knowledge import Knowledge
 from agentic_ray.domains.protocol import DomainSchema, RuleFn, Task
 from agentic_ray.domains.quantile_map import QuantileMap
@@ -100,7 +106,10 @@ class HelpdeskDomain:
     def expert(self) -> HelpdeskExpert:
         return HelpdeskExpert()
 
-    def context(self, world: Any) -> dict[str, float]:
+    reward_context_keys = ("verified", "tenure_years", "mfa_enrolled", "password_resets")
+
+    def reward_context(self, world: Any) -> dict[str, float]:
+        """The caller's facts; no customer level or complaint rate, so the layers that read those are off here."""
         e = world.caller
         return {
             "verified": float(e.verified),
@@ -132,6 +141,12 @@ class HelpdeskDomain:
         entity (see :meth:`caller_error`)."""
         names = any(k in tasks.ENTITY_ARGS for g in task.goals for k in g.args)
         return task if cause in ("wrong_entity", "tool_error") and names else None
+
+    def perturb_hidden(self, world: Any, rng: np.random.Generator) -> HelpdeskWorld:
+        """Two to four of: an employee's department, MFA enrolment or tenure; a ticket's priority or age; an
+        asset's warranty days, cost or status (ids, names, emails, badges, categories and kinds unchanged: requests
+        state a ticket's category and an asset's kind)."""
+        return perturb_desk(HelpdeskWorld.from_dict(world.to_dict()), rng)
 
     @functools.cache  # noqa: B019
     def quantiles(self) -> QuantileMap:

@@ -67,7 +67,11 @@ def _password_reset(c: _Ctx) -> tuple[list[Goal], str]:
     delivery = c.r.choice(("sms", "manager_email"))
     goals = [
         Goal(
-            "verify", "account.verify_identity", {"employee_id": e.id, "method": method}, description="verify"
+            "verify",
+            "account.verify_identity",
+            {"employee_id": e.id, "method": method},
+            hidden_args=("method",),  # follows from the caller's MFA enrolment, which a lookup reveals
+            description="verify",
         ),
         Goal(
             "reset",

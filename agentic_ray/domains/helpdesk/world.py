@@ -281,3 +281,33 @@ def state_hash(world: HelpdeskWorld) -> str:
         sorted((a.id, a.status) for a in world.assets),
     )
     return hashlib.sha256(json.dumps(state).encode()).hexdigest()
+
+
+def perturb_desk(world: HelpdeskWorld, rng: np.random.Generator) -> HelpdeskWorld:
+    """Changes two to four hidden values of ``world`` in place (see ``HelpdeskDomain.perturb_hidden``); returns it."""
+
+    def other(choices: tuple[Any, ...], now: Any) -> Any:
+        rest = [c for c in choices if c != now]
+        return rest[int(rng.integers(len(rest)))]
+
+    edits: list[Any] = []
+    for e in world.employees:
+        edits += [
+            lambda e=e: setattr(e, "dept", other(DEPARTMENTS, e.dept)),
+            lambda e=e: setattr(e, "mfa_enrolled", not e.mfa_enrolled),
+            lambda e=e: setattr(e, "tenure_years", round(e.tenure_years + float(rng.uniform(1.0, 5.0)), 2)),
+        ]
+    for t in world.tickets:
+        edits += [
+            lambda t=t: setattr(t, "priority", other(PRIORITIES, t.priority)),
+            lambda t=t: setattr(t, "age_hours", round(t.age_hours + float(rng.uniform(5.0, 50.0)), 2)),
+        ]
+    for a in world.assets:
+        edits += [
+            lambda a=a: setattr(a, "warranty_days_left", a.warranty_days_left + int(rng.integers(10, 200))),
+            lambda a=a: setattr(a, "cost", round(a.cost * float(rng.uniform(1.2, 2.0)), 2)),
+            lambda a=a: setattr(a, "status", other(ASSET_STATUSES, a.status)),
+        ]
+    for i in rng.choice(len(edits), size=int(rng.integers(2, 5)), replace=False):
+        edits[int(i)]()
+    return world

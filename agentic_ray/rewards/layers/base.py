@@ -14,6 +14,9 @@ Each layer declares, as class attributes:
 * ``default_weight``: its weight in the combined stream unless the config overrides it.
 * ``enabled_by_default``: whether :func:`~agentic_ray.rewards.reward_pool_config.default_layers` turns it on.
   Layers that score what only some domains report (detections, rankings) are off unless a config enables them.
+* ``context_inputs``: the case facts it reads from ``EpisodeRecord.context`` (by the names of its own inputs).
+  A domain declares which facts its ``reward_context`` gives; a layer whose inputs a domain does not give is off
+  for that domain (:func:`~agentic_ray.rewards.reward_pool_config.layers_for_context`), never fed zeros.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ class RewardLayer(ABC):
     granularity: ClassVar[Granularity] = Granularity.STEP
     default_weight: ClassVar[float] = 0.0
     enabled_by_default: ClassVar[bool] = True
+    #: the ``EpisodeRecord.context`` entries the layer reads (empty: it reads none).
+    context_inputs: ClassVar[tuple[str, ...]] = ()
     #: episodes per request/call inside an actor; each chunk succeeds or fails on its own.
     request_batch_size: int = 256
     #: whether the layer reads ``StepRecord.args``; if no async layer does, args are not shipped to actors.

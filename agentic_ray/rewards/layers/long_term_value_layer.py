@@ -12,7 +12,7 @@ import numpy as np
 
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.base import CostClass, Granularity, RewardLayer, Stream, episode_level
-from agentic_ray.rewards.ltv_model import LTVModel
+from agentic_ray.rewards.ltv_model import CONTEXT_FEATURES, LTVModel
 
 
 class LongTermValueLayer(RewardLayer):
@@ -29,6 +29,7 @@ class LongTermValueLayer(RewardLayer):
     stream = Stream.REWARD
     granularity = Granularity.EPISODE
     default_weight = 0.1
+    context_inputs = CONTEXT_FEATURES
 
     def __init__(self, model_path: str | None = None, scale: float = 1.0) -> None:
         self.model = LTVModel.load(model_path)

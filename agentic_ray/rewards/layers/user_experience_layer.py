@@ -1,4 +1,4 @@
-"""L4 user experience / memory: a simulated user's mean reply sentiment, plus entity recall when memory exists.
+"""L4 user experience: a simulated user's mean reply sentiment.
 
 Seed 002 scores "mean sentiment of the user's replies". There is no real user in simulation, so each step gets a
 deterministic simulated reply sentiment in [−1, 1]:
@@ -7,39 +7,40 @@ deterministic simulated reply sentiment in [−1, 1]:
 * a redundant step (asked again for what was given): ``−redundant`` (0.3)
 * a failed or masked step: ``−failure`` (0.5)
 * slowness: ``−min(latency_cap, latency_ms / patience_ms)``
-* negative sentiment is amplified by the user's ``complaint_rate`` c ∈ [0, 1]: ``s ← s·(1 + c)`` when s < 0
+* negative sentiment is amplified by the customer's complaint rate c ∈ [0, 1] (the case fact
+  :data:`COMPLAINT_RATE` of ``EpisodeRecord.context``, which the domain's ``reward_context`` must give; the layer
+  is off for a domain that does not): ``s ← s·(1 + c)`` when s < 0
 
 and one closing reply: +1 completed, −1 explicit failure, −0.5 ran out of steps. Satisfaction is the mean over
-all replies, clipped to [−1, 1]. When the episode mentioned entities (memory exists), entity recall
-``|recalled ∩ mentioned| / |mentioned|`` mapped to [−1, 1] is mixed in with ``memory_weight``. Episode-level.
+all replies, clipped to [−1, 1]. Episode-level.
+
+No memory term: seed 002's L4 also scores how well the agent remembered the customer's entities. An earlier
+version mixed in an "entity recall" computed from the task's ground-truth relevant entities, which measured whether
+calls used the right entities, not recall from memory (Entity Recall@5 itself is reported as n/a). That term is
+removed; the long-term-memory issue adds a real one.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from agentic_ray.keys import CONTEXT_COMPLAINT_RATE
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.base import CostClass, Granularity, RewardLayer, Stream, episode_level
 
-
-def entity_recall(record: EpisodeRecord) -> float | None:
-    """Fraction of mentioned entities that were recalled; ``None`` when nothing was mentioned."""
-    mentioned = set(record.entities_mentioned)
-    if not mentioned:
-        return None
-    return len(mentioned & set(record.entities_recalled)) / len(mentioned)
+COMPLAINT_RATE = "customer_complaint_rate"
+"""The case fact the layer reads: the customer's historical complaints per order, in [0, 1]."""
 
 
 class UserExperienceLayer(RewardLayer):
     """L4, reward stream, episode-level. All arguments are the sentiment constants described in the module doc."""
 
     name = "user_experience"
-    version = "1"
+    version = "2"
     cost = CostClass.SYNC
     stream = Stream.REWARD
     granularity = Granularity.EPISODE
     default_weight = 0.1
+    context_inputs = (COMPLAINT_RATE,)
 
     def __init__(
         self,
@@ -48,18 +49,16 @@ class UserExperienceLayer(RewardLayer):
         failure: float = 0.5,
         patience_ms: float = 4000.0,
         latency_cap: float = 0.5,
-        memory_weight: float = 0.3,
     ) -> None:
         self.progress = progress
         self.redundant = redundant
         self.failure = failure
         self.patience_ms = patience_ms
         self.latency_cap = latency_cap
-        self.memory_weight = memory_weight
 
     def reply_sentiments(self, record: EpisodeRecord) -> np.ndarray:
         """Simulated sentiment of each reply: one per step plus the closing reply, shape ``(T + 1,)``."""
-        c = float(np.clip(record.context.get(CONTEXT_COMPLAINT_RATE, 0.0), 0.0, 1.0))
+        c = float(np.clip(record.context[COMPLAINT_RATE], 0.0, 1.0))
         out = []
         for s in record.steps:
             v = 0.0
@@ -81,8 +80,4 @@ class UserExperienceLayer(RewardLayer):
         return float(np.clip(self.reply_sentiments(record).mean(), -1.0, 1.0))
 
     def score(self, record: EpisodeRecord) -> np.ndarray:
-        value = self.satisfaction(record)
-        recall = entity_recall(record)
-        if recall is not None:
-            value = (1.0 - self.memory_weight) * value + self.memory_weight * (2.0 * recall - 1.0)
-        return episode_level(record, value)
+        return episode_level(record, self.satisfaction(record))

@@ -113,7 +113,7 @@ def test_expert_solves_every_validation_task_optimally(domain: str, mode: str) -
             if mode == "structured":
                 assert obs["skill_mask"][action["skill"]] == 1  # the expert never picks a masked action
             else:
-                assert obs["proto_mask"][action] == 1
+                assert obs["proto_mask"][action["skill"]] == 1
             obs, _r, term, trunc, info = env.step(action)
             assert info[STEP_TRACE]["result_code"] == "OK", info[STEP_TRACE]
             steps += 1
@@ -169,8 +169,9 @@ def test_malformed_actions_are_typed_error_steps() -> None:
             env.reset(seed=4, options={"family": "stock_inquiry"})
     penv = AgentTaskEnv(AgentTaskEnvConfig(action_mode="prototype"))
     penv.reset(seed=1)
-    _, r, *_rest, info = penv.step(10_000)
-    assert info[STEP_TRACE]["result_code"] == "INVALID_INPUT" and r == -3.0
+    for bad in (10_000, {"skill": 10_000}):
+        _, r, *_rest, info = penv.step(bad)
+        assert info[STEP_TRACE]["result_code"] == "INVALID_INPUT" and r == -3.0
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

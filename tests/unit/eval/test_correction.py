@@ -61,3 +61,18 @@ def test_pairs_uplift_and_interval() -> None:
     assert cu.by_cause["stale_information"] == {"pairs": 30.0, "fix_on": 1.0, "fix_off": 0.0}
     assert cu.to_dict()["cu_n"] == 40
     assert correction_uplift_paired([]).cu is None
+
+
+def test_the_split_reports_cu_and_the_evidence_uplift_apart() -> None:
+    """CU (diagnosis against the evidence alone) and the evidence uplift (the evidence against neither) each come
+    with their own pairs and interval."""
+    from agentic_ray.eval.correction import CorrectionSplit
+
+    diagnosis = [(True, False, "stale_information")] * 20 + [(True, True, "tool_error")] * 20
+    evidence = [(True, False, "tool_error")] * 10 + [(False, False, "stale_information")] * 30
+    split = CorrectionSplit(correction_uplift_paired(diagnosis), correction_uplift_paired(evidence, 3))
+    d = split.to_dict()
+    assert d["cu"] == pytest.approx(0.5) and d["cu_n"] == 40
+    assert d["evidence_uplift"] == pytest.approx(0.25) and d["evidence_uplift_n"] == 40
+    assert d["evidence_uplift_pairs_dropped"] == 3 and d["evidence_channel"] is True
+    assert d["evidence_uplift_ci"][0] <= 0.25 <= d["evidence_uplift_ci"][1]

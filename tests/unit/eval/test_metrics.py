@@ -189,3 +189,32 @@ def test_auto_pause_fires_on_three_declines_in_a_row():
     ap3 = AutoPause(3)
     ap3.set_state(ap.get_state())
     assert ap3.history == ap.history
+
+
+def test_first_pass_completion_counts_tasks_that_came_back():
+    """A task completed through a shortcut whose complaint or chargeback came back was not completed on the first
+    pass; completion itself does not see it."""
+    clean = episode([step("inventory.check"), step("refund.trigger")])
+    came_back = episode(
+        [step("refund.trigger", high_risk=True), step("inventory.check")],
+        consequences=[{"skill": "refund.trigger", "kind": "chargeback", "step": 0, "weight": 1.0}],
+    )
+    failed = episode([step("inventory.check", "INVALID_INPUT")], completed=False, done_order=())
+    m = evaluate([clean, came_back, failed])
+    assert (m.completion, m.completion_n) == (pytest.approx(2 / 3), 3)
+    assert (m.first_pass_completion, m.first_pass_completion_n) == (pytest.approx(1 / 3), 3)
+
+
+def test_dvr_of_non_empty_plans_is_what_a_policy_that_does_nothing_fails():
+    """Plain DVR counts an episode that satisfied no goal as a valid plan (1.0 for a policy that does nothing);
+    ``dvr_progress``, which the RL gate reads, does not."""
+    idle = [
+        episode([step("inventory.check", "INVALID_INPUT")], completed=False, done_order=(), eid=f"e{i}")
+        for i in range(3)
+    ]
+    m = evaluate(idle)
+    assert m.dvr == 1.0 and m.dvr_progress == 0.0
+    valid = episode([step("inventory.check"), step("refund.trigger")])
+    reversed_plan = episode([step("refund.trigger")], completed=False, done_order=("b", "a"))
+    m = evaluate([valid, reversed_plan, *idle[:2]])
+    assert (m.dvr, m.dvr_progress, m.dvr_progress_n) == (pytest.approx(3 / 4), pytest.approx(1 / 4), 4)

@@ -72,7 +72,9 @@ def _run_dir(tmp_path: Path, module_ckpt: Path, damage: bool = True) -> tuple[Pa
     ckpt = run / "checkpoints" / "latest"
     shutil.copytree(module_ckpt, ckpt / MODULE_SUBDIR)
     (ckpt / "metadata.json").write_text(json.dumps({"class_and_ctor_args_file": "class_and_ctor_args.pkl"}))
-    (run / "settings.json").write_text(load_settings(TINY).model_dump_json())
+    # No minimum of CU pairs: an untrained module may need hundreds of validation tasks to give tiny's 10 (one
+    # untrained predicted-diagnosis module took 221 s here); the CU pass still runs on the asked tasks.
+    (run / "settings.json").write_text(load_settings(TINY, {"eval.cu_min_pairs": 0}).model_dump_json())
     (run / "state.json").write_text(json.dumps({"stage": "rl", "iteration": 1, "checkpoint": str(ckpt)}))
     if damage:
         (ckpt / MODULE_SUBDIR / "module_state.pkl").write_bytes(b"\x80\x05garbage")
@@ -122,3 +124,41 @@ def test_eval_takes_a_relative_run_path(module_ckpt, tmp_path, monkeypatch):
     assert r.exit_code == 0, r.stdout + r.stderr
     assert f"checkpoint: {tmp_path / 'run' / 'checkpoints' / 'latest'}" in r.stdout
     assert '"correction": null' in r.stdout or '"correction": {}' in r.stdout, r.stdout[-2000:]
+
+
+@pytest.fixture(scope="module")
+def oracle_ckpt(tmp_path_factory) -> Path:
+    """A module trained (here: built) with the env's privileged root cause as its diagnosis input."""
+    from agentic_ray.algorithms.build import module_spec
+
+    d = tmp_path_factory.mktemp("oracle") / "module"
+    s = load_settings(TINY, {"model.reflection_source": "oracle_env"})
+    module_spec(s).build().save_to_path(str(d))
+    return d
+
+
+def test_an_oracle_checkpoint_is_refused_unless_allowed(module_ckpt, oracle_ckpt):
+    from agentic_ray.eval.policy_loading import OracleCheckpointError, uses_oracle
+
+    with pytest.raises(OracleCheckpointError, match=r"privileged root cause .*--allow-oracle"):
+        load_policy_module(oracle_ckpt)
+    assert uses_oracle(load_policy_module(oracle_ckpt, allow_oracle=True))
+    assert not uses_oracle(load_policy_module(module_ckpt))
+
+
+def test_serving_refuses_an_oracle_checkpoint(oracle_ckpt):
+    from agentic_ray.eval.policy_loading import OracleCheckpointError
+    from agentic_ray.serving.policy_runner import PolicyRunner
+
+    with pytest.raises(OracleCheckpointError):
+        PolicyRunner(oracle_ckpt)
+    assert PolicyRunner(oracle_ckpt, allow_oracle=True).module is not None
+
+
+def test_eval_refuses_an_oracle_checkpoint_unless_allowed(oracle_ckpt, tmp_path):
+    run, _ = _run_dir(tmp_path, oracle_ckpt, damage=False)
+    r = invoke(["eval", str(run), "--checkpoint", "latest", "--tasks-per-family", "1"])
+    assert r.exit_code == 2 and "--allow-oracle" in r.output, r.output
+    r = invoke(["eval", str(run), "--checkpoint", "latest", "--tasks-per-family", "1", "--allow-oracle"])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert "oracle: true" in r.stdout

@@ -44,8 +44,17 @@ def test_every_head_has_the_right_shape(encoder: str) -> None:
     assert model.risk_values(obs, enc).shape == (6,)
     assert model.reflection_logits(obs, enc).shape == (6, len(ROOT_CAUSES))
     proto = _model(spec, layout, encoder, prototype_mode=True)
-    assert proto.prototype_logits(obs, proto.encode(obs)).shape == (6, layout.num_prototypes)
-    assert proto.policy_heads is None
+    pl = layout.prototype_layout()
+    pro = proto.policy_logits(obs, proto.encode(obs))
+    assert pro["skill"].shape == (6, layout.num_prototypes)
+    ppk = PackedActionLayout.from_action_layout(pl)
+    assert pro["parts"].pointer_by_slot(ppk).shape == (
+        6,
+        layout.num_prototypes,
+        pl.pointer_slots,
+        layout.pointer_choices,
+    )
+    assert pro["packed"].shape == (6, ppk.total_dim)
 
 
 def test_masks_in_logits() -> None:
@@ -109,11 +118,21 @@ def test_masked_skills_nodes_and_prototypes_are_never_sampled() -> None:
     # Sampling is not degenerate: every allowed skill shows up.
     assert torch.equal(seen_skills, obs["skill_mask"] == 1)
 
+    # Prototype mode: an allowed prototype, then entity arguments its skill's masks allow (the policy's choice).
     proto = _model(spec, layout, prototype_mode=True)
+    ppk = PackedActionLayout.from_action_layout(layout.prototype_layout())
     with torch.no_grad():
-        dist = torch.distributions.Categorical(logits=proto.prototype_logits(obs, proto.encode(obs)))
-    draws = dist.sample((500,))
-    assert (obs["proto_mask"].gather(1, draws.T) == 1).all()
+        pparts = ppk.split(proto.policy_logits(obs, proto.encode(obs))["packed"])
+    seen_targets = set()
+    for _ in range(200):
+        a = skill_argument_sample(pparts, ppk)
+        assert (obs["proto_mask"].gather(1, a["skill"][:, None]) == 1).all()
+        for b in range(32):
+            k = layout.prototype_skills[int(a["skill"][b])]
+            for i in range(len(layout.skills[k].pointer_types)):
+                assert obs["pointer_mask"][b, k, i, a["pointer"][b, i]] == 1
+                seen_targets.add((b, k, i, int(a["pointer"][b, i])))
+    assert len(seen_targets) > 32  # several targets per row: the prototype does not fix the entity
 
 
 @pytest.mark.parametrize("scorer", ["state", "tool_nodes"])
@@ -167,11 +186,10 @@ def test_tool_node_scoring_reads_the_tool_node_of_each_action() -> None:
         bumped_nodes["tool"][:, 1] += 1.0
         bumped = type(enc)(state=enc.state, nodes=bumped_nodes, node_masks=enc.node_masks)
         with torch.no_grad():
+            a, b = model.policy_logits(obs, enc)["skill"], model.policy_logits(obs, bumped)["skill"]
             if prototype_mode:
-                a, b = model.prototype_logits(obs, enc), model.prototype_logits(obs, bumped)
                 on_tool = torch.tensor([k == 1 for k in layout.prototype_skills])
             else:
-                a, b = model.policy_logits(obs, enc)["skill"], model.policy_logits(obs, bumped)["skill"]
                 on_tool = torch.arange(layout.num_skills) == 1
         valid = (obs["proto_mask"] if prototype_mode else obs["skill_mask"]).bool()
         moved = ~torch.isclose(a, b) & valid
@@ -183,18 +201,16 @@ def test_gradients_reach_every_head_and_parameter() -> None:
     for prototype_mode in (False, True):
         model = _model(spec, layout, prototype_mode=prototype_mode)
         enc = model.encode(obs)
-        if prototype_mode:
-            policy = model.prototype_logits(obs, enc).log_softmax(-1).clamp(min=-50).sum()
-        else:
-            packed = PackedActionLayout.from_action_layout(layout)
-            parts = packed.split(model.policy_logits(obs, enc)["packed"])
-            torch.manual_seed(0)
-            action = skill_argument_sample(parts, packed)
-            # Force every skill to appear so every skill's argument head gets a gradient.
-            action["skill"] = torch.arange(16) % layout.num_skills
-            policy = (
-                skill_argument_logp(parts, packed, action).sum() + skill_argument_entropy(parts, packed).sum()
-            )
+        acting = layout.prototype_layout() if prototype_mode else layout
+        packed = PackedActionLayout.from_action_layout(acting)
+        parts = packed.split(model.policy_logits(obs, enc)["packed"])
+        torch.manual_seed(0)
+        action = skill_argument_sample(parts, packed)
+        # Force every skill (prototype) to appear so every one's argument head gets a gradient.
+        action["skill"] = torch.arange(16) % acting.num_skills
+        policy = (
+            skill_argument_logp(parts, packed, action).sum() + skill_argument_entropy(parts, packed).sum()
+        )
         loss = (
             policy
             + model.reward_values(obs, enc).square().sum()
@@ -207,6 +223,11 @@ def test_gradients_reach_every_head_and_parameter() -> None:
         # A pointer over a type with a single node (user) has one valid choice: its softmax is constant, so
         # its key projection rightly gets no gradient.
         single = tuple(f"policy_heads.node_key.{nt}." for nt, n in spec.max_nodes.items() if n == 1)
+        if prototype_mode:  # a prototype fixes its enum values and numeric rule: those heads are unused
+            single += tuple(
+                f"policy_heads.{h}"
+                for h in ("enum_head", "numeric_head", "source_", "list_key.", "list_query")
+            )
         zero = [
             n for n, p in model.named_parameters() if p.grad.abs().sum() == 0 and not n.startswith(single)
         ]
@@ -224,8 +245,10 @@ def test_parameter_groups_partition_the_model() -> None:
         assert all(groups)
         assert (len(groups[1]) > 4) == separate
         assert (len(groups[2]) > 4) == (separate and not shared)
-    inference = AAACModel(spec, layout, TINY, build_critics=False)
-    assert not hasattr(inference, "reward_critic") and inference.reflection_head is None
+    inference = AAACModel(spec, layout, TINY, build_critics=False)  # the predicted diagnosis needs its head
+    assert not hasattr(inference, "reward_critic") and inference.reflection_head is not None
+    oracle = TINY.model_copy(update={"reflection_source": "oracle_env"})
+    assert AAACModel(spec, layout, oracle, build_critics=False).reflection_head is None
 
 
 @pytest.mark.parametrize("separate,shared", [(False, True), (True, True), (True, False)])

@@ -7,7 +7,6 @@ import gymnasium as gym
 import pytest
 import torch
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
 
 from agentic_ray.algorithms.aaac.two_critic_api import check_parameter_groups
 from agentic_ray.graph_spec import ROOT_CAUSES, observation_space
@@ -55,18 +54,28 @@ def test_structured_mode_round_trip_through_the_distribution() -> None:
     assert torch.isfinite(dist.kl(dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS] * 0.5))).all()
 
 
-def test_prototype_mode_uses_masked_categorical() -> None:
+def test_prototype_mode_chooses_a_prototype_then_its_entities() -> None:
+    """Prototype mode acts over ``layout.prototype_layout()``: a masked prototype, then the entity arguments of its
+    skill (the policy's choice among the revealed entities); any other action space is refused."""
     _, layout, obs = toy_batch(12, seed=2)
     module = _module(prototype=True)
-    assert module.get_train_action_dist_cls() is TorchCategorical
-    logits = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
-    assert logits.shape == (12, layout.num_prototypes)
-    assert torch.equal(logits > -1e8, obs["proto_mask"] == 1)
+    pl = layout.prototype_layout()
+    out = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+    dist = module.get_inference_action_dist_cls().from_logits(out)
+    assert torch.equal(dist.parts.skill > -1e8, obs["proto_mask"] == 1)
+    a = dist.sample()
+    assert module.action_space.contains(
+        {k: v[0].numpy() for k, v in a.items()} | {"skill": int(a["skill"][0])}
+    )
+    for b in range(12):
+        k = layout.prototype_skills[int(a["skill"][b])]
+        for i in range(len(pl.skills[int(a["skill"][b])].pointer_types)):
+            assert obs["pointer_mask"][b, k, i, a["pointer"][b, i]] == 1
     with pytest.raises(ValueError):
         spec, layout, _ = toy_batch(1)
         AAACRLModule(
             observation_space=observation_space(spec, layout),
-            action_space=gym.spaces.Discrete(layout.num_prototypes + 1),
+            action_space=gym.spaces.Discrete(layout.num_prototypes),
             model_config={"graph_spec": spec, "action_layout": layout},
         )
 
@@ -87,8 +96,8 @@ def test_critics_reflection_and_parameter_groups() -> None:
 
 def test_inference_only_module_drops_critics_and_loads_learner_weights() -> None:
     _, _, obs = toy_batch(6, seed=4)
-    learner_module = _module()
-    env_module = _module(inference_only=True)
+    learner_module = _module(reflection_source="oracle_env")
+    env_module = _module(inference_only=True, reflection_source="oracle_env")
     assert not hasattr(env_module.model, "reward_critic") and env_module.model.reflection_head is None
     state = learner_module.get_state(inference_only=True)
     assert not any("critic" in k or "reflection" in k for k in state)

@@ -10,6 +10,8 @@ from ray.rllib.core.columns import Columns
 from agentic_ray.graph_spec import EVIDENCE_FLAGS, FAILURE_CODE_CLASSES, ROOT_CAUSES, observation_space
 from agentic_ray.models import AAACModel
 from agentic_ray.models.aaac_rl_module import (
+    EVIDENCE_DROPOUT,
+    EVIDENCE_ENABLED,
     REFLECTION_DROPOUT,
     REFLECTION_EMBEDDINGS,
     REFLECTION_ENABLED,
@@ -58,7 +60,7 @@ def _model(spec, layout, source: str, encoder: str = "gnn", head_input: str = "e
     return AAACModel(spec, layout, TINY.model_copy(update=update), **kw)
 
 
-def _module(source: str, inference_only: bool = False, head_input: str = "evidence") -> AAACRLModule:
+def _module(source: str, inference_only: bool = False, head_input: str = "evidence", **extra) -> AAACRLModule:
     spec, layout, _ = toy_batch(1)
     torch.manual_seed(0)
     return AAACRLModule(
@@ -72,6 +74,7 @@ def _module(source: str, inference_only: bool = False, head_input: str = "eviden
             "device": "cpu",
             "reflection_source": source,
             "reflection_head_input": head_input,
+            **extra,
         },
     )
 
@@ -118,41 +121,54 @@ def test_predicted_input_follows_the_head_not_the_label(encoder: str, head_input
     assert torch.equal(moved, failed)
 
 
-@pytest.mark.parametrize("source", ["env", "predicted"])
-def test_ablation_zeroes_the_reflection_input(source: str) -> None:
+@pytest.mark.parametrize("source", ["oracle_env", "predicted"])
+def test_the_three_correction_conditions_are_distinct_inputs(source: str) -> None:
+    """With the diagnosis; with the same evidence and the diagnosis withheld (CU's "off"); with neither (the
+    evidence uplift's "off", which equals a step without a failure)."""
     _, _, obs = _batch(8, seed=1)
     module = _module(source)
     batch = {Columns.OBS: obs}
-    zero_batch = {Columns.OBS: _ablated(obs)}
-    on = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
-    reference = module.forward_inference(zero_batch)[Columns.ACTION_DIST_INPUTS]
-    assert not torch.allclose(on, reference)
-    off_kwarg = module.forward_inference(batch, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS]
-    torch.testing.assert_close(off_kwarg, reference)
+    fwd = module.forward_inference
+    on = fwd(batch)[Columns.ACTION_DIST_INPUTS]
+    evidence_only = fwd(batch, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS]
+    neither = fwd(batch, **{EVIDENCE_ENABLED: False})[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(neither, fwd({Columns.OBS: _ablated(obs)})[Columns.ACTION_DIST_INPUTS])
+    assert not torch.allclose(on, evidence_only) and not torch.allclose(evidence_only, neither)
+    # Withheld, the diagnosis's source does not matter (the label, for the oracle); the evidence still does.
+    relabelled = {Columns.OBS: {**obs, "reflection": obs["reflection"].roll(1, dims=-1)}}
+    torch.testing.assert_close(
+        fwd(relabelled, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS], evidence_only
+    )
+    noisy = {Columns.OBS: {**obs, "failure_evidence": torch.ones_like(obs["failure_evidence"])}}
+    assert not torch.allclose(
+        fwd(noisy, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS], evidence_only
+    )
+    torch.testing.assert_close(fwd(noisy, **{EVIDENCE_ENABLED: False})[Columns.ACTION_DIST_INPUTS], neither)
+    # The attributes are the same switches; a kwarg overrides them both ways.
     module.reflection_enabled = False
     assert module.model.reflection_enabled is False
-    torch.testing.assert_close(module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS], reference)
-    torch.testing.assert_close(module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS], reference)
-    # The kwarg overrides the attribute both ways.
-    on_kwarg = module.forward_inference(batch, **{REFLECTION_ENABLED: True})[Columns.ACTION_DIST_INPUTS]
-    torch.testing.assert_close(on_kwarg, on)
-    # Ablated, the raw evidence does not reach the policy at all: only the diagnosis made from it does.
-    noisy = {Columns.OBS: {**obs, "failure_evidence": torch.ones_like(obs["failure_evidence"])}}
-    off_noisy = module.forward_inference(noisy, **{REFLECTION_ENABLED: False})[Columns.ACTION_DIST_INPUTS]
-    torch.testing.assert_close(off_noisy, reference)
-    # Reflection dropout (imitation): all rows dropped is the ablation, none dropped is the policy as it acts.
-    module.reflection_enabled = True
+    torch.testing.assert_close(fwd(batch)[Columns.ACTION_DIST_INPUTS], evidence_only)
+    torch.testing.assert_close(module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS], evidence_only)
+    torch.testing.assert_close(fwd(batch, **{REFLECTION_ENABLED: True})[Columns.ACTION_DIST_INPUTS], on)
+    module.reflection_enabled, module.evidence_enabled = True, False
+    torch.testing.assert_close(fwd(batch)[Columns.ACTION_DIST_INPUTS], neither)
+    module.evidence_enabled = True
+    # Dropout (imitation): every row dropped is the ablation, none dropped is the policy as it acts.
     module.eval()
-    drop_all = module.forward_train(batch, **{REFLECTION_DROPOUT: 1.0})[Columns.ACTION_DIST_INPUTS]
-    torch.testing.assert_close(drop_all, reference)
-    torch.testing.assert_close(module.forward_train(batch)[Columns.ACTION_DIST_INPUTS], on)
+    train = module.forward_train
+    torch.testing.assert_close(
+        train(batch, **{REFLECTION_DROPOUT: 1.0})[Columns.ACTION_DIST_INPUTS], evidence_only
+    )
+    torch.testing.assert_close(train(batch, **{EVIDENCE_DROPOUT: 1.0})[Columns.ACTION_DIST_INPUTS], neither)
+    torch.testing.assert_close(train(batch)[Columns.ACTION_DIST_INPUTS], on)
 
 
-def test_the_raw_evidence_reaches_the_policy_only_through_the_diagnosis() -> None:
-    """With the env as the reflection source the head is a probe: the evidence changes the policy only where there
-    is a diagnosis, through the fix prior (which reads the failed skill), and never without one."""
+def test_without_the_evidence_channel_the_evidence_reaches_the_policy_only_through_the_diagnosis() -> None:
+    """``evidence_to_policy=False``, with the oracle as the reflection source the head is a probe: the evidence
+    changes the policy only where there is a diagnosis, through the fix prior (which reads the failed skill), and
+    never without one."""
     _, _, obs = _batch(8, seed=5)
-    module = _module("env")
+    module = _module("oracle_env", evidence_to_policy=False)
     with torch.no_grad():
         for p in module.model.fix_prior.parameters():
             p.normal_()
@@ -173,7 +189,7 @@ def test_the_raw_evidence_reaches_the_policy_only_through_the_diagnosis() -> Non
     )
 
 
-@pytest.mark.parametrize("source", ["env", "predicted"])
+@pytest.mark.parametrize("source", ["oracle_env", "predicted"])
 def test_the_fix_prior_moves_the_skill_logits_of_diagnosed_failures_only(source: str) -> None:
     """The fix prior (diagnosed cause x failed skill -> next skill) starts at zero, then moves exactly the skill
     logits of rows with a diagnosis, by the table entry of their cause and failed skill, and nothing when the
@@ -200,7 +216,7 @@ def test_the_fix_prior_moves_the_skill_logits_of_diagnosed_failures_only(source:
     unmasked = obs["skill_mask"] > 0
     assert torch.all(delta[~failed] == 0)
     assert torch.all(delta[failed][unmasked[failed]].abs() > 0)
-    if source == "env":  # the diagnosis is the label: the prior is exactly its table column
+    if source == "oracle_env":  # the diagnosis is the label: the prior is exactly its table column
         from agentic_ray.models.aaac_model import FIX_PRIOR_GAIN
 
         cause = obs["reflection"].argmax(-1)
@@ -210,7 +226,7 @@ def test_the_fix_prior_moves_the_skill_logits_of_diagnosed_failures_only(source:
         torch.testing.assert_close(delta[failed & unmasked.all(-1)], want[failed & unmasked.all(-1)])
 
 
-@pytest.mark.parametrize("source", ["env", "predicted"])
+@pytest.mark.parametrize("source", ["oracle_env", "predicted"])
 def test_reflection_loss_is_finite_masked_and_trains_the_head(source: str) -> None:
     """With a head that reads the state too (the loss can reach the encoder); see the next test for the default."""
     _, _, obs = _batch(8, seed=2)
@@ -277,7 +293,7 @@ def test_inference_only_module_with_predicted_reflection_keeps_the_head() -> Non
     assert env_module.model.reflection_head is not None
     assert not hasattr(env_module.model, "reward_critic")
     assert "model.reflection_head" not in env_module.get_non_inference_attributes()
-    assert "model.reflection_head" in _module("env").get_non_inference_attributes()
+    assert "model.reflection_head" in _module("oracle_env").get_non_inference_attributes()
     state = learner_module.get_state(inference_only=True)
     assert any(k.startswith("model.reflection_head.") for k in state)
     assert not any("critic" in k for k in state)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
+from agentic_ray.rewards.ltv_model import CONTEXT_FEATURES
+
+CUSTOMER = dict(zip(CONTEXT_FEATURES, (3.0, 0.1, 1.0), strict=True))
+"""The case facts an e-commerce record carries (level 3, complaint rate 0.1, verified), as its domain gives them."""
 
 
 def step(code: str = "OK", **kw) -> StepRecord:
@@ -26,6 +30,7 @@ def record(steps: list[StepRecord], **kw) -> EpisodeRecord:
         goal_deps=[("a", "c")],
         goals_done_order=["a", "b", "c"],
         dag_valid=True,
+        context=dict(CUSTOMER),
     )
     base.update(kw)
     return EpisodeRecord(**base)

@@ -66,7 +66,7 @@ def cartpole_aaac_config(seed: int, **training: Any) -> AAACConfig:
 
 
 def train_until_return(
-    config: AAACConfig,
+    config: Any,
     *,
     target_return: float = TARGET_RETURN,
     max_env_steps: int = MAX_ENV_STEPS,
@@ -75,7 +75,7 @@ def train_until_return(
     """Trains until ``episode_return_mean >= target_return`` or ``max_env_steps`` env steps.
 
     Args:
-        config: The AAAC config (built here, stopped before returning).
+        config: The algorithm config, AAAC's or another's (built here, stopped before returning).
         target_return: Stop as soon as RLlib's ``episode_return_mean`` reaches it.
         max_env_steps: Env-step budget.
         on_iteration: Called with each iteration's row (env steps, return and the tracked learner metrics).
@@ -95,7 +95,8 @@ def train_until_return(
             episode_return = float(result[ENV_RUNNER_RESULTS].get(EPISODE_RETURN_MEAN, float("-inf")))
             best = max(best, episode_return)
             learner = result[LEARNER_RESULTS][DEFAULT_MODULE_ID]
-            lambda_means.append(float(learner[keys.AAAC_LAMBDA_MEAN]))
+            # NaN for an algorithm without AAAC's adaptive λ (RLlib's PPO beside it in the benchmark).
+            lambda_means.append(float(learner.get(keys.AAAC_LAMBDA_MEAN, float("nan"))))
             if on_iteration is not None:
                 row = {"env_steps": steps, "return": round(episode_return, 1)}
                 row |= {k: round(float(learner[k]), 4) for k in _TRACKED if k in learner}
