@@ -7,14 +7,17 @@ action from the observation (:meth:`ActionCodec.ground_prototype`).
 Mining: every successful expert step becomes a vector ``[skill one-hot (K) | enum one-hot per slot]``; K-means
 (scikit-learn) clusters them and each centre is decoded to the most common (skill, enum, source field) signature
 of its members. By default the number of clusters is the number of distinct signatures, so every successful step
-pattern keeps a prototype; a smaller ``n_prototypes`` merges rare patterns into frequent ones. The escalation
-prototype of each terminal skill (an escalation) is added when clean expert traces never contain it.
+pattern keeps a prototype; a smaller ``n_prototypes`` merges rare patterns into frequent ones. Every skill of the
+layout keeps a prototype (:func:`with_every_skill`): a skill the expert's clean traces never call (an escalation, a
+rarely needed write) gets a default one (first enum values, a free number at mid-range), so prototype mode can
+always choose it.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -94,6 +97,17 @@ def mine_prototypes(
     return protos
 
 
+def with_every_skill(protos: list[Prototype], layout: ActionLayout, skills: Sequence[str]) -> list[Prototype]:
+    """``protos`` plus a default prototype (enum values 0, a free numeric argument at mid-range, support 0) for
+    each skill of ``skills`` (the layout's skill names, in order) that no prototype uses."""
+    have = {p.skill for p in protos}
+    return list(protos) + [
+        Prototype(name, (0,) * len(layout.skills[k].enum_sizes))
+        for k, name in enumerate(skills)
+        if name not in have
+    ]
+
+
 def save_prototypes(protos: list[Prototype], path: str | Path) -> None:
     Path(path).write_text(json.dumps([asdict(p) for p in protos], indent=1))
 
@@ -167,11 +181,7 @@ def main() -> None:  # pragma: no cover - maintenance entry point
     name = sys.argv[1] if len(sys.argv) > 1 else "ecommerce"
     d = get_domain(name)
     env = AgentTaskEnv(AgentTaskEnvConfig(domain=name))
-    protos = mine_prototypes(collect_expert_steps(name), env.layout)
-    # A terminal skill (an escalation) may be rare in clean expert traces, but the policy must always have it.
-    for s in d.schema.terminal_skills:
-        if s in env.skills and not any(p.skill == s for p in protos):
-            protos.append(Prototype(s, (0,) * len(env.layout.skills[env.skills.index(s)].enum_sizes)))
+    protos = with_every_skill(mine_prototypes(collect_expert_steps(name), env.layout), env.layout, env.skills)
     save_prototypes(protos, d.data_dir / "prototypes.json")
     print(f"{len(protos)} prototypes -> {d.data_dir / 'prototypes.json'}")
 

@@ -29,16 +29,20 @@ def regenerate_data() -> None:  # pragma: no cover - maintenance entry point
     """Refit ``data/quantiles.json`` and re-mine ``data/prototypes.json`` with the project's own tools."""
     from agentic_ray.domains.quantile_fit import fit_quantiles
     from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
-    from agentic_ray.envs.prototypes import Prototype, collect_expert_steps, mine_prototypes, save_prototypes
+    from agentic_ray.envs.prototypes import (
+        collect_expert_steps,
+        mine_prototypes,
+        save_prototypes,
+        with_every_skill,
+    )
 
     register()
     domain.data_dir.mkdir(exist_ok=True)
     fit_quantiles(domain, n_tasks=500).to_json(domain.data_dir / "quantiles.json")
     env = AgentTaskEnv(AgentTaskEnvConfig(domain=NAME))
-    protos = mine_prototypes(collect_expert_steps(NAME, n_per_family=20), env.layout)
-    for s in env.skills:  # every skill keeps a prototype, so prototype mode can choose each of them
-        if not any(p.skill == s for p in protos):
-            protos.append(Prototype(s, (0,) * len(env.layout.skills[env.skills.index(s)].enum_sizes)))
+    protos = with_every_skill(
+        mine_prototypes(collect_expert_steps(NAME, n_per_family=20), env.layout), env.layout, env.skills
+    )
     save_prototypes(protos, domain.data_dir / "prototypes.json")
     print(f"{len(protos)} prototypes, quantiles -> {domain.data_dir}")
 

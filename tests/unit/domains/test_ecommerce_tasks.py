@@ -21,7 +21,13 @@ from agentic_ray.domains.quantile_map import QuantileMap
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.envs.masks import sla_arrays
 from agentic_ray.envs.observation import ObservationBuilder, build_specs
-from agentic_ray.envs.prototypes import ExpertStep, describe_step, mine_prototypes
+from agentic_ray.envs.prototypes import (
+    ExpertStep,
+    describe_step,
+    load_prototypes,
+    mine_prototypes,
+    with_every_skill,
+)
 from agentic_ray.graph_spec import observation_space
 from agentic_ray.keys import STEP_TRACE
 
@@ -188,6 +194,23 @@ def test_prototypes_cover_every_expert_step() -> None:
     with pytest.raises(ValueError):
         mine_prototypes([], env.layout)
     assert isinstance(steps[0], ExpertStep)
+    # Every skill keeps a prototype (issue 26 point 11): one the demonstrations never call gets a default one.
+    assert with_every_skill(mined, env.layout, env.skills) == mined  # the expert called every skill here
+    left_out = steps[0].skill
+    part = mine_prototypes([s for s in steps if s.skill != left_out], env.layout, seed=0)
+    assert left_out not in {p.skill for p in part}
+    every = with_every_skill(part, env.layout, env.skills)
+    assert every[: len(part)] == part and {p.skill for p in every} == set(env.skills)
+    assert [p.skill for p in every[len(part) :]] == [left_out]
+    assert every[-1].support == 0 and every[-1].source_field is None
+
+
+@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk", "inspection"])
+def test_every_shipped_domain_has_a_prototype_for_every_skill(domain: str) -> None:
+    env = AgentTaskEnv(AgentTaskEnvConfig(domain=domain))
+    assert {p.skill for p in load_prototypes(get_domain(domain).data_dir / "prototypes.json")} == set(
+        env.skills
+    )
 
 
 @pytest.mark.parametrize("domain", ["ecommerce", "helpdesk"])
