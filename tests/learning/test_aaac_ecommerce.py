@@ -1,4 +1,11 @@
-"""Learning test: AAAC from scratch on the e-commerce env beats the random masked policy by a wide margin.
+"""Learning test: AAAC from scratch on the e-commerce env beats the random masked policy by a wide margin, on the
+median of three seeds (issue 25: seed 0 alone is one of the 2 seeds of 5 that leave the 0.19 plateau).
+
+**Marked slow, out of CI**: each seed trains 25k env steps (5 min alone on 2 CPUs, 13 min on a shared box), so the
+three take 15-40 minutes, over the whole CI budget of 35. Run it with ``pytest -m slow tests/learning``; the
+from-scratch comparison with PPO and its intervals are ``benchmarks/aaac_vs_ppo.py``'s. Not yet run at three seeds
+since prototype mode stopped filling entity arguments from the ground truth (issue 25): the figures below are
+from before, when a prototype carried its entities.
 
 Setup (chosen so that it runs in a few minutes on 2 CPUs, ``num_env_runners=0``, sampling and learning in the
 test process):
@@ -120,7 +127,8 @@ def _train_and_evaluate(seed: int, eval_cfg: AgentTaskEnvConfig) -> dict[str, fl
 
 
 @pytest.mark.learning
-@pytest.mark.timeout(2400)
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_aaac_ecommerce_beats_random(ray_session) -> None:
     eval_cfg = AgentTaskEnvConfig(
         action_mode="prototype",
