@@ -29,11 +29,10 @@ from agentic_ray.parser.parsed_request import Clarify, ParsedRequest, SlotSpan
 from agentic_ray.parser.slot_tagger import SlotTagger
 from agentic_ray.text import get_embedder
 
-__all__ = ["PARSER_DIR", "GoalParser", "load_parser", "parse"]
+__all__ = ["GoalParser", "load_parser", "parse"]
 
-PARSER_DIR = "goal_parser"
-"""The parser's folder inside a domain's ``data_dir``."""
-_META, _WEIGHTS = "parser.json", "weights.npz"
+_META, _WEIGHTS = "goal_parser.json", "goal_parser.npz"
+"""The parser's two files, written into a domain's ``data_dir`` (shipped as package data)."""
 MIN_PHRASE_SIMILARITY = 0.75
 """Least ``difflib`` ratio between a tagged enum span and a phrase of the slot for the span to take its value
 (a typo'd phrase passes; a bare "address" tagged as a delivery source, ratio 0.56, does not)."""
@@ -283,7 +282,7 @@ class GoalParser:
 
     # ------------------------------------------------------------------------------------------ files
     def save(self, folder: Path) -> None:
-        """Write ``parser.json`` and ``weights.npz`` into ``folder`` (created)."""
+        """Write ``goal_parser.json`` and ``goal_parser.npz`` into ``folder`` (created)."""
         folder.mkdir(parents=True, exist_ok=True)
         c, t = self.classifier, self.tagger
         meta = {
@@ -302,7 +301,7 @@ class GoalParser:
             "split_by_entities": self.split_by_entities,
             "info": self.info,
         }
-        (folder / _META).write_text(json.dumps(meta, indent=1, sort_keys=True))
+        (folder / _META).write_text(json.dumps(meta, sort_keys=True, separators=(",", ":")))
         np.savez_compressed(
             folder / _WEIGHTS,
             family_coef=c.coef.astype(np.float16),
@@ -343,14 +342,14 @@ class GoalParser:
 
 @functools.cache
 def load_parser(domain_name: str, folder: str | None = None) -> GoalParser:
-    """The shipped parser of a domain (``<data_dir>/goal_parser``), loaded once per process.
+    """The parser of a domain (shipped in its ``data_dir``, or in ``folder``), loaded once per process.
 
     Raises:
         FileNotFoundError: the domain has no trained parser (train one: ``agentic-ray parser train --domain``).
     """
     from agentic_ray.domains import get_domain
 
-    path = Path(folder) if folder else Path(get_domain(domain_name).data_dir) / PARSER_DIR
+    path = Path(folder) if folder else Path(get_domain(domain_name).data_dir)
     if not (path / _META).exists():
         raise FileNotFoundError(
             f"no goal parser for domain {domain_name!r} at {path}; train one with "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -81,6 +82,12 @@ class ParsedRequest:
     clarify: Clarify | None = None
     text: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (goals as :class:`~agentic_ray.domains.goal_dag.Goal` fields)."""
+        d = dataclasses.asdict(self)
+        d["mentioned"] = [{"type": m.type, "id": m.id} for m in self.mentioned]
+        return d
 
     @property
     def request(self) -> Request:
