@@ -248,8 +248,10 @@ class GoalParser:
     def _clarify(
         self, chosen: list[str], per_task: list[dict[str, str]], facts: dict[str, str], confidence: float
     ) -> Clarify | None:
-        if confidence < self.min_confidence:
-            return Clarify("unsure", families=tuple(chosen))
+        """What to ask, or None: the slots the families' templates need that were not given, the identity when
+        no fact set that identifies the customer is complete, and ``unsure`` when the family is uncertain (the
+        missing slots of the likeliest reading are named then too)."""
+        unsure = confidence < self.min_confidence
         missing = tuple(
             dict.fromkeys(
                 slot
@@ -260,7 +262,7 @@ class GoalParser:
         )
         options = tuple(dict.fromkeys(fs for f in chosen for fs in self.templates.families[f].fact_sets))
         identified = not options or any(all(k in facts for k in fs) for fs in options)
-        if missing or not identified:
+        if unsure or missing or not identified:
             id_missing = (
                 ()
                 if identified
@@ -273,7 +275,7 @@ class GoalParser:
                 )
             )
             return Clarify(
-                "missing_slots",
+                "unsure" if unsure else "missing_slots",
                 missing=missing + id_missing,
                 identity_options=() if identified else options,
                 families=tuple(chosen),

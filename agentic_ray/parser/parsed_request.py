@@ -41,7 +41,8 @@ class Clarify:
 
     Attributes:
         reason: ``missing_slots`` (a needed slot was not given) or ``unsure`` (the family is uncertain).
-        missing: slots that must be given (e.g. ``("order",)``), per the families' templates.
+        missing: slots that must be given (e.g. ``("order",)``), per the families' templates (for ``unsure``,
+            those of the likeliest reading).
         identity_options: for a missing identity, the fact sets any one of which identifies the customer
             (e.g. ``(("email",), ("name", "zip"))``); empty when the identity is given.
         families: the family (or families) the parser believes the request is about.
