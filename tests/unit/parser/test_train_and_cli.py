@@ -33,3 +33,11 @@ def test_parser_package_names_no_domain() -> None:
         assert name not in src
         for fam in get_domain(name).families:
             assert f'"{fam}"' not in src, fam
+
+
+def test_a_domain_without_renderings_is_one_clear_error(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        app(args=["parser", "train", "--domain", "inspection"], prog_name="agentic-ray")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2
+    assert len(err) == 1 and "ships no renderings" in err[0] and "renderings" in err[0]
