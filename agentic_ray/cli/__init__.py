@@ -5,7 +5,14 @@ One module per command group registers its commands on :data:`agentic_ray.cli.ap
 
 from __future__ import annotations
 
-from agentic_ray.cli import dashboard_cmd, serve_cmd, skills_cmd, sweep_cmd, train_cmd  # noqa: F401  (register the commands)
+from agentic_ray.cli import (  # noqa: F401  (register the commands)
+    dashboard_cmd,
+    parser_cmd,
+    serve_cmd,
+    skills_cmd,
+    sweep_cmd,
+    train_cmd,
+)
 from agentic_ray.cli.app import app
 
 __all__ = ["app"]
