@@ -199,7 +199,11 @@ class MemoryStore:
             e = s + _UPSERT_BATCH
             self.client.upsert(
                 self.config.collection,
-                points=qm.Batch(ids=list[qm.ExtendedPointId](ids[s:e]), vectors=vectors[s:e].tolist(), payloads=payloads[s:e]),
+                points=qm.Batch(
+                    ids=list[qm.ExtendedPointId](ids[s:e]),
+                    vectors=vectors[s:e].tolist(),
+                    payloads=payloads[s:e],
+                ),
                 wait=True,
             )
         if self._index is not None:
