@@ -49,9 +49,9 @@ def test_confirmation_times_and_freshness() -> None:
     g.confirm("c1", 79.0)
     assert "c1" not in g.stale(80.0)
     assert g.of_type("order") == ["o2", "o1"]
-    g.relate("o1", BELONGS_TO, "c1", at_h=60.0)  # a tool confirmed the relation again: both ends are fresh
-    assert g.node("o1")["last_confirmed_h"] == g.node("c1")["last_confirmed_h"] == 60.0
-    assert g.g.edges["o1", "c1", BELONGS_TO]["last_confirmed_h"] == 60.0
+    g.relate("o1", BELONGS_TO, "c1", at_h=90.0)  # a tool confirmed the relation again: both ends are fresh
+    assert g.node("o1")["last_confirmed_h"] == g.node("c1")["last_confirmed_h"] == 90.0
+    assert g.g.edges["o1", "c1", BELONGS_TO]["last_confirmed_h"] == 90.0
 
 
 def test_round_trip() -> None:
