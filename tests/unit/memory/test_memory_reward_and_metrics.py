@@ -9,9 +9,10 @@ from agentic_ray.eval.memory_metrics import entity_recall_at_k, forgetting
 from agentic_ray.keys import CONTEXT_MEMORY_FACTS
 from agentic_ray.memory.functional import freshness, memory_step_credit
 from agentic_ray.memory.memory_episode import FactEvent, KeyFact, MemoryEpisode
-from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
+from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers import LAYER_CLASSES, build_layer
 from agentic_ray.rewards.reward_pool_config import default_layers
+from tests.unit.rewards.records import record, step
 
 
 def _use(turn: int, slot: str, value: str, at_h: float = 0.0) -> FactEvent:
@@ -128,23 +129,7 @@ def test_hand_computed_credit() -> None:
 
 
 def _record(context: dict) -> EpisodeRecord:
-    steps = [StepRecord(skill="x", args={}, result_code="OK", ok=True, latency_ms=1.0) for _ in range(10)]
-    return EpisodeRecord(
-        episode_id="e",
-        domain="d",
-        task_family="f",
-        task_seed=0,
-        steps=steps,
-        completed=True,
-        failed=False,
-        truncated=False,
-        optimal_steps=10,
-        goals=[],
-        goal_deps=[],
-        goals_done_order=[],
-        dag_valid=True,
-        context=context,
-    )
+    return record([step() for _ in range(10)], context=context)
 
 
 def test_the_layer_scores_the_facts_an_episode_carries_and_is_off_by_default() -> None:
