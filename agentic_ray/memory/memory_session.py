@@ -10,11 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from agentic_ray.memory.entity_graph import EntityGraph
-from agentic_ray.memory.memory_store import MemoryEntity, MemoryHit, MemoryRecord, MemoryStore
+from agentic_ray.memory.memory_store import MemoryEntity, MemoryHit, MemoryRecord
 from agentic_ray.memory.short_term_window import ShortTermWindow
+
+
+class LongTermMemory(Protocol):
+    """What a session needs of a store: :class:`~agentic_ray.memory.memory_store.MemoryStore` in-process, or
+    :class:`~agentic_ray.memory.memory_actor.RemoteMemoryStore` when one actor owns it."""
+
+    def write(self, records: Sequence[MemoryRecord]) -> list[str]: ...
+
+    def search(
+        self, query: str, customer: str | None, episode: str | None, entity_id: str | None, limit: int
+    ) -> list[MemoryHit]: ...
+
+    def records(
+        self, customer: str | None, episode: str | None, entity_id: str | None
+    ) -> list[MemoryRecord]: ...
 
 
 @dataclass
@@ -34,7 +49,7 @@ class MemorySession:
     """The memory of one conversation.
 
     Args:
-        store: the long-term store (or anything with its ``search``/``records``/``write`` methods, e.g. a proxy).
+        store: the long-term store (in-process, or a worker's view of an actor-owned one).
         customer: the customer namespace.
         episode: this conversation's namespace.
         graph: the entity graph of this customer (shared across the customer's sessions by the caller).
@@ -42,7 +57,7 @@ class MemorySession:
         episode_only: search only this episode (default: every episode of the customer).
     """
 
-    store: MemoryStore
+    store: LongTermMemory
     customer: str
     episode: str
     graph: EntityGraph = field(default_factory=EntityGraph)

@@ -125,7 +125,21 @@ def memory_id(customer: str, episode: str, key: str) -> str:
     return str(uuid.uuid5(MEMORY_NAMESPACE, f"{customer}\x1f{episode}\x1f{key}"))
 
 
-class MemoryStore:
+class EmbedsTexts:
+    """Holds an embedder, by default the shipped model loaded on first use (once per process)."""
+
+    _embedder: Embedder | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from agentic_ray.text import get_embedder
+
+            self._embedder = get_embedder()
+        return self._embedder
+
+
+class MemoryStore(EmbedsTexts):
     """Qdrant-backed long-term memory (plain class; :mod:`memory_actor` wraps it for Ray).
 
     Args:
@@ -176,14 +190,6 @@ class MemoryStore:
         assert self._index is not None
         self._payloads[pid] = payload
         self._index.put(pid, payload[_CUSTOMER], payload[_EPISODE], payload[_ENTITY_IDS], vector)
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            from agentic_ray.text import get_embedder
-
-            self._embedder = get_embedder()
-        return self._embedder
 
     # ------------------------------------------------------------------ writes
     def write(self, records: Sequence[MemoryRecord]) -> list[str]:

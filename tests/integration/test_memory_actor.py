@@ -43,3 +43,37 @@ def test_workers_write_and_read_through_one_owner(ray_session, tmp_path: Path) -
     print(f"actor round trip (count): {hop_ms:.2f} ms")
     ray.get(owner.close.remote())
     ray.kill(owner)
+
+
+def test_a_session_over_the_actor_runs_the_memory_skills(ray_session, tmp_path: Path) -> None:
+    """The gateway's memory skills on a worker's view of the actor-owned store (texts embedded in the worker)."""
+    from agentic_ray.memory.memory_actor import RemoteMemoryStore
+    from agentic_ray.memory.memory_session import MemorySession
+    from agentic_ray.memory.memory_skills import SEARCH, WRITE, memory_handlers, memory_skill_contracts
+    from agentic_ray.skills.backends import PythonBackend
+    from agentic_ray.skills.contracts import DomainContracts
+    from agentic_ray.skills.executor import SimClock, ToolExecutor
+
+    ray = ray_session
+    owner = memory_actor(MemoryConfig(path=str(tmp_path / "store")))
+    earlier = MemorySession(RemoteMemoryStore(owner), customer="cara", episode="ep0")
+    earlier.write("Leave parcels with the neighbour at number 14", [])
+    session = MemorySession(RemoteMemoryStore(owner), customer="cara", episode="ep1", now_h=50.0)
+    types = ["order"]
+    contracts = DomainContracts(
+        domain="memory_demo",
+        skills=memory_skill_contracts(types, query_source="request.text", note_source="request.text"),
+    )
+    ex = ToolExecutor(contracts, PythonBackend(memory_handlers(lambda w: session, types)), clock=SimClock())
+    wrote = ex.call(WRITE, {"note": "Order o-3 is the green scarf", "order_id": "o-3"}, intent_id="i")
+    assert wrote.ok, wrote.message
+    found = ex.call(SEARCH, {"query": "who takes my parcels"}, intent_id="i")
+    assert found.ok and found.payload["texts"][0] == "Leave parcels with the neighbour at number 14"
+    scarf = ex.call(SEARCH, {"query": "the scarf"}, intent_id="i")
+    assert (
+        scarf.payload["order_hits"][0]["id"] == "o-3"
+        and scarf.payload["order_hits"][0]["memory_age_h"] == 0.0
+    )
+    assert ray.get(owner.count.remote("cara")) == 2 and ray.get(owner.count.remote("cara", "ep1")) == 1
+    ray.get(owner.close.remote())
+    ray.kill(owner)
