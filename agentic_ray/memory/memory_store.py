@@ -89,6 +89,7 @@ class MemoryRecord:
             "source": self.source,
             "turn": self.turn,
             "at_h": self.at_h,
+            "key": self.key,
             _ENTITY_IDS: [e.id for e in self.entities],
             "entities": [
                 {"id": e.id, "node_type": e.node_type, "fields": dict(e.fields)} for e in self.entities
@@ -108,6 +109,7 @@ class MemoryRecord:
             p.get("source", "customer"),
             int(p.get("turn", 0)),
             float(p.get("at_h", 0.0)),
+            p.get("key"),
         )
 
 

@@ -81,6 +81,10 @@ def test_a_reopened_store_keeps_its_points(tmp_path: Path) -> None:
     assert again.count() == 10
     hit = again.search_vector(vecs[7], "c1", limit=1)[0]
     assert hit.id == recs[7].id and hit.record == recs[7]
+    keyed = MemoryRecord("c1", "e1", "the same words", key="fact-7")  # a key, not the text, names the memory
+    again.write_vectors([keyed], vecs[:1])
+    back = next(r for r in again.records("c1", "e1") if r.text == "the same words")
+    assert back == keyed and back.id == again.search_vector(vecs[0], "c1", "e1", limit=1)[0].id
     again.close()
 
 
