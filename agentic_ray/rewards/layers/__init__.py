@@ -12,6 +12,7 @@ from agentic_ray.rewards.layers.execution_layer import ExecutionLayer
 from agentic_ray.rewards.layers.llm_judge_layer import LLMJudgeLayer
 from agentic_ray.rewards.layers.localisation_iou_layer import LocalisationIoULayer
 from agentic_ray.rewards.layers.long_term_value_layer import LongTermValueLayer
+from agentic_ray.rewards.layers.memory_layer import MemoryLayer
 from agentic_ray.rewards.layers.plan_validity_layer import PlanValidityLayer
 from agentic_ray.rewards.layers.ranking_ndcg_layer import RankingNDCGLayer
 from agentic_ray.rewards.layers.risk_layer import RiskLayer
@@ -31,6 +32,7 @@ LAYER_CLASSES: dict[str, type[RewardLayer]] = {
         DetectionF1Layer,
         RankingNDCGLayer,
         DetectionQualityLayer,
+        MemoryLayer,
     )
 }
 
@@ -57,6 +59,7 @@ __all__ = [
     "LLMJudgeLayer",
     "LocalisationIoULayer",
     "LongTermValueLayer",
+    "MemoryLayer",
     "PlanValidityLayer",
     "RankingNDCGLayer",
     "RewardLayer",
