@@ -15,6 +15,8 @@ from agentic_ray.settings import ExperimentSettings
 CUSTOMER_LAYERS = {"user_experience", "long_term_value"}
 CALL_OUTCOME_LAYERS = {"detection_f1", "detection_quality", "localisation_iou", "ranking_ndcg"}
 """Layers over what a domain's detection or ranking tools returned (the inspection domain's); off by default."""
+OFF_BY_DEFAULT = CALL_OUTCOME_LAYERS | {"memory"}
+"""The layers off unless a config enables them (``memory``: the L4 layer over an episode's memory facts)."""
 
 
 def _settings(domain: str) -> ExperimentSettings:
@@ -22,7 +24,7 @@ def _settings(domain: str) -> ExperimentSettings:
 
 
 def test_layers_declare_the_facts_they_read() -> None:
-    assert {n for n, c in LAYER_CLASSES.items() if c.context_inputs} == CUSTOMER_LAYERS | CALL_OUTCOME_LAYERS
+    assert {n for n, c in LAYER_CLASSES.items() if c.context_inputs} == CUSTOMER_LAYERS | OFF_BY_DEFAULT
 
 
 def test_a_domain_without_customer_facts_gets_no_customer_layers_and_one_warning(
@@ -33,8 +35,8 @@ def test_a_domain_without_customer_facts_gets_no_customer_layers_and_one_warning
         s = _settings("helpdesk")
         _settings("helpdesk")  # validated again: no second warning
     assert s.rewards is not None
-    assert set(s.rewards.layers) - set(s.rewards.enabled_layers()) == CUSTOMER_LAYERS | CALL_OUTCOME_LAYERS
-    assert all(not LAYER_CLASSES[n].enabled_by_default for n in CALL_OUTCOME_LAYERS)
+    assert set(s.rewards.layers) - set(s.rewards.enabled_layers()) == CUSTOMER_LAYERS | OFF_BY_DEFAULT
+    assert all(not LAYER_CLASSES[n].enabled_by_default for n in OFF_BY_DEFAULT)
     lines = [r.getMessage() for r in caplog.records if "is off for domain helpdesk" in r.getMessage()]
     assert len(lines) == len(CUSTOMER_LAYERS), lines
     assert any("user_experience" in line and "customer_complaint_rate" in line for line in lines)
