@@ -186,6 +186,11 @@ API_PAGES: dict[str, tuple[str, list[str]]] = {
     "stages": ("Stages", ["agentic_ray.stages.pipeline", "agentic_ray.settings"]),
     "eval": ("Evaluation", ["agentic_ray.eval.metrics", "agentic_ray.eval.evaluator"]),
     "serving": ("Serving", ["agentic_ray.serving.deploy", "agentic_ray.serving.settings"]),
+    "parser": ("Goal parser", ["agentic_ray.parser", "agentic_ray.domains.rendering"]),
+    "memory": (
+        "Memory",
+        ["agentic_ray.memory.memory_store", "agentic_ray.memory.entity_graph", "agentic_ray.memory.memory_skills"],
+    ),
 }
 
 

@@ -391,6 +391,7 @@ RUNNERS: list[tuple[str, Runner]] = [
     (r"RAY_AUTH_MODE=token ray job submit .*", submitted),
     (r"agentic-ray skills validate .*", plain),
     (r"agentic-ray skills check --domain \w+", plain),
+    (r"agentic-ray parser parse --domain \w+ .*", plain),
     (r"agentic-ray skills serve .*", skills_server_and_check),
     (r"agentic-ray skills check --domain \w+ --url http://127\.0\.0\.1:8321", checked_over_http),
     (r"python benchmarks/\w+\.py( --\S+( \S+)?)*", benchmark),
