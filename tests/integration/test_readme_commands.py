@@ -41,9 +41,12 @@ from tests.helpers.readme import README, REPO, all_commands, readme_commands
 from tests.integration.ray_head import kill_matching, private_ray_head
 
 INSTALL = "python3 -m venv .venv && . .venv/bin/activate && pip install -e "
+# The RL gate is off at this budget, as in configs/tiny.yaml: one RL iteration after 40 demonstrations x 2 epochs,
+# judged on 10 episodes, leaves the policy below gate_dvr 0.9 (measured in CI: dvr_progress 0.80, exit 3), and these
+# commands check how a training is launched, not what it learns (the quickstart run and tests/learning do).
 SMALL_TRAINING = (
     " --set stages.il.demos=40 --set stages.il.epochs=2 --set stages.rl.iterations=1"
-    " --set stages.reflection.iterations=1 --set eval.tasks_per_family=1"
+    " --set stages.reflection.iterations=1 --set eval.tasks_per_family=1 --set stages.rl.gate_dvr=0.0"
 )
 BUDGET = {
     "python benchmarks/env_throughput.py": " --steps 400 --val-per-family 1",
@@ -69,13 +72,12 @@ BUDGET = {
         + " --set stages.reflection.correction_demos=8 --set stages.reflection.correction_epochs=1 --cu-pairs 5"
     ),
 }
-# The RL gate is off at this budget, as in configs/tiny.yaml: one RL iteration after 40 demonstrations x 2 epochs
-# leaves the policy below gate_dvr 0.9, and `agentic-ray sweep` now exits 3 when a trial stops at a failed gate
-# (the README's sweep job then fails; the gate's exit code has its own tests in tests/unit/sweeps).
+# `agentic-ray sweep` exits 3 when a trial stops at a failed gate; the gate's exit code has its own tests in
+# tests/unit/sweeps. SMALL_TRAINING turns the RL gate off here too.
 SWEEP_BUDGET = (
     " --set num_samples=1"
     + SMALL_TRAINING.replace("--set ", "--set overrides.")
-    + (" --set overrides.eval.cu_ablation=false --set overrides.stages.rl.gate_dvr=0.0")
+    + " --set overrides.eval.cu_ablation=false"
 )
 SWEEP_BENCHMARK = next(
     (c for c in all_commands() if c.startswith("python benchmarks/sweep.py")), "python benchmarks/sweep.py"

@@ -33,7 +33,7 @@ from tests.helpers.record_env import RecordEmittingEnv
 
 pytestmark = pytest.mark.integration
 
-ALL_LAYERS = set(LAYER_CLASSES)
+ALL_LAYERS = {n for n, c in LAYER_CLASSES.items() if c.enabled_by_default}  # a default pool's layers
 SEEN: list[dict[str, Any]] = []  # what the learner connector saw (the learner is local: num_learners=0)
 
 

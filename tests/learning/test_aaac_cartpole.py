@@ -1,4 +1,8 @@
-"""Learning test: AAAC reaches an episode return of 450 on CartPole-v1 within 300k env steps, at 3 seeds.
+"""Learning test: AAAC reaches an episode return of 450 on CartPole-v1 within 300k env steps.
+
+One seed in CI (2-3 minutes on the shared 2-CPU box; the three seeds took 7 of CI's 35 minutes): the multi-seed
+claim, with RLlib's tuned PPO beside it, is ``benchmarks/aaac_cartpole.py``'s (issue 24: multi-seed learning
+claims live in the benchmarks). Seeds 2 and 3 run with ``pytest -m slow``.
 
 The settings are the tuned example's (``agentic_ray/algorithms/aaac/tuned_examples/cartpole_aaac.py``): TD(λ) with
 a smooth λ switch at 200 steps (width 50), so short early episodes train with λ≈0.95 and long ones with λ≈0.55;
@@ -22,7 +26,9 @@ from agentic_ray.algorithms.aaac.tuned_examples.cartpole_aaac import (
 
 
 @pytest.mark.learning
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(
+    "seed", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)]
+)
 def test_aaac_reaches_450_on_cartpole(ray_session, seed: int) -> None:
     out = train_until_return(
         cartpole_aaac_config(seed), target_return=TARGET_RETURN, max_env_steps=MAX_ENV_STEPS
