@@ -39,18 +39,24 @@ if TYPE_CHECKING:
 TRACES_FILE = "traces.jsonl"
 
 
-def trace_reward_layers(rewards: RewardPoolConfig | None) -> list[RewardLayer]:
+def trace_reward_layers(rewards: RewardPoolConfig | None, domain: str | None = None) -> list[RewardLayer]:
     """The plain reward layers (no Ray) that score traced episodes.
 
-    The run's enabled layers with their parameters, or, when the run uses the env's synchronous reward only,
-    the layers a default reward pool enables (a layer off by default, such as a domain's detection F1, stays
-    off), with defaults. I/O layers (the LLM judge) are left out: they need a server.
+    The run's enabled layers with their parameters, or, when the run uses the env's synchronous reward only, the
+    layers a default reward pool enables for ``domain`` (a layer off by default, such as the detection F1, stays
+    off, and so does a layer whose case facts the domain does not give: help-desk has no customer complaint rate),
+    with defaults. I/O layers (the LLM judge) are left out: they need a server.
     """
     from agentic_ray.rewards.layers import LAYER_CLASSES, CostClass, build_layer
+    from agentic_ray.rewards.reward_pool_config import RewardPoolConfig, layers_for_context
 
-    chosen: dict[str, dict[str, Any]]
     if rewards is None:
-        chosen = {name: {} for name, cls in LAYER_CLASSES.items() if cls.enabled_by_default}
+        rewards = RewardPoolConfig()
+        if domain is not None:
+            from agentic_ray.domains import get_domain
+
+            rewards = layers_for_context(rewards, get_domain(domain).reward_context_keys, domain)
+        chosen = {name: {} for name, lc in rewards.layers.items() if lc.enabled}
     else:
         chosen = {name: lc.params for name, lc in rewards.layers.items() if lc.enabled}
     return [

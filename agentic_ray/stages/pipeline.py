@@ -131,7 +131,7 @@ class Pipeline:
         if self.state.auto_pause:
             self.auto_pause.set_state(self.state.auto_pause)
         self.eval_env = validation_env_config(settings.env, settings.eval.fault_share)
-        self.trace_layers = trace_reward_layers(settings.rewards)
+        self.trace_layers = trace_reward_layers(settings.rewards, settings.env.domain)
         self.cu_env = cu_env_config(self.eval_env, settings.eval.cu_caller_error_share)
         self.wandb: Any = None
         self.on_evaluation = on_evaluation

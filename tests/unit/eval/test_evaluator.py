@@ -125,3 +125,15 @@ def test_traces_mark_injected_faults_apart_from_policy_errors():
     # failed episodes with a failed call failed by injected faults only; the others ran out of steps
     with_calls = sum(not e.completed and any(not s.ok for s in e.steps) for e in r.records)
     assert sum(r.attribution["root_causes_injected"].values()) == with_calls > 0
+
+
+def test_traced_episodes_are_scored_only_by_the_layers_their_domain_feeds():
+    """Without a reward pool, traces are scored by a default pool's layers for the run's domain: help-desk gives no
+    customer facts, so its traces get no user-experience or long-term-value score (they would raise on it)."""
+    from agentic_ray.eval.traces import trace_reward_layers
+
+    helpdesk = {layer.name for layer in trace_reward_layers(None, "helpdesk")}
+    ecommerce = {layer.name for layer in trace_reward_layers(None, "ecommerce")}
+    assert {"execution", "efficiency", "risk", "plan"} <= helpdesk
+    assert not helpdesk & {"user_experience", "long_term_value", "detection_f1", "memory"}
+    assert {"user_experience", "long_term_value"} <= ecommerce
