@@ -189,7 +189,11 @@ API_PAGES: dict[str, tuple[str, list[str]]] = {
     "parser": ("Goal parser", ["agentic_ray.parser", "agentic_ray.domains.rendering"]),
     "memory": (
         "Memory",
-        ["agentic_ray.memory.memory_store", "agentic_ray.memory.entity_graph", "agentic_ray.memory.memory_skills"],
+        [
+            "agentic_ray.memory.memory_store",
+            "agentic_ray.memory.entity_graph",
+            "agentic_ray.memory.memory_skills",
+        ],
     ),
 }
 
