@@ -56,7 +56,7 @@ def trace_reward_layers(rewards: RewardPoolConfig | None, domain: str | None = N
             from agentic_ray.domains import get_domain
 
             rewards = layers_for_context(rewards, get_domain(domain).reward_context_keys, domain)
-        chosen = {name: {} for name, lc in rewards.layers.items() if lc.enabled}
+        chosen: dict[str, dict[str, Any]] = {name: {} for name, lc in rewards.layers.items() if lc.enabled}
     else:
         chosen = {name: lc.params for name, lc in rewards.layers.items() if lc.enabled}
     return [
