@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
+
+from agentic_ray.domains.tool_health import ToolHealth, draw_tool_health, drift_tool_health
 
 DEPARTMENTS: tuple[str, ...] = ("engineering", "sales", "finance", "operations")
 ACCOUNT_STATUSES: tuple[str, ...] = ("active", "locked", "disabled")
@@ -68,17 +69,6 @@ class Asset:
 
 
 @dataclass
-class ToolHealth:
-    """Simulated health of one backend service; wanders around its base values (mean-reverting)."""
-
-    latency_ms: float
-    latency_std_ms: float
-    failure_rate: float
-    base_latency_ms: float
-    base_failure_rate: float
-
-
-@dataclass
 class Session:
     counter: int = 0  # id generator for escalations
     answers: list[dict[str, Any]] = field(default_factory=list)
@@ -116,14 +106,7 @@ class HelpdeskWorld:
     def drift(self, rng: np.random.Generator) -> None:
         """One tick: tool health wanders and reverts to its base (nothing a lookup reveals changes)."""
         self.tick += 1
-        hs = list(self.tool_health.values())
-        lat = np.exp(rng.normal(0.0, 0.03, len(hs))).tolist()
-        fr = rng.normal(0.0, 0.002, len(hs)).tolist()
-        for h, a, b in zip(hs, lat, fr, strict=True):
-            h.latency_ms = max(1.0, h.base_latency_ms * (h.latency_ms / h.base_latency_ms) ** 0.98 * a)
-            h.failure_rate = min(
-                0.5, max(0.0, h.base_failure_rate + (h.failure_rate - h.base_failure_rate) * 0.98 + b)
-            )
+        drift_tool_health(self.tool_health, rng)
 
     def copy_entities(self) -> HelpdeskWorld:
         """A copy of the employees, tickets and assets (fresh session, no tool health): what the gold calls of a
@@ -201,16 +184,7 @@ def make_world(rng: np.random.Generator) -> HelpdeskWorld:
     r = random.Random(int(rng.integers(1 << 62)))
     names, eids = r.sample(NAMES, 2), r.sample(range(10_000, 100_000), 2)
     people = [_employee(r, f"E{i}", n) for i, n in zip(eids, names, strict=True)]
-    health = {
-        name: ToolHealth(
-            latency_ms=(lat := mean * math.exp(r.gauss(0.0, 0.15))),
-            latency_std_ms=std,
-            failure_rate=(fr := min(0.5, rate * math.exp(r.gauss(0.0, 0.5)))),
-            base_latency_ms=lat,
-            base_failure_rate=fr,
-        )
-        for name, (mean, std, rate) in BASE_TOOL_HEALTH.items()
-    }
+    health = draw_tool_health(r, BASE_TOOL_HEALTH)
     w = HelpdeskWorld(people, [], [], health)
     counts = ((people[0], r.randint(2, 4), r.randint(1, 3)), (people[1], 1, 1))
     aids = iter(r.sample(range(10_000, 100_000), 5))
