@@ -230,9 +230,23 @@ def stop_process_group(proc: subprocess.Popen[Any], timeout_s: float) -> None:
 
 def free_port() -> int:
     """A free TCP port on loopback."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free TCP ports on loopback.
+
+    All ``n`` sockets stay bound until every port is chosen: calling :func:`free_port` ``n`` times can hand out the
+    same port twice (the kernel reuses a just-closed ephemeral port), which made ``ray start`` refuse to start in CI
+    ("runtime_env_agent is trying to use a port number 60389 that is used by other components").
+    """
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(n):
+            s = stack.enter_context(socket.socket())
+            s.bind(("127.0.0.1", 0))
+            ports.append(int(s.getsockname()[1]))
+        return ports
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from agentic_ray.skills.server import free_port, stop_process_group
+from agentic_ray.skills.server import free_ports, stop_process_group
 
 NODE_PORTS = (
     "dashboard-agent-listen-port",
@@ -55,7 +55,8 @@ def private_ray_head(
 ) -> Iterator[dict[str, str]]:
     """Yields ``{"dashboard": url, "gcs": host:port, "temp_dir": path, "env": env for the ray CLI}``."""
     temp_dir = tempfile.mkdtemp(prefix="agray_head_", dir="/tmp")
-    ports = {name: free_port() for name in ("port", "dashboard-port", "ray-client-server-port", *NODE_PORTS)}
+    names = ("port", "dashboard-port", "ray-client-server-port", *NODE_PORTS)
+    ports = dict(zip(names, free_ports(len(names)), strict=True))
     cmd = _ray_start(
         ["--head", "--dashboard-host=127.0.0.1", "--include-dashboard=true"],
         num_cpus,
@@ -103,7 +104,7 @@ def private_ray_worker_node(
     ``stop(hard=False)`` lets ``ray start --block`` shut it down. Either way it is stopped on exit.
     """
     temp_dir = tempfile.mkdtemp(prefix="agray_node_", dir="/tmp")
-    ports = {name: free_port() for name in NODE_PORTS}
+    ports = dict(zip(NODE_PORTS, free_ports(len(NODE_PORTS)), strict=True))
     cmd = _ray_start([f"--address={gcs}"], num_cpus, temp_dir, resources, ports)
     env = _node_env(env)
     log = open(Path(temp_dir) / "node.log", "w")  # noqa: SIM115 - closed in finally

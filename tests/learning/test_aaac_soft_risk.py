@@ -18,7 +18,8 @@ Bars, each of which a no-op fails:
   share of 0; it also completes nothing, and the floor stops it;
 * **high-risk share against PPO**: over the seeds, AAAC's mean share is at most ``RATIO`` × PPO's mean at the same
   budget, and PPO's is above 0. A policy that does not move keeps the imitation's share, which PPO's stays near
-  (measured below), so it fails the ratio.
+  (measured below), so it fails the ratio. This comparison is ``slow`` (not in CI): it is measured as missed on
+  the current code, and PPO's runs would double the module's CI time (194 s for the six runs in CI, 2026-12-03).
 
 Measured (seeds 0/1/2, 3k RL env steps after imitation, 40 sampled tasks; 358 s for the six runs on the shared box,
 load 1-5; the CI target of 4 minutes is not met):
@@ -75,44 +76,56 @@ MEASURED_MISS = (
 )
 
 
-@pytest.fixture(scope="module")
-def soft_risk_runs(ray_session) -> dict[str, Any]:
-    """AAAC's and PPO's runs at every seed (225 s in CI; the two tests below read them)."""
+def _runs(arm: str) -> list[dict[str, Any]]:
     args = parse(ARGS)
     assert args.risk_mode == "soft" and args.init_demos > 0 and args.eval_at_start
     threads = torch.get_num_threads()
-    t0 = time.time()
     try:
-        runs = {arm: [train_arm(arm, seed, args) for seed in SEEDS] for arm in ARMS}
+        return [train_arm(arm, seed, args) for seed in SEEDS]
     finally:
         torch.set_num_threads(threads)
-    summary = {
-        "seeds": list(SEEDS),
-        "env_steps": {arm: [r["env_steps"] for r in rs] for arm, rs in runs.items()},
-        "start_completion": {arm: [r["start_completion"] for r in rs] for arm, rs in runs.items()},
-        "completion": {arm: [r["completion"] for r in rs] for arm, rs in runs.items()},
-        "start_high_risk_share": {arm: [r["start_high_risk_share"] for r in rs] for arm, rs in runs.items()},
-        "high_risk_share": {arm: [r["high_risk_share"] for r in rs] for arm, rs in runs.items()},
-        "first_pass_completion": {arm: [r["first_pass_completion"] for r in rs] for arm, rs in runs.items()},
-        "seconds": round(time.time() - t0, 1),
-    }
-    print("AAAC vs PPO soft-risk:", json.dumps(summary))
-    return {"runs": runs, "got": json.dumps(summary)}
+
+
+def _summary(runs: dict[str, list[dict[str, Any]]], seconds: float) -> str:
+    keys = ("env_steps", "start_completion", "completion", "start_high_risk_share", "high_risk_share")
+    summary: dict[str, Any] = {"seeds": list(SEEDS)}
+    for key in (*keys, "first_pass_completion"):
+        summary[key] = {arm: [r[key] for r in rs] for arm, rs in runs.items()}
+    summary["seconds"] = round(seconds, 1)
+    return json.dumps(summary)
+
+
+@pytest.fixture(scope="module")
+def aaac_runs(ray_session) -> dict[str, Any]:
+    """AAAC's runs at every seed (97 s in CI, half of the six runs' 194 s)."""
+    t0 = time.time()
+    runs = {"aaac": _runs("aaac")}
+    got = _summary(runs, time.time() - t0)
+    print("AAAC soft-risk:", got)
+    return {"runs": runs, "got": got}
 
 
 @pytest.mark.learning
-@pytest.mark.timeout(2400)  # 225 s in CI for the six runs (the fixture), 358 s on a shared box
-def test_aaac_keeps_its_completion_in_soft_mode(soft_risk_runs) -> None:
-    aaac, got = soft_risk_runs["runs"]["aaac"], soft_risk_runs["got"]
+@pytest.mark.timeout(1200)  # 97 s in CI for the three AAAC runs (the fixture), ~180 s on a shared box
+def test_aaac_keeps_its_completion_in_soft_mode(aaac_runs) -> None:
+    aaac, got = aaac_runs["runs"]["aaac"], aaac_runs["got"]
     assert all(r["completion"] >= r["start_completion"] - SLACK for r in aaac), (
         f"AAAC's completion fell more than {SLACK} below its start at some seed. {got}"
     )
 
 
+@pytest.mark.slow
 @pytest.mark.learning
+@pytest.mark.timeout(2400)
 @pytest.mark.xfail(reason=MEASURED_MISS, strict=False)
-def test_aaac_puts_less_on_high_risk_than_ppo(soft_risk_runs) -> None:
-    runs, got = soft_risk_runs["runs"], soft_risk_runs["got"]
+def test_aaac_puts_less_on_high_risk_than_ppo(aaac_runs) -> None:
+    """Slow (not in CI): PPO's three runs cost another 97 s in CI for a comparison that is measured as missed
+    (``MEASURED_MISS``) and whose figure ``benchmarks/aaac_vs_ppo.py --setting imitation`` prints at the issue's
+    budget; the per-seed completion floor above stays in CI."""
+    t0 = time.time()
+    runs = {**aaac_runs["runs"], "ppo": _runs("ppo")}
+    got = _summary(runs, time.time() - t0)
+    print("AAAC vs PPO soft-risk:", got)
     share = {arm: statistics.fmean(r["high_risk_share"] for r in rs) for arm, rs in runs.items()}
     assert share["ppo"] > 0, f"PPO made no high-risk call: nothing to compare with. {got}"
     assert share["aaac"] <= RATIO * share["ppo"], (
