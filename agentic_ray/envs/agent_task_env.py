@@ -710,7 +710,13 @@ class AgentTaskEnv(gym.Env):
                     self._misheld.pop(r, None)
                     self._stale_refs.discard(r)
                 satisfied, violation = match_goals(
-                    task, st, self.builder.goal_ready(st.goal_done), skill, params, self.list_semantics
+                    task,
+                    st,
+                    self.builder.goal_ready(st.goal_done),
+                    skill,
+                    params,
+                    self.list_semantics,
+                    res.payload,
                 )
             if c.risk.high_risk and not satisfied:
                 high_risk = True

@@ -14,6 +14,10 @@ It is written as a package outside agentic-ray would write it: it imports nothin
 * no caller-error hooks: the injected caller errors are the generic, contract-derived ones (a wrong entity, a
   stale order, a refund above the item's price);
 * an explicit end: ``no_change`` has no goal and ends with ``close_case``;
+* the generic ``ask_customer`` skill (``ask_customer:`` in ``skills.yaml``, answered by
+  :meth:`~tests.plugin_domain.world.RetailWorld.answer_customer`): ``expedite_order`` needs the customer's yes
+  before the charge (a precondition) and a no changes what the task needs (goals conditional on the answer);
+  ``refund_choice`` asks where the refund goes;
 * a scripted expert that respects the masks (its demonstrations pass the mask check).
 
 Families are builders in :data:`~tests.plugin_domain.tasks.BUILDERS`, so further API points add a family, a
@@ -37,7 +41,7 @@ from tests.plugin_domain import tasks
 from tests.plugin_domain.expert import RetailExpert
 from tests.plugin_domain.schema import SCHEMA
 from tests.plugin_domain.tasks import RetailOptions
-from tests.plugin_domain.world import RetailWorld, entity_fields, entity_ids
+from tests.plugin_domain.world import QUESTIONS, RetailWorld, entity_fields, entity_ids
 
 HERE = Path(__file__).resolve().parent
 NAME = "retail_plugin"
@@ -108,8 +112,8 @@ class RetailDomain:
         return {"gold_tier": float(world.customer.tier == "gold")}
 
     def perturb_hidden(self, world: Any, rng: np.random.Generator) -> RetailWorld:
-        """The customer's tier, the payment methods' balances and one item's price (ids, statuses, the email and
-        the categories a request names stay as they are)."""
+        """The customer's tier, the payment methods' balances, one item's price and the customer's answers to
+        come (ids, statuses, the email and the categories a request names stay as they are)."""
         w = RetailWorld.from_dict(world.to_dict())
         c = w.customer
         c.tier = "basic" if c.tier == "gold" else "gold"
@@ -119,6 +123,8 @@ class RetailDomain:
         if items:
             it = items[int(rng.integers(len(items)))]
             it.price = round(it.price + float(rng.uniform(1, 20)), 2)
+        for key in w.answers:  # the customer's unasked answers (ask_customer)
+            w.answers[key] = next(a for a in QUESTIONS[key.split(":")[0]] if a != w.answers[key])
         return w
 
     @functools.cache  # noqa: B019
