@@ -981,6 +981,7 @@ class AgentTaskEnv(gym.Env):
             goals=[g.id for g in task.goals],
             goal_deps=goal_edges(task.goals),
             goals_done_order=list(st.goals_done_order),
+            goals_void=list(st.goals_void),
             dag_valid=valid,
             dependency_violations=st.violations + missing,
             entities_mentioned=list(task.relevant),
