@@ -71,6 +71,17 @@ class RefineConfig(BaseModel):
         default=None, ge=1, description="Validation tasks per family (None: the run's eval.tasks_per_family)."
     )
     seed: int = Field(default=0, description="Seed of the update.")
+    torch_threads: int = Field(
+        default=1,
+        ge=1,
+        description="torch intra-op threads while refining (measured on the loaded 2-CPU box: one validation "
+        "pass of the tiny policy took 2.5 s with 1 thread and 27 s with torch's default).",
+    )
+    serve_config: str | None = Field(
+        default=None,
+        description="The Serve app's config (a Serve config YAML or a ServeSettings file): a validated update is "
+        "written there as its canary candidate (None: only RUN_DIR/refine/candidate.json).",
+    )
 
     @model_validator(mode="after")
     def _windows_overlap_or_touch(self) -> RefineConfig:

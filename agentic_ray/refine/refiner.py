@@ -21,8 +21,10 @@ from typing import Any
 
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.eval.evaluator import validation_env_config
+from agentic_ray.parser.goal_parser import torch_threads
 from agentic_ray.refine.attribution import attribute, dominant_cause
 from agentic_ray.refine.incremental_dataset import WindowSample, build_dataset
+from agentic_ray.refine.incremental_update import run_update
 from agentic_ray.refine.refine_config import RefineConfig
 from agentic_ray.refine.rescoring import EpisodeRescorer, pool_config_for
 from agentic_ray.refine.served_episodes import read_served_episodes, store_path
@@ -119,17 +121,16 @@ def refine(
     rescorer = EpisodeRescorer(pool, run / REFINE_DIR / "ledger.sqlite", judge_url)
     env = AgentTaskEnv(env_cfg)
     try:
-        records = {ep.session_id: ep.record for ep in episodes if ep.record is not None}
-        report.attribution = attribute(records)
-        report.dominant_cause = dominant_cause(report.attribution["cause_shares"], cfg.trigger_share)
-        samples, stats = build_dataset(episodes, env, rescorer, cfg, consumed["windows"])
-        report.rescored = {k: v for k, v in _values(rescorer, episodes).items()}
-        report.samples = samples
-        report.dataset = stats.to_dict()
-        if train and report.dominant_cause is not None:
-            from agentic_ray.refine.incremental_update import run_update
-
-            report.update = run_update(run, settings, samples, report.dominant_cause, cfg)
+        with torch_threads(cfg.torch_threads):
+            records = {ep.session_id: ep.record for ep in episodes if ep.record is not None}
+            report.attribution = attribute(records)
+            report.dominant_cause = dominant_cause(report.attribution["cause_shares"], cfg.trigger_share)
+            samples, stats = build_dataset(episodes, env, rescorer, cfg, consumed["windows"])
+            report.rescored = _values(rescorer, episodes)
+            report.samples = samples
+            report.dataset = stats.to_dict()
+            if train and report.dominant_cause is not None:
+                report.update = run_update(run, settings, samples, report.dominant_cause, cfg)
     finally:
         env.close()
         rescorer.close()

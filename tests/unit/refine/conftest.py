@@ -33,11 +33,13 @@ def weak_policy(env: AgentTaskEnv, t: int) -> Any:
     return a
 
 
-def make_run_dir(path: Path) -> Path:
+def make_run_dir(path: Path, families: list[str] | None = None) -> Path:
+    """A run directory of the tiny config (``families``: its env's families, default all)."""
     from agentic_ray.settings import load_settings
 
     path.mkdir(parents=True, exist_ok=True)
-    (path / "settings.json").write_text(json.dumps(load_settings(TINY).model_dump(mode="json")))
+    s = load_settings(TINY, {"env.families": families} if families else None)
+    (path / "settings.json").write_text(json.dumps(s.model_dump(mode="json")))
     return path
 
 
@@ -60,3 +62,15 @@ def fresh_store(served, tmp_path):
 @pytest.fixture
 def run_dir(tmp_path):
     return make_run_dir(tmp_path / "run")
+
+
+@pytest.fixture
+def served_run(tmp_path):
+    """A run directory with an untrained policy of the tiny config as its final checkpoint, its env on the
+    families the store's sessions ran (the validation passes then take three tasks, not ten)."""
+    from agentic_ray.eval.policy_loading import MODULE_SUBDIR
+    from tests.helpers.serving import save_untrained_module
+
+    run = make_run_dir(tmp_path / "run", sorted({f for f, _s in TASKS}))
+    save_untrained_module(run / "checkpoints" / "reflection" / MODULE_SUBDIR)
+    return run
