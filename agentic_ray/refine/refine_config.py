@@ -77,6 +77,11 @@ class RefineConfig(BaseModel):
         description="torch intra-op threads while refining (measured on the loaded 2-CPU box: one validation "
         "pass of the tiny policy took 2.5 s with 1 thread and 27 s with torch's default).",
     )
+    fix_memory: str | None = Field(
+        default="refine/memory",
+        description="Where error -> fix pairs go: a memory store folder (Qdrant local mode), relative to RUN_DIR "
+        "unless absolute (None: not written). Writing loads the sentence embedder (about 7 s).",
+    )
     serve_config: str | None = Field(
         default=None,
         description="The Serve app's config (a Serve config YAML or a ServeSettings file): a validated update is "

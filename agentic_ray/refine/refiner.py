@@ -48,6 +48,7 @@ class RefineReport:
     dominant_cause: str | None = None
     dataset: dict[str, Any] = field(default_factory=dict)
     update: dict[str, Any] | None = None
+    fix_pairs: int = 0
     samples: list[WindowSample] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,6 +60,7 @@ class RefineReport:
             "dominant_cause": self.dominant_cause,
             "dataset": self.dataset,
             "update": self.update,
+            "fix_pairs": self.fix_pairs,
         }
 
 
@@ -129,6 +131,8 @@ def refine(
             report.rescored = _values(rescorer, episodes)
             report.samples = samples
             report.dataset = stats.to_dict()
+            if cfg.fix_memory is not None:
+                report.fix_pairs = _write_fixes(run / cfg.fix_memory, samples)
             if train and report.dominant_cause is not None:
                 report.update = run_update(run, settings, samples, report.dominant_cause, cfg)
     finally:
@@ -144,6 +148,19 @@ def refine(
     n = len(list((run / REFINE_DIR).glob("report-*.json")))
     (run / REFINE_DIR / f"report-{n}.json").write_text(json.dumps(report.to_dict(), indent=1, default=str))
     return report
+
+
+def _write_fixes(path: Path, samples: list[WindowSample]) -> int:
+    """Write the error -> fix pairs of ``samples`` into the memory store at ``path``; returns how many."""
+    from agentic_ray.memory.memory_config import MemoryConfig
+    from agentic_ray.memory.memory_store import MemoryStore
+    from agentic_ray.refine.fix_memory import write_fixes
+
+    store = MemoryStore(MemoryConfig(path=str(path)))
+    try:
+        return write_fixes(store, samples)
+    finally:
+        store.close()
 
 
 def _values(rescorer: EpisodeRescorer, episodes: list[Any]) -> dict[str, float]:

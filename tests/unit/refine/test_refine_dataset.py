@@ -20,7 +20,7 @@ from tests.helpers.serving import validation_env
 from tests.unit.refine.conftest import WEAK_FAMILY
 
 SMALL = RefineConfig(max_alternatives=8)
-FAST = RefineConfig(max_alternatives=2)
+FAST = RefineConfig(max_alternatives=2, fix_memory=None)
 
 
 def test_stored_episodes_replay_to_the_records_the_app_saw(served) -> None:
@@ -121,7 +121,7 @@ def test_the_cli_prints_the_report_and_names_a_wrong_path(fresh_store, run_dir, 
     from tests.helpers.cli import invoke
 
     cfg = tmp_path / "refine.yaml"
-    cfg.write_text("max_alternatives: 1\n")
+    cfg.write_text("max_alternatives: 1\nfix_memory: null\n")
     r = invoke(
         ["refine", "--from", str(fresh_store), "--run", str(run_dir), "--config", str(cfg), "--no-train"]
     )

@@ -20,7 +20,7 @@ from agentic_ray.settings import load_settings
 from tests.helpers.serving import TINY
 
 REPO = Path(__file__).resolve().parents[3]
-FAST = RefineConfig(max_alternatives=2, tasks_per_family=1, epochs=4)
+FAST = RefineConfig(max_alternatives=2, tasks_per_family=1, epochs=4, fix_memory=None)
 
 
 def test_only_the_last_layers_train_and_the_fix_becomes_likelier(fresh_store, served_run) -> None:
