@@ -8,6 +8,7 @@ from __future__ import annotations
 from agentic_ray.cli import (  # noqa: F401  (register the commands)
     dashboard_cmd,
     parser_cmd,
+    refine_cmd,
     serve_cmd,
     skills_cmd,
     sweep_cmd,

@@ -1,0 +1,198 @@
+"""The trigger's incremental update: train the served policy on the dominant failure class, in reflection mode,
+with only its last layers trainable; validate it through the pipeline's gates; register it as the canary.
+
+* **Samples**: the kept windows of the episodes whose root cause is the dominant class (at most
+  ``train_samples``): the observation at the pivot, the fix as the target, the hard negatives.
+* **Last layers**: the action loss (fix and hard negatives) is computed once and the parameterised layers (leaf
+  modules with parameters) it reaches are listed in the module's order; only the last ``trainable_layers`` of
+  them train, the rest are frozen (a layer the action loss does not reach, such as a value or the reflection
+  head, registered after the policy head, would otherwise count as "last" and the policy would not move). The
+  root-cause term trains those layers only where it reaches them.
+* **Loss**, in reflection mode (the diagnosis input on): the fix's negative log-likelihood, a pairwise term
+  ``softplus(log π(negative) - log π(fix))`` per hard negative (weight ``hard_negative_coeff``), and the
+  reflection head's root-cause cross-entropy (``reflection_coeff``), as the reflection stage trains it.
+* **Gates**, the pipeline's on the fixed validation tasks: the run's ``stages.keep_better`` test (the candidate's
+  completion not worse than the served policy's beyond the noise: exact one-sided McNemar at
+  ``stages.regression_alpha``, :func:`~agentic_ray.stages.stage_guard.compare_completion`) and the RL gate
+  (``dvr_progress >= stages.rl.gate_dvr``).
+* **Registration**: a candidate that passes is saved under ``RUN_DIR/refine/candidates/<n>`` (an RLModule
+  checkpoint the Serve app loads) and registered (:mod:`agentic_ray.refine.candidate_registry`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from agentic_ray.eval.evaluator import EvalResult, ModulePolicy, evaluate_policy, validation_env_config
+from agentic_ray.eval.metrics import dvr_progress
+from agentic_ray.eval.policy_loading import load_policy_module, pick_checkpoint
+from agentic_ray.parser.goal_parser import torch_threads
+from agentic_ray.refine.incremental_dataset import WindowSample
+from agentic_ray.refine.refine_config import RefineConfig
+from agentic_ray.settings import ExperimentSettings
+from agentic_ray.stages.stage_guard import compare_completion, completion_by_task
+
+__all__ = ["last_layers", "run_update", "train_update", "validate"]
+
+
+def _batch(module: Any, obs: Sequence[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
+    from agentic_ray.eval.evaluator import stack_obs
+
+    return stack_obs(list(obs), next(module.parameters()).device)
+
+
+def _loss(
+    module: Any, samples: Sequence[WindowSample], cfg: RefineConfig, reflection: bool = True
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The update's loss on ``samples`` (see the module docstring) and its parts (``reflection=False``: without
+    the root-cause term)."""
+    from ray.rllib.core.columns import Columns
+
+    from agentic_ray.models.aaac_rl_module import REFLECTION_EMBEDDINGS
+    from agentic_ray.models.reflection import reflection_loss
+    from agentic_ray.stages.imitation import stack_actions
+
+    device = next(module.parameters()).device
+    batch = _batch(module, [s.obs for s in samples])
+    out = module.forward_train({Columns.OBS: batch})
+    dist = module.get_train_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
+    logp_fix = dist.logp(stack_actions([s.fix for s in samples], device))
+    fix_nll = -logp_fix.mean()
+    rows = [i for i, s in enumerate(samples) for _ in s.negatives]
+    neg_term = torch.zeros((), device=device)
+    if rows:
+        idx = torch.as_tensor(rows, device=device)
+        neg_logits = out[Columns.ACTION_DIST_INPUTS][idx]
+        neg_dist = module.get_train_action_dist_cls().from_logits(neg_logits)
+        logp_neg = neg_dist.logp(stack_actions([a for s in samples for a, _v in s.negatives], device))
+        neg_term = torch.nn.functional.softplus(logp_neg - logp_fix[idx]).mean()
+    refl = torch.zeros((), device=device)
+    if reflection and cfg.reflection_coeff > 0 and hasattr(module, "compute_reflection_logits"):
+        refl, _ = reflection_loss(module, batch, embeddings=out.get(REFLECTION_EMBEDDINGS))
+    loss = fix_nll + cfg.hard_negative_coeff * neg_term + cfg.reflection_coeff * refl
+    parts = {
+        "fix_nll": float(fix_nll.detach()),
+        "hard_negative": float(neg_term.detach()),
+        "reflection": float(refl.detach()),
+    }
+    return loss, parts
+
+
+def last_layers(module: Any, samples: Sequence[WindowSample], cfg: RefineConfig, n: int) -> list[str]:
+    """Names of the last ``n`` parameterised layers (leaf modules with parameters) that the update's action loss
+    (the fix and the hard negatives) reaches, in the module's order."""
+    module.zero_grad(set_to_none=True)
+    loss, _ = _loss(module, samples, cfg, reflection=False)
+    loss.backward()
+    reached = [
+        name
+        for name, m in module.named_modules()
+        if not list(m.children())
+        and any(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in m.parameters(recurse=False))
+    ]
+    module.zero_grad(set_to_none=True)
+    return reached[-n:]
+
+
+def train_update(module: Any, samples: Sequence[WindowSample], cfg: RefineConfig) -> dict[str, Any]:
+    """Train ``module`` in place on ``samples`` in reflection mode, only its last ``cfg.trainable_layers``
+    layers trainable. Returns the trained layers and the loss per epoch."""
+    with torch_threads(cfg.torch_threads):
+        return _train_update(module, samples, cfg)
+
+
+def _train_update(module: Any, samples: Sequence[WindowSample], cfg: RefineConfig) -> dict[str, Any]:
+    torch.manual_seed(cfg.seed)
+    if hasattr(module, "reflection_enabled"):
+        module.reflection_enabled = True
+    module.train()
+    names = set(last_layers(module, samples, cfg, cfg.trainable_layers))
+    params = [p for name, m in module.named_modules() if name in names for p in m.parameters(recurse=False)]
+    saved = {id(p): p.requires_grad for p in module.parameters()}
+    for p in module.parameters():
+        p.requires_grad_(False)
+    for p in params:
+        p.requires_grad_(True)
+    opt = torch.optim.Adam(params, lr=cfg.lr)
+    history = []
+    try:
+        for _ in range(cfg.epochs):
+            loss, parts = _loss(module, samples, cfg)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            history.append({"loss": float(loss.detach()), **parts})
+    finally:
+        for p in module.parameters():
+            p.requires_grad_(saved[id(p)])
+        module.eval()
+    return {"trained_layers": sorted(names), "history": history, "samples": len(samples)}
+
+
+def validate(base: EvalResult, cand: EvalResult, settings: ExperimentSettings) -> tuple[bool, dict[str, Any]]:
+    """The pipeline's gates on the candidate's validation (see the module docstring)."""
+    cmp = compare_completion(
+        completion_by_task(base.records), completion_by_task(cand.records), settings.stages.regression_alpha
+    )
+    dvr = dvr_progress(cand.records)
+    gates = {
+        "completion": {**cmp.to_dict(), "passed": not cmp.worse},
+        "dvr": {
+            "value": dvr,
+            "threshold": settings.stages.rl.gate_dvr,
+            "passed": dvr >= settings.stages.rl.gate_dvr,
+        },
+    }
+    return all(g["passed"] for g in gates.values()), gates
+
+
+def _cause_share(res: EvalResult, cause: str) -> float:
+    n = len(res.records)
+    return res.attribution.get("root_causes", {}).get(cause, 0) / n if n else 0.0
+
+
+def run_update(
+    run: Path, settings: ExperimentSettings, samples: Sequence[WindowSample], cause: str, cfg: RefineConfig
+) -> dict[str, Any]:
+    """The trigger's update for the dominant ``cause`` (see the module docstring); returns what it did."""
+    from agentic_ray.refine.candidate_registry import register_candidate
+
+    chosen = [s for s in samples if s.cause == cause][: cfg.train_samples]
+    out: dict[str, Any] = {"cause": cause, "samples": len(chosen), "promoted_to_candidate": False}
+    if not chosen:
+        out["reason"] = "no kept window of the dominant class"
+        return out
+    source = pick_checkpoint(run)
+    module = load_policy_module(source)
+    val_env = validation_env_config(settings.env, settings.eval.fault_share)
+    tasks = cfg.tasks_per_family or settings.eval.tasks_per_family
+    base = evaluate_policy(ModulePolicy(module), val_env, tasks)
+    out["train"] = train_update(module, chosen, cfg)
+    cand = evaluate_policy(ModulePolicy(module), val_env, tasks)
+    passed, gates = validate(base, cand, settings)
+    out.update(
+        source=str(source),
+        gates=gates,
+        passed=passed,
+        validation_completion_before=base.metrics.completion,
+        validation_completion_after=cand.metrics.completion,
+        cause_share_before=_cause_share(base, cause),
+        cause_share_after=_cause_share(cand, cause),
+    )
+    if passed:
+        cands = run / "refine" / "candidates"
+        dest = cands / str(len(list(cands.glob("*"))) if cands.exists() else 0)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        module.save_to_path(str(dest))
+        out["checkpoint"] = str(dest)
+        out["registered"] = register_candidate(
+            run, dest, cfg.serve_config, version=f"refine-{dest.name}-{cause}"
+        )
+        out["promoted_to_candidate"] = True
+    return out

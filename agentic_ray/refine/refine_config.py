@@ -1,0 +1,97 @@
+"""Settings of the refiner (``agentic-ray refine``): one pydantic config, validated at load."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentic_ray.rewards.reward_pool_config import RewardPoolConfig
+
+__all__ = ["RefineConfig"]
+
+
+class RefineConfig(BaseModel):
+    """What the refiner reads, how it builds the incremental dataset, when it trains and what it trains."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fault_share: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="The Serve app's agent.fault_share: sessions are replayed on the env config the app served "
+        "(the run's validation env with this fault share).",
+    )
+    rewards: RewardPoolConfig | None = Field(
+        default=None,
+        description="Reward layers that re-score the served episodes (None: the run's settings.rewards, else the "
+        "pool's defaults in zero_latency mode).",
+    )
+    window: int = Field(default=5, ge=1, description="Steps per dataset window.")
+    stride: int = Field(default=3, ge=1, description="Steps between the starts of two windows.")
+    max_alternatives: int = Field(
+        default=8,
+        ge=1,
+        description="Alternative skills simulated at a window's pivot step (masked ones included), the recorded "
+        "call's other skills in skill order.",
+    )
+    hard_negatives: int = Field(
+        default=3, ge=0, description="Counterfactual hard negatives kept per window: the worst alternatives."
+    )
+    min_information: float = Field(
+        default=0.5,
+        ge=0,
+        description="Active sampling: a window without a failed step where the fix changes the re-scored return "
+        "by less than this teaches nothing new and is dropped.",
+    )
+    trigger_share: float = Field(
+        default=0.05,
+        gt=0,
+        le=1,
+        description="Incremental training starts when one root-cause class exceeds this share of the episodes read.",
+    )
+    train_samples: int = Field(
+        default=100, ge=1, description="Samples (states with their fix) of the dominant class trained on."
+    )
+    trainable_layers: int = Field(
+        default=2,
+        ge=1,
+        description="Only the last this many parameterised layers of the policy module train (the rest frozen).",
+    )
+    epochs: int = Field(default=8, ge=1, description="Epochs over the incremental samples.")
+    lr: float = Field(default=1e-3, gt=0, description="Adam learning rate of the incremental update.")
+    reflection_coeff: float = Field(
+        default=0.5, ge=0, description="Weight of the root-cause cross-entropy (reflection mode)."
+    )
+    hard_negative_coeff: float = Field(
+        default=0.1,
+        ge=0,
+        description="Weight of the hard-negative term (log-probability of a counterfactual worse action).",
+    )
+    tasks_per_family: int | None = Field(
+        default=None, ge=1, description="Validation tasks per family (None: the run's eval.tasks_per_family)."
+    )
+    seed: int = Field(default=0, description="Seed of the update.")
+    torch_threads: int = Field(
+        default=1,
+        ge=1,
+        description="torch intra-op threads while refining (measured on the loaded 2-CPU box: one validation "
+        "pass of the tiny policy took 2.5 s with 1 thread and 27 s with torch's default).",
+    )
+    fix_memory: str | None = Field(
+        default="refine/memory",
+        description="Where error -> fix pairs go: a memory store folder (Qdrant local mode), relative to RUN_DIR "
+        "unless absolute (None: not written). Writing loads the sentence embedder (about 7 s).",
+    )
+    serve_config: str | None = Field(
+        default=None,
+        description="The Serve app's config (a Serve config YAML or a ServeSettings file): a validated update is "
+        "written there as its canary candidate (None: only RUN_DIR/refine/candidate.json).",
+    )
+
+    @model_validator(mode="after")
+    def _windows_overlap_or_touch(self) -> RefineConfig:
+        if self.stride > self.window:
+            raise ValueError(
+                f"stride {self.stride} > window {self.window}: steps between windows would be skipped"
+            )
+        return self

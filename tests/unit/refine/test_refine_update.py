@@ -1,0 +1,81 @@
+"""Step 3 of the refiner: the trigger, the incremental update (reflection mode, last layers only), the
+pipeline's gates on the validation tasks, and the registration as the Serve app's canary candidate."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import torch
+import yaml
+
+from agentic_ray.eval.evaluator import EvalResult
+from agentic_ray.eval.metrics import evaluate
+from agentic_ray.eval.policy_loading import load_policy_module, pick_checkpoint
+from agentic_ray.refine import RefineConfig, refine
+from agentic_ray.refine.incremental_update import train_update, validate
+from agentic_ray.serving.settings import ServeSettings
+from agentic_ray.settings import load_settings
+from tests.helpers.serving import TINY
+
+REPO = Path(__file__).resolve().parents[3]
+FAST = RefineConfig(max_alternatives=2, tasks_per_family=1, epochs=4, fix_memory=None)
+
+
+def test_only_the_last_layers_train_and_the_fix_becomes_likelier(fresh_store, served_run) -> None:
+    rep = refine(fresh_store, served_run, FAST, train=False)
+    samples = [s for s in rep.samples if s.cause == rep.dominant_cause]
+    module = load_policy_module(pick_checkpoint(served_run))
+    before = {k: v.clone() for k, v in module.state_dict().items()}
+    stats = train_update(module, samples, FAST.model_copy(update={"epochs": 20}))
+    layers = stats["trained_layers"]
+    assert len(layers) == 2 and all(name.startswith("model.") for name in layers)
+    after = module.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(any(k.startswith(f"{name}.") for name in layers) for k in changed)
+    nll = [h["fix_nll"] for h in stats["history"]]
+    assert nll[-1] < nll[0]
+    assert all(p.requires_grad for p in module.parameters())  # the freezing is undone
+
+
+def test_the_gates_reject_a_candidate_that_completes_less(served) -> None:
+    _d, recorded = served
+    records = [r for _s, r in recorded]
+    s = load_settings(TINY)
+    good = EvalResult(evaluate(records), records)
+    broken = [r.__class__(**{**r.__dict__, "completed": False}) for r in records]
+    worse = EvalResult(evaluate(broken), broken)
+    ok, gates = validate(good, good, s)
+    assert ok and gates["completion"]["passed"]
+    s.stages.regression_alpha = 0.5  # two paired tasks lost of four: worse only at a loose level
+    bad, gates = validate(good, worse, s)
+    assert not bad and gates["completion"]["worse"] and gates["completion"]["only_before"] == 2
+
+
+def test_past_the_trigger_a_validated_update_becomes_the_canary_candidate(
+    fresh_store, served_run, tmp_path
+) -> None:
+    serve_yaml = tmp_path / "policy.yaml"
+    shutil.copy(REPO / "serve_apps" / "policy.yaml", serve_yaml)
+    rep = refine(fresh_store, served_run, FAST.model_copy(update={"serve_config": str(serve_yaml)}))
+    u = rep.update
+    assert u is not None and u["cause"] == "wrong_entity" and u["samples"] == 4 and u["passed"]
+    assert u["promoted_to_candidate"] and Path(u["checkpoint"]).is_dir()
+    app = yaml.safe_load(serve_yaml.read_text())["applications"][0]["args"]
+    s = ServeSettings.model_validate(app)
+    assert s.candidate is not None and s.candidate.checkpoint == u["checkpoint"]
+    assert s.candidate.version == "refine-0-wrong_entity" and s.stable.checkpoint == "runs/quickstart"
+    reg = json.loads((served_run / "refine" / "candidate.json").read_text())
+    assert reg["checkpoint"] == u["checkpoint"] and reg["applications"] == ["policy"]
+    cand = load_policy_module(u["checkpoint"])
+    src = load_policy_module(pick_checkpoint(served_run))
+    diff = [k for k, v in cand.state_dict().items() if not torch.equal(v, src.state_dict()[k])]
+    assert diff  # the served policy itself is untouched; the candidate is the trained copy
+
+
+def test_below_the_trigger_nothing_trains(fresh_store, served_run) -> None:
+    rep = refine(fresh_store, served_run, FAST.model_copy(update={"trigger_share": 0.5}))
+    assert rep.attribution["cause_shares"] == {"wrong_entity": 0.5}  # must exceed, not reach
+    assert rep.dominant_cause is None and rep.update is None
+    assert not (served_run / "refine" / "candidate.json").exists()
