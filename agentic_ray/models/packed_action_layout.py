@@ -319,6 +319,11 @@ class _GroupIndex:
 
 @functools.lru_cache(maxsize=64)
 def _used_masks(layout: PackedActionLayout, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    with torch.inference_mode(False):  # cached for the process: see _group_index
+        return _used_masks_now(layout, device)
+
+
+def _used_masks_now(layout: PackedActionLayout, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     return (
         torch.tensor(layout.enum_used, dtype=torch.float32, device=device).reshape(
             layout.num_skills, layout.enum_slots
@@ -331,8 +336,12 @@ def _used_masks(layout: PackedActionLayout, device: torch.device) -> tuple[torch
 
 @functools.lru_cache(maxsize=64)
 def _group_index(layout: PackedActionLayout, device: torch.device) -> _GroupIndex:
+    # Cached for the process: built outside inference mode even when the first call is a served decision
+    # (PolicyRunner runs under torch.inference_mode), else a later training step in the same process (refine,
+    # a test session) fails with "Inference tensors cannot be saved for backward".
     def t(v: tuple[int, ...]) -> torch.Tensor:
-        return torch.tensor(v, dtype=torch.long, device=device)
+        with torch.inference_mode(False):
+            return torch.tensor(v, dtype=torch.long, device=device)
 
     return _GroupIndex(
         pointer=tuple((t(g.skills), t(g.slots)) for g in layout.pointer_groups),
