@@ -211,6 +211,13 @@ class SessionCreate(_Body):
     """``POST /v1/sessions`` or ``/v1/episodes``: start an agent-mode episode on a task the server draws, or on
     the customer's words (``text``) in the world of one."""
 
+    model_config = ConfigDict(
+        json_schema_extra={  # the `_history_needs_text` rule, for clients and fuzzers
+            "if": {"required": ["history"]},
+            "then": {"required": ["text"], "properties": {"text": {"type": "string"}}},
+        }
+    )
+
     domain: str = Field(min_length=1, max_length=64, description="The served domain.")
     family: str | None = Field(
         default=None,
@@ -235,7 +242,7 @@ class SessionCreate(_Body):
 
     @model_validator(mode="after")
     def _history_needs_text(self) -> SessionCreate:
-        if self.history and self.text is None:
+        if "history" in self.model_fields_set and self.text is None:
             raise ValueError("history: only read with text")
         return self
 

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.parser import GoalParser, ParsedRequest, load_parser
 from agentic_ray.serving.live_metrics import LatencyWindow
 from agentic_ray.serving.request_check import ClientError
@@ -113,6 +114,10 @@ class TextParser:
         self._thread.shutdown(wait=False, cancel_futures=True)
 
 
+def _json_args(g: Goal) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple | list) else v for k, v in g.args.items()}
+
+
 def parsed_out(p: TextParse) -> dict[str, Any]:
     """The response's ``parsed`` field (:class:`~agentic_ray.serving.schemas.ParsedOut`)."""
     r = p.parsed
@@ -123,7 +128,7 @@ def parsed_out(p: TextParse) -> dict[str, Any]:
             {
                 "id": g.id,
                 "skill": g.skill,
-                "args": {k: list(v) if isinstance(v, tuple | list) else v for k, v in g.args.items()},
+                "args": _json_args(g),
                 "deps": list(g.deps),
                 "priority": g.priority,
                 "hints": dict(g.hints),
@@ -174,7 +179,7 @@ def goals_in(parsed: ParsedRequest) -> list[dict[str, Any]]:
         {
             "id": g.id,
             "skill": g.skill,
-            "args": {k: list(v) if isinstance(v, tuple | list) else v for k, v in g.args.items()},
+            "args": _json_args(g),
             "numeric": {k: float(v) for k, v in g.numeric.items()},
             "deps": list(g.deps),
             "priority": g.priority,

@@ -61,8 +61,11 @@ def test_request_models_take_text_instead_of_goals_and_bound_it():
         TaskIn.model_validate({"request": {"text": "a\ud800b"}})
     s = SessionCreate.model_validate({"domain": "ecommerce", "text": ADDRESS, "seed": 3})
     assert s.text == ADDRESS and s.family is None
-    with pytest.raises(ValidationError, match="only read with text"):
-        SessionCreate.model_validate({"domain": "ecommerce", "history": ["hi"]})
+    for history in (["hi"], []):  # the schema says it too (if history then text), for clients and fuzzers
+        with pytest.raises(ValidationError, match="only read with text"):
+            SessionCreate.model_validate({"domain": "ecommerce", "history": history})
+    rule = SessionCreate.model_json_schema()
+    assert rule["if"] == {"required": ["history"]} and rule["then"]["required"] == ["text"]
 
 
 # ---------------------------------------------------------------------------------------------------- /v1/act
