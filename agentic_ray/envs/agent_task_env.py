@@ -419,7 +419,10 @@ class AgentTaskEnv(gym.Env):
         Args:
             seed: seeds every RNG of the env (task draw, drift, faults, trace ids) and rebuilds the executor, so
                 that SLA history from earlier episodes cannot leak in.
-            options: ``{"family": str, "task_seed": int}`` to pick a task explicitly.
+            options: ``{"family": str, "task_seed": int}`` to pick a task explicitly; ``"task_given"``: a
+                function from the drawn task to the one the agent is given in its world (e.g. the goal parser's
+                reading of the customer's words, :meth:`~agentic_ray.parser.ParsedRequest.given_task`): the
+                episode is observed and judged on that task.
         """
         super().reset(seed=seed)
         if seed is not None:
@@ -446,6 +449,8 @@ class AgentTaskEnv(gym.Env):
             world, task = d.make_task(family, task_seed)
         else:
             world, task = d.make_task(family, task_seed, options=self.domain_options)
+        if (given := options.get("task_given")) is not None:
+            task = given(task)
         if task.end_skill is not None and task.end_skill not in self.by_name:
             raise ValueError(
                 f"domain {d.name}: task {family}/{task_seed} ends with {task.end_skill!r}, which is not a skill"

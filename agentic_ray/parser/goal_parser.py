@@ -16,7 +16,7 @@ import difflib
 import functools
 import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,8 +178,17 @@ class GoalParser:
         return [(t0, p0, t1, p1) for (t0, p0), (t1, p1) in zip(starts, ends, strict=True)]
 
     # ------------------------------------------------------------------------------------------ parse
-    def parse(self, text: str, history: Sequence[str] = ()) -> ParsedRequest:
-        """Parse the customer's latest ``text`` in the context of their earlier turns ``history``."""
+    def parse(
+        self, text: str, history: Sequence[str] = (), known_facts: Mapping[str, str] | None = None
+    ) -> ParsedRequest:
+        """Parse the customer's latest ``text`` in the context of their earlier turns ``history``.
+
+        Args:
+            text: the customer's latest turn.
+            history: their earlier turns, oldest first.
+            known_facts: facts the caller already holds (a logged-in customer's email): they count as said, and
+                win over a value read from the text.
+        """
         turns = [*history, text]
         spans = self._spans(turns)
         cuts = self._cuts(turns, spans)
@@ -206,7 +215,7 @@ class GoalParser:
                 min(p[i] / max(float(p.sum()), 1e-9) for p, i in zip(probs, picks, strict=True))
             )
         spans = [self._assign(sp, cuts, chosen) for sp in spans]
-        facts: dict[str, str] = {}
+        facts: dict[str, str] = dict(known_facts or {})
         for sp in spans:
             if sp.slot in self.fact_keys:
                 facts.setdefault(sp.slot, sp.value)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentic_ray.domains.goal_dag import Goal
-from agentic_ray.domains.protocol import EntityRef, Request
+from agentic_ray.domains.protocol import EntityRef, Request, Task
 
 __all__ = ["Clarify", "ParsedRequest", "SlotSpan"]
 
@@ -89,6 +89,50 @@ class ParsedRequest:
         d = dataclasses.asdict(self)
         d["mentioned"] = [{"type": m.type, "id": m.id} for m in self.mentioned]
         return d
+
+    def given_task(self, drawn: Task) -> Task:
+        """The task an agent is given when it acts on this parse in ``drawn``'s simulated world.
+
+        The request, the families and the goal DAG are the parse's; what belongs to the world is ``drawn``'s: its
+        seed, step budget, relevant entities, how it ends, its domain data, and each goal's arguments that text
+        cannot state (ids a lookup finds, amounts), which the domain needs to judge the goal. A goal's arguments
+        the parse states win, so a misread id is judged as the customer's words say it. The observation shows a
+        goal's enum arguments and the entities the request names, never the rest (:mod:`agentic_ray.envs.
+        observation`), so on a right parse the agent sees what the structured goal shows.
+
+        Raises:
+            ValueError: the parse asks for a clarification (no goals to act on), or names a goal the drawn task
+                does not have (the words are about another task than this world's).
+        """
+        if self.clarify is not None:
+            raise ValueError(
+                f"the parse asks for a clarification ({self.clarify.reason}): no goals to act on"
+            )
+        world = {(g.id, g.skill): g for g in drawn.goals}
+        foreign = [g.id for g in self.goals if (g.id, g.skill) not in world]
+        if foreign:
+            raise ValueError(
+                f"goals {foreign} of the parse ({'+'.join(self.families)}) are not goals of task "
+                f"{drawn.family}/{drawn.seed}: the words are about another task than this world's"
+            )
+        goals = tuple(
+            dataclasses.replace(
+                g,
+                args={**w.args, **g.args},
+                numeric={**w.numeric, **g.numeric},
+                hidden_args=w.hidden_args,
+                tolerance=w.tolerance,
+            )
+            for g in self.goals
+            for w in (world[(g.id, g.skill)],)
+        )
+        return dataclasses.replace(
+            drawn,
+            family=self.family,
+            request=self.request,
+            goals=goals,
+            subtasks=self.families if len(self.families) > 1 else (),
+        )
 
     @property
     def request(self) -> Request:

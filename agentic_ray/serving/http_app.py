@@ -28,6 +28,7 @@ from agentic_ray.serving.request_check import INVALID_SKILL
 from agentic_ray.serving.schemas import (
     ActRequest,
     ActResponse,
+    ClarifyResponse,
     ClosedOut,
     FeedbackIn,
     FeedbackOut,
@@ -131,16 +132,22 @@ def create_app(
         ok, detail = await ready() if ready else (True, {})
         return JSONResponse({"ready": ok, **detail}, status_code=200 if ok else 503)
 
-    @app.post("/v1/act", response_model=ActResponse, responses=WITH_BODY)
+    @app.post("/v1/act", response_model=ActResponse | ClarifyResponse, responses=WITH_BODY)
     async def act(body: ActRequest, request: Request) -> dict[str, Any]:
-        """Decide the next call from the request and the transcript so far (stateless)."""
+        """Decide the next call from the request and the transcript so far (stateless). A request with the
+        customer's words and no goals is read by the domain's goal parser; when the parse is unsure or lacks a
+        slot or the identity, the answer is a `clarify` (`kind: clarify`) naming what to ask."""
         return await service().act(body, _trace(request))
 
-    @app.post("/v1/sessions", response_model=SessionOut, responses={**WITH_BODY, **SESSION_QUOTA})
+    @app.post(
+        "/v1/sessions", response_model=SessionOut | ClarifyResponse, responses={**WITH_BODY, **SESSION_QUOTA}
+    )
     async def create_session(body: SessionCreate, request: Request) -> dict[str, Any]:
-        """Start an agent-mode episode on a task the server draws."""
+        """Start an agent-mode episode on a task the server draws, or on the customer's words (`text`); a text
+        the parser is unsure of, or that lacks a slot or the identity, starts none and gets a `clarify`."""
         svc = service()
-        return svc.session_out(await svc.create_session(body, _client(request)))
+        s = await svc.create_session(body, _client(request))
+        return s if isinstance(s, dict) else svc.session_out(s)
 
     @app.post("/v1/sessions/{session_id}/step", response_model=StepOut, responses={**WITH_BODY, **SESSION})
     async def step_session(
@@ -165,7 +172,8 @@ def create_app(
             200: {
                 "content": {"text/event-stream": {"schema": SSE_EVENT}},
                 "description": "Server-sent events: `event: session` (its data a SessionOut), then one `event: step` "
-                "per step (a StepOut), the last one with `done: true`.",
+                "per step (a StepOut), the last one with `done: true`; or, for a `text` the parser cannot act on, "
+                "one `event: clarify` (a ClarifyResponse) and no episode.",
             },
         },
     )
@@ -175,7 +183,8 @@ def create_app(
         s = await svc.create_session(body, _client(request))
 
         async def events() -> AsyncIterator[bytes]:
-            async for ev in svc.stream_episode(s):
+            stream = _one({"event": "clarify", **s}) if isinstance(s, dict) else svc.stream_episode(s)
+            async for ev in stream:
                 yield f"event: {ev.pop('event')}\ndata: {json.dumps(ev, default=str)}\n\n".encode()
 
         return StreamingResponse(events(), media_type="text/event-stream")
@@ -227,7 +236,7 @@ SSE_EVENT = {
             },
             "required": ["event", "data"],
         }
-        for event, model in (("session", "SessionOut"), ("step", "StepOut"))
+        for event, model in (("session", "SessionOut"), ("step", "StepOut"), ("clarify", "ClarifyResponse"))
     ],
 }
 """The schema of each event of ``POST /v1/episodes``."""
@@ -304,6 +313,10 @@ def _served_domain(schemas: dict[str, Any], svc: PolicyService) -> None:
     _world, task = svc.pool.template.domain.make_task(family, seed)
     schemas["ActRequest"]["examples"] = [act_body(svc.domain, task)]
     schemas["SessionCreate"]["examples"] = [{"domain": svc.domain, "family": family, "seed": seed}]
+
+
+async def _one(event: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    yield event
 
 
 def _trace(request: Request) -> str:

@@ -44,6 +44,15 @@ def _integral(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
+MAX_TEXT_CHARS = 4000
+"""Longest customer turn the service reads (a longer one is a 422)."""
+MAX_HISTORY_TURNS = 16
+"""Most earlier turns a request may carry."""
+
+CustomerText = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+"""One customer turn: at most :data:`MAX_TEXT_CHARS` characters (pydantic refuses a lone surrogate, which no
+tokenizer takes)."""
+
 JsonInt = Annotated[int, BeforeValidator(_integral)]
 """An integer as JSON Schema reads one: ``3`` or ``3.0``, but not ``3.5``, ``"3"`` or ``true`` (the models are
 strict, and pydantic's lax int would take the string and the boolean)."""
@@ -68,7 +77,17 @@ class EntityRefIn(_Body):
 class RequestIn(_Body):
     """What the customer said."""
 
-    text: str = Field(default="", max_length=4000, description="The request in natural language.")
+    text: CustomerText = Field(
+        default="",
+        description="The request in natural language: the customer's latest turn. With no `goals`, the served "
+        "domain's goal parser reads the goal DAG, the facts and the entities from it (and `history`).",
+    )
+    history: list[CustomerText] = Field(
+        default_factory=list,
+        max_length=MAX_HISTORY_TURNS,
+        description="The customer's earlier turns of the conversation, oldest first (read with `text` by the goal "
+        "parser).",
+    )
     facts: dict[str, str] = Field(
         default_factory=dict,
         max_length=32,
@@ -112,11 +131,14 @@ class GoalIn(_Body):
 
 
 class TaskIn(_Body):
-    """The request as a task: the customer's words and facts plus the structured goal DAG."""
+    """The request as a task: the customer's words and facts, plus the structured goal DAG or, without one, the
+    goal parser's reading of the words."""
 
     request: RequestIn = Field(default_factory=RequestIn, description="What the customer said.")
     goals: list[GoalIn] = Field(
-        default_factory=list, max_length=64, description="The goal DAG (structured; required for now)."
+        default_factory=list,
+        max_length=64,
+        description="The goal DAG (structured). Empty: the goal parser reads it from `request.text`.",
     )
     optimal_steps: Annotated[int, Field(ge=1, le=256), BeforeValidator(_integral)] | None = Field(
         default=None, description="Fewest calls that solve the task (default: one per goal)."
@@ -134,12 +156,9 @@ class TaskIn(_Body):
 
     @model_validator(mode="after")
     def _structured(self) -> TaskIn:
-        if not self.goals:
+        if not self.goals and not self.request.text.strip():
             raise ValueError(
-                "goals: at least one structured goal is required; a natural-language-only request needs the goal "
-                "parser, which does not exist yet"
-                if self.request.text
-                else "goals: at least one goal is required"
+                "goals: give the goal DAG, or the customer's words in request.text for the goal parser"
             )
         return self
 
@@ -196,13 +215,43 @@ class ActRequest(_Body):
 
 
 class SessionCreate(_Body):
-    """``POST /v1/sessions`` or ``/v1/episodes``: start an agent-mode episode on a task the server draws."""
+    """``POST /v1/sessions`` or ``/v1/episodes``: start an agent-mode episode on a task the server draws, or on
+    the customer's words (``text``) in the world of one."""
+
+    model_config = ConfigDict(
+        json_schema_extra={  # the `_history_needs_text` rule, for clients and fuzzers
+            "if": {"required": ["history"]},
+            "then": {"required": ["text"], "properties": {"text": {"type": "string"}}},
+        }
+    )
 
     domain: str = Field(min_length=1, max_length=64, description="The served domain.")
-    family: str | None = Field(default=None, max_length=64, description="Task family (default: round-robin).")
+    family: str | None = Field(
+        default=None,
+        max_length=64,
+        description="Task family (default: round-robin; with `text`, the parsed family). With `text` it picks only "
+        "the simulated world, with `seed`.",
+    )
     seed: Annotated[int, Field(ge=0, lt=2**31), BeforeValidator(_integral)] | None = Field(
         default=None, description="Task seed (default: the family's next validation seed)."
     )
+    text: CustomerText | None = Field(
+        default=None,
+        description="The customer's latest turn: the goal parser reads the task's goals, facts and entities from "
+        "it (and `history`) instead of the drawn task's. An uncertain or incomplete parse answers a `clarify` and "
+        "starts no episode.",
+    )
+    history: list[CustomerText] = Field(
+        default_factory=list,
+        max_length=MAX_HISTORY_TURNS,
+        description="The customer's earlier turns, oldest first (with `text`).",
+    )
+
+    @model_validator(mode="after")
+    def _history_needs_text(self) -> SessionCreate:
+        if "history" in self.model_fields_set and self.text is None:
+            raise ValueError("history: only read with text")
+        return self
 
 
 class SessionStepIn(_Body):
@@ -241,6 +290,74 @@ class StrategyIn(_Body):
 
 
 # ---------------------------------------------------------------------------------------------------- responses
+class GoalOut(_Out):
+    """One goal of a parsed goal DAG (the arguments the text states; those a lookup finds are left out)."""
+
+    id: str = Field(description="Unique within the task.")
+    skill: str = Field(description="Skill that satisfies the goal.")
+    args: dict[str, Any] = Field(description="Required argument values the text states.")
+    deps: list[str] = Field(description="Ids of prerequisite goals.")
+    priority: int = Field(description="Larger is more urgent.")
+    hints: dict[str, str] = Field(description="Facts about the entity the goal means.")
+    safety_check: bool = Field(description="The goal is a safety check of a high-risk skill.")
+
+
+class EntityRefOut(_Out):
+    """An entity named by id."""
+
+    type: str = Field(description="Entity type of the domain schema.")
+    id: str = Field(description="Entity id.")
+
+
+class SlotSpanOut(_Out):
+    """Where one slot value came from."""
+
+    slot: str = Field(description="The slot (an entity slot, an enum slot or a fact key).")
+    value: str = Field(description="The normalised value.")
+    turn: int = Field(description="Turn index: 0.. for `history`, len(history) for `text`.")
+    start: int = Field(description="First character of the span in that turn.")
+    end: int = Field(description="One past its last character.")
+    subtask: int | None = Field(description="The request (of a composite one) the slot fills.")
+    confidence: float = Field(description="The tagger's mean probability over the span.")
+
+
+class ClarifyOut(_Out):
+    """What to ask the customer before acting (the parse is unsure, or lacks a slot or the identity)."""
+
+    reason: Literal["missing_slots", "unsure"] = Field(
+        description="missing_slots: a needed slot or the identity was not given; unsure: the family is uncertain."
+    )
+    missing: list[str] = Field(description="Slots to ask for (e.g. `order`, `email`).")
+    identity_options: list[list[str]] = Field(
+        description="For a missing identity: the fact sets any one of which identifies the customer."
+    )
+    families: list[str] = Field(
+        description="The family (or families) the parser believes the request is about."
+    )
+
+
+class ParsedOut(_Out):
+    """The goal parser's reading of the customer's words."""
+
+    families: list[str] = Field(description="Task families, in the order the customer raised them.")
+    family: str = Field(description="The task family label (the composite family for several).")
+    goals: list[GoalOut] = Field(description="The goal DAG (empty with a clarification).")
+    facts: dict[str, str] = Field(description="Values the customer gave (email, name, zip...).")
+    mentioned: list[EntityRefOut] = Field(description="Entities named by id.")
+    slots: list[SlotSpanOut] = Field(description="Every extracted slot with its span.")
+    confidence: float = Field(description="The chosen families' share of the classifier's probability mass.")
+    parse_ms: float = Field(description="Wall time of the parse in the gateway.")
+
+
+class ClarifyResponse(_Out):
+    """The answer to a text request that cannot be acted on yet: what to ask, never a guessed action."""
+
+    kind: Literal["clarify"] = Field(description="Always `clarify`.")
+    trace_id: str = Field(description="Identifies this answer in logs and feedback.")
+    clarify: ClarifyOut = Field(description="What to ask the customer.")
+    parsed: ParsedOut = Field(description="What the parser read.")
+
+
 class CallOut(_Out):
     """A call: skill and arguments."""
 
@@ -258,6 +375,7 @@ class Alternative(_Out):
 class ActResponse(_Out):
     """A decision."""
 
+    kind: Literal["decision"] = Field(description="Always `decision` (a text request may get a `clarify`).")
     trace_id: str = Field(description="Identifies this decision in logs, metrics and feedback.")
     model_version: str = Field(description="Policy version that decided (or 'rules').")
     arm: Literal["stable", "candidate", "rules"] = Field(description="Who decided.")
@@ -280,6 +398,9 @@ class ActResponse(_Out):
         "or failing policy, its breaker open): the rule-based policy decided instead (arm rules)."
     )
     degraded_reason: str | None = Field(description="Why, when degraded.")
+    parsed: ParsedOut | None = Field(
+        description="The goal parser's reading, when the request sent text, no goals."
+    )
 
 
 class StepOut(_Out):
@@ -316,6 +437,9 @@ class SessionOut(_Out):
     request: str = Field(description="The customer's request text.")
     goals: list[str] = Field(description="Goal ids.")
     budget: int = Field(description="Step budget.")
+    parsed: ParsedOut | None = Field(
+        description="The goal parser's reading, for a session started from text."
+    )
 
 
 class FeedbackOut(_Out):

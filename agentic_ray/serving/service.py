@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import ValidationError
 
 from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
 from agentic_ray.eval.evaluator import validation_env_config
@@ -36,9 +37,10 @@ from agentic_ray.serving.http_guards import load_clients
 from agentic_ray.serving.live_metrics import LatencyWindow, LiveMetrics, MetricsSink
 from agentic_ray.serving.quotas import RequestRate
 from agentic_ray.serving.request_check import ClientError
-from agentic_ray.serving.schemas import ActRequest, FeedbackIn, SessionCreate
+from agentic_ray.serving.schemas import ActRequest, FeedbackIn, SessionCreate, TaskIn
 from agentic_ray.serving.sessions import AgentSession, SessionManager, StepResult
 from agentic_ray.serving.settings import ServeSettings, SLASettings, StrategyMode
+from agentic_ray.serving.text_requests import TextParse, TextParser, clarify_response, goals_in, parsed_out
 from agentic_ray.skills.circuit_breaker import CircuitBreaker
 
 __all__ = ["PolicyCall", "PolicyService", "served_env_config"]
@@ -103,6 +105,7 @@ class PolicyService:
             self.pool, a.max_sessions, a.session_ttl_s, settings.quotas.sessions_per_client, self.store
         )
         self.metrics = LiveMetrics(sink)
+        self.text = TextParser(self.domain)
         self.clients = load_clients(settings.auth)
         self.rate = RequestRate(settings.quotas.requests_per_s, settings.quotas.burst)
         self.policy_latency = {arm: LatencyWindow() for arm in ARMS}
@@ -146,7 +149,18 @@ class PolicyService:
 
     # ------------------------------------------------------------------ decisions
     async def act(self, body: ActRequest, trace_id: str) -> dict[str, Any]:
-        """``POST /v1/act`` (raises :class:`ClientError` on a client mistake)."""
+        """``POST /v1/act`` (raises :class:`ClientError` on a client mistake). A request without goals is read by
+        the goal parser: its goals, facts and entities come from the text, and an unsure or incomplete parse is
+        answered with a clarification (:mod:`agentic_ray.serving.text_requests`)."""
+        parse: TextParse | None = None
+        if not body.task.goals:
+            body, parse = await self._parsed_body(body)
+            if parse.parsed.clarify is not None:
+                resp = clarify_response(parse, trace_id)
+                self.store.add_decision(
+                    trace_id, "clarify", "parser", "parser", body.model_dump(mode="json"), resp
+                )
+                return resp
         with self.pool.lease() as env:
             p = self.builder.prepare(body, env)
             self._report_transcript(body, body.conversation_id or _task_key(body))
@@ -162,6 +176,7 @@ class PolicyService:
                     else self.builder.learned(p, out["action"], out["skill_probs"])
                 )
         resp = {
+            "kind": "decision",
             "trace_id": trace_id,
             "model_version": self.versions[arm],
             "arm": arm,
@@ -169,9 +184,38 @@ class PolicyService:
             **fields,
             "degraded": why is not None,
             "degraded_reason": why,
+            "parsed": parsed_out(parse) if parse is not None else None,
         }
         self.store.add_decision(trace_id, "act", arm, self.versions[arm], body.model_dump(mode="json"), resp)
         return resp
+
+    async def _parsed_body(self, body: ActRequest) -> tuple[ActRequest, TextParse]:
+        """The request with the parser's goals, facts (a fact the client sent wins over one read from the text)
+        and the entities named, and the parse (the body unchanged when the parse asks for a clarification).
+
+        Raises:
+            ClientError: the parse is not a task the schema admits (e.g. an id longer than the schema allows).
+        """
+        req = body.task.request
+        parse = await self.text.parse(req.text, req.history, req.facts)
+        p = parse.parsed
+        if p.clarify is not None:
+            return body, parse
+        named = {(m.type, m.id) for m in req.mentioned}
+        task = body.task.model_dump(mode="json")
+        task["request"]["facts"] = dict(p.facts)
+        task["request"]["mentioned"] += [
+            {"type": m.type, "id": m.id} for m in p.mentioned if (m.type, m.id) not in named
+        ]
+        task["goals"] = goals_in(p)
+        if "family" not in body.task.model_fields_set:
+            task["family"] = p.family
+        try:
+            return body.model_copy(update={"task": TaskIn.model_validate(task)}), parse
+        except ValidationError as e:
+            raise ClientError(
+                [(("body", "task", "request", "text"), f"the parsed request is not a valid task: {e}")]
+            ) from e
 
     async def _decide(
         self, arm: str, obs: dict[str, np.ndarray], trace_id: str
@@ -227,14 +271,50 @@ class PolicyService:
             self._push_gauges()
 
     # ------------------------------------------------------------------ agent mode
-    async def create_session(self, body: SessionCreate, client: str = "default") -> AgentSession:
-        """``POST /v1/sessions`` by ``client``."""
+    async def create_session(
+        self, body: SessionCreate, client: str = "default"
+    ) -> AgentSession | dict[str, Any]:
+        """``POST /v1/sessions`` by ``client``. With ``text``, the goal parser's reading is the task the agent is
+        given (in the world of ``family`` and ``seed``, by default the parsed family's next validation seed); an
+        unsure or incomplete parse starts no session and is answered with a clarification (returned as its
+        response body)."""
         self._check_domain(body.domain)
         sid = uuid.uuid4().hex
-        s = self.sessions.create(sid, body.family, body.seed, self.router.assign(sid), client)
+        parse: TextParse | None = None
+        if body.text is not None:
+            parse = await self.text.parse(body.text, body.history)
+            if parse.parsed.clarify is not None:
+                resp = clarify_response(parse, sid)
+                self.store.add_decision(
+                    sid, "clarify", "parser", "parser", body.model_dump(mode="json"), resp
+                )
+                return resp
+        family = body.family
+        if parse is not None and family is None:
+            family = parse.parsed.family
+        try:
+            s = self.sessions.create(
+                sid,
+                family,
+                body.seed,
+                self.router.assign(sid),
+                client,
+                given=parse.parsed.given_task if parse is not None else None,
+            )
+        except ValueError as e:
+            if parse is None:
+                raise
+            # ParsedRequest.given_task: the words are about a task other than the world's (family, seed)
+            raise ClientError([(("body", "text"), str(e))]) from e
+        s.parsed = parsed_out(parse) if parse is not None else None
         assert s.env.task is not None
         self.store.add_decision(
-            sid, "episode", s.arm, self.versions[s.arm], body.model_dump(mode="json"), {"open": True}
+            sid,
+            "episode",
+            s.arm,
+            self.versions[s.arm],
+            body.model_dump(mode="json"),
+            {"open": True, "parsed": s.parsed},
         )
         return s
 
@@ -249,6 +329,7 @@ class PolicyService:
             "request": task.request.text,
             "goals": [g.id for g in task.goals],
             "budget": s.budget,
+            "parsed": s.parsed,
         }
 
     async def step_session(self, session_id: str, client: str | None = None) -> dict[str, Any]:
@@ -284,6 +365,7 @@ class PolicyService:
 
     def _end_episode(self, s: AgentSession, res: StepResult) -> None:
         summary = {
+            "parse_ms": s.parsed["parse_ms"] if s.parsed else None,
             "steps": s.t,
             "completed": res.completed,
             "dag_valid": res.dag_valid,
@@ -366,6 +448,7 @@ class PolicyService:
             "policy_latency_ms": {arm: w.summary() for arm, w in self.policy_latency.items()},
             "quota_refused": dict(self.rate.refused),
             "store_compaction": self.store.compactions[-1] if self.store.compactions else None,
+            "parser": self.text.summary(),
             **self.metrics.summary(),
         }
 
@@ -401,6 +484,7 @@ class PolicyService:
 
     def close(self) -> None:
         self.store.close()
+        self.text.close()
 
 
 def _task_key(body: ActRequest) -> str:

@@ -24,11 +24,13 @@ import asyncio
 import time
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from agentic_ray.domains.protocol import Task
 from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord
@@ -74,6 +76,8 @@ class AgentSession:
         family, seed: the task.
         arm: the policy version the canary router assigned.
         client: who holds it (its quota).
+        given: the task the agent is given in the drawn task's world (the goal parser's reading of the
+            customer's words), None for the drawn task itself.
     """
 
     session_id: str
@@ -82,6 +86,9 @@ class AgentSession:
     seed: int
     arm: str
     client: str = "default"
+    given: Callable[[Task], Task] | None = None
+    parsed: dict[str, Any] | None = None
+    """The goal parser's reading (the responses' ``parsed``), for a session started from text."""
     obs: dict[str, np.ndarray] = field(init=False)
     t: int = 0
     done: bool = False
@@ -93,7 +100,7 @@ class AgentSession:
         # The evaluator's seeding (eval.evaluator.rollout), so a session replays the validation episode.
         self.obs, _ = self.env.reset(
             seed=zlib.crc32(f"{self.family}:{self.seed}".encode()),
-            options={"family": self.family, "task_seed": self.seed},
+            options={"family": self.family, "task_seed": self.seed, "task_given": self.given},
         )
 
     @property
@@ -173,10 +180,17 @@ class SessionManager:
         self.expire()
 
     def create(
-        self, session_id: str, family: str | None, seed: int | None, arm: str, client: str = "default"
+        self,
+        session_id: str,
+        family: str | None,
+        seed: int | None,
+        arm: str,
+        client: str = "default",
+        given: Callable[[Task], Task] | None = None,
     ) -> AgentSession:
         """Start a session on ``(family, seed)``; defaults: families round-robin, the family's next
-        validation seed.
+        validation seed. ``given``: see :class:`AgentSession`; such a session is not stored for a restarted
+        gateway to resume (the store keeps the drawn task only).
 
         Raises:
             ClientError: unknown family (422), or too many open sessions for the client or the service (429,
@@ -198,15 +212,23 @@ class SessionManager:
             i = self._seed_index.get(family, 0)
             self._seed_index[family] = i + 1
             seed = self._seeds[family][i % len(self._seeds[family])]
-        s = self._start(session_id, family, seed, arm, client)
-        if self.store is not None:
+        s = self._start(session_id, family, seed, arm, client, given)
+        if self.store is not None and given is None:
             self.store.open_session(session_id, client, family, seed, arm)
         return s
 
-    def _start(self, session_id: str, family: str, seed: int, arm: str, client: str) -> AgentSession:
+    def _start(
+        self,
+        session_id: str,
+        family: str,
+        seed: int,
+        arm: str,
+        client: str,
+        given: Callable[[Task], Task] | None = None,
+    ) -> AgentSession:
         env = self.pool.acquire()
         try:
-            s = AgentSession(session_id, env, family, seed, arm, client)
+            s = AgentSession(session_id, env, family, seed, arm, client, given)
         except Exception:
             self.pool.release(env)
             raise
@@ -268,7 +290,7 @@ class SessionManager:
     def step(self, s: AgentSession, action: Any, decider: str) -> StepResult:
         """Execute a step of ``s`` and store its action before it is answered."""
         res = s.step(action, decider)
-        if self.store is not None:
+        if self.store is not None and s.given is None:
             self.store.add_session_step(s.session_id, res.t, action_to_json(action), decider)
         return res
 
