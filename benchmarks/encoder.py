@@ -1,7 +1,10 @@
 """CPU cost of the state encoders + heads: parameters, serving latency, batch forward and train step.
 
 Prints one JSON line ``{"benchmark": "encoder", ..., "gnn": {...}, "flat": {...}}`` with, per encoder:
-``params``, ``forward_b1_ms`` (batch 1, eval, no grad: the serving path), ``forward_b1024_ms`` and
+``params``, ``forward_b1_ms`` (batch 1, eval, no grad, ``--threads``: the training path's forward),
+``forward_b1_1thread`` (batch 1, 1 thread, the same observation through the training path and through the
+inference path that evaluation and Serve act with, :mod:`agentic_ray.models.inference_policy`, timed alternately:
+``training_ms``, ``inference_ms`` and their paired ratio ``inference_over_training``), ``forward_b1024_ms`` and
 ``train_step_b1024_ms`` (forward, actor-critic loss, backward, Adam step), and for the GNN ``graph_build_b1024_ms``
 (building the batched graph indices from the padded arrays). Medians over repeats. Uses the e-commerce env's spec
 the e-commerce env's own (``benchmarks/specs.py``).
@@ -12,7 +15,8 @@ scripted expert's episodes of ``AgentTaskEnv``): one behaviour-cloning train ste
 latter is robust to other processes on a shared machine), and for the GNN with compacted edges on vs off,
 interleaved step by step (``compact_speedup`` = paired wall-time ratio).
 
-Run from the repository root: ``python benchmarks/encoder.py [--threads 2] [--small]``. Not part of the test run.
+Run from the repository root: ``python benchmarks/encoder.py [--threads 2] [--small] [--forward-only]``
+(``--forward-only``: only the batch-1 forwards). Not part of the test run.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from agentic_ray.models import (
     PackedActionLayout,
     stack_observations,
 )
+from agentic_ray.models.inference_policy import InferencePolicy
 from agentic_ray.models.skill_argument_functional import skill_argument_logp
 from benchmarks.specs import benchmark_specs
 
@@ -67,8 +72,51 @@ def median_ms(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
     return round(statistics.median(times), 3)
 
 
+def forward_b1_1thread(model: AAACModel, obs1: dict[str, torch.Tensor], repeats: int = 100) -> dict[str, Any]:
+    """Batch-1 forward at 1 thread through the training path and the inference path, timed alternately (after a
+    warm-up of each): medians and the median of the paired ratios (robust to load that comes and goes)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    fast = InferencePolicy.for_model(model) if InferencePolicy.supports(model) else None
+
+    def training() -> torch.Tensor:
+        return model.policy_logits(obs1, model.encode(obs1))["packed"]
+
+    def inference() -> torch.Tensor:
+        assert fast is not None
+        return fast(obs1).packed
+
+    try:
+        with torch.inference_mode():
+            if fast is None:
+                return {"training_ms": median_ms(training, repeats, warmup=10), "inference": "not covered"}
+            for _ in range(10):
+                training(), inference()
+            pairs = []
+            for i in range(repeats):
+                order = (training, inference) if i % 2 == 0 else (inference, training)
+                t = {}
+                for fn in order:
+                    t0 = time.perf_counter()
+                    fn()
+                    t[fn] = 1e3 * (time.perf_counter() - t0)
+                pairs.append((t[training], t[inference]))
+    finally:
+        torch.set_num_threads(threads)
+    return {
+        "training_ms": round(statistics.median(p[0] for p in pairs), 3),
+        "inference_ms": round(statistics.median(p[1] for p in pairs), 3),
+        "inference_over_training": round(statistics.median(p[1] / p[0] for p in pairs), 3),
+    }
+
+
 def bench_encoder(
-    encoder: Literal["gnn", "flat"], batch: dict[str, Any], spec: Any, layout: Any, repeats: int
+    encoder: Literal["gnn", "flat"],
+    batch: dict[str, Any],
+    spec: Any,
+    layout: Any,
+    repeats: int,
+    forward_only: bool = False,
 ) -> dict[str, Any]:
     torch.manual_seed(0)
     model = AAACModel(spec, layout, AAACModelConfig(encoder=encoder, device="cpu"))
@@ -84,8 +132,11 @@ def bench_encoder(
     out: dict[str, Any] = {
         "params": sum(p.numel() for p in model.parameters()),
         "forward_b1_ms": median_ms(lambda: forward(obs1), repeats=50, warmup=5),
-        "forward_b1024_ms": median_ms(lambda: forward(obs), repeats=repeats),
+        "forward_b1_1thread": forward_b1_1thread(model, obs1),
     }
+    if forward_only:
+        return out
+    out["forward_b1024_ms"] = median_ms(lambda: forward(obs), repeats=repeats)
     if isinstance(model.encoder, HeteroGNNEncoder):
         layout_of_gnn = model.encoder.layout
         out["graph_build_b1024_ms"] = median_ms(
@@ -203,6 +254,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="repeats of the batch-1024 measurements")
     parser.add_argument("--small", action="store_true", help="quickstart-sized models, BC step, real env obs")
     parser.add_argument("--batch", type=int, default=256, help="batch size of --small")
+    parser.add_argument("--forward-only", action="store_true", help="only the batch-1 forwards")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.small:
@@ -217,12 +269,17 @@ def main() -> None:
     spec, layout, source = benchmark_specs()
     torch.manual_seed(0)
     sampler = AAACModel(spec, layout, AAACModelConfig(device="cpu"))
-    batch = make_batch(spec, layout, sampler, 1024)
-    result: dict[str, Any] = {"benchmark": "encoder", "spec": source, "threads": args.threads, "batch": 1024}
+    batch = make_batch(spec, layout, sampler, 8 if args.forward_only else 1024)
+    result: dict[str, Any] = {
+        "benchmark": "encoder",
+        "spec": source,
+        "threads": args.threads,
+        "batch": 8 if args.forward_only else 1024,
+    }
     encoders: tuple[Literal["gnn", "flat"], ...] = ("gnn", "flat")
     for encoder in encoders:
-        result[encoder] = bench_encoder(encoder, batch, spec, layout, args.repeats)
-    publish("encoder", [result])
+        result[encoder] = bench_encoder(encoder, batch, spec, layout, args.repeats, args.forward_only)
+    publish("encoder", [result], variant="forward" if args.forward_only else None)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from ray.rllib.utils.annotations import override
 from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI
 from agentic_ray.graph_spec import ActionLayout, GraphSpec
 from agentic_ray.models.aaac_model import AAACModel, AAACModelConfig
+from agentic_ray.models.inference_policy import InferencePolicy
 from agentic_ray.models.skill_argument_distribution import skill_argument_distribution_cls
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
@@ -188,6 +189,23 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
         if self.training:
             return super().forward_exploration(batch, **kwargs)
         return self._forward_exploration(batch, **kwargs)
+
+    def forward_inference_fast(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """:meth:`forward_inference` through the inference path (:class:`InferencePolicy`: the same logits in
+        fewer, larger tensor operations, under ``torch.inference_mode``), what evaluation and serving act with.
+        Falls back to :meth:`forward_inference` in train mode, when debug outputs are asked for, and for a model
+        the inference path does not cover (:meth:`InferencePolicy.unsupported`)."""
+        debug = bool(kwargs.get(DEBUG_OUTPUTS, self.aaac_config.debug_outputs))
+        if self.training or debug or not InferencePolicy.supports(self.model):
+            return self.forward_inference(batch, **kwargs)
+        policy = InferencePolicy.for_model(self.model)
+        with torch.inference_mode():
+            out = policy(
+                self._obs(batch),
+                reflection=kwargs.get(REFLECTION_ENABLED),
+                evidence=kwargs.get(EVIDENCE_ENABLED),
+            )
+        return {Columns.ACTION_DIST_INPUTS: out.packed}
 
     @override(RLModule)
     def _forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

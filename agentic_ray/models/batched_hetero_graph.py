@@ -146,6 +146,28 @@ class EdgeColumns:
     n_in: torch.Tensor
     in_pos: torch.Tensor
 
+    def slots(
+        self, obs: dict[str, torch.Tensor], node_types: tuple[str, ...]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The edge slots of a batch, all relations side by side: ``(src_local, dst_local, valid)``, each
+        ``(B, E_tot)``, as :func:`relation_edges` gives them per relation (endpoints within their row, clamped in
+        range; ``valid``: a real edge between real nodes). ``node_types`` in the layout's order."""
+        ei = torch.cat([obs[f"{k}_ei"] for k in self.obs_keys], dim=2).long()[:, :, self.obs_col]
+        emask = torch.cat([obs[f"{k}_mask"] for k in self.obs_keys], dim=1)[:, self.obs_col] > 0
+        src_local = torch.where(self.reverse, ei[:, 1], ei[:, 0])
+        dst_local = torch.where(self.reverse, ei[:, 0], ei[:, 1])
+        in_range = (src_local >= 0) & (src_local < self.n_src) & (dst_local >= 0) & (dst_local < self.n_dst)
+        src_local = torch.minimum(src_local.clamp_min(0), self.n_src - 1)
+        dst_local = torch.minimum(dst_local.clamp_min(0), self.n_dst - 1)
+        nodes = torch.cat([node_mask(obs, nt) for nt in node_types], dim=1)  # (B, N_all)
+        valid = (
+            emask
+            & in_range
+            & nodes.gather(1, self.src_type_start + src_local)
+            & nodes.gather(1, self.dst_type_start + dst_local)
+        )
+        return src_local, dst_local, valid
+
     @classmethod
     def build(cls, layout: HeteroGraphLayout, device: torch.device) -> EdgeColumns:
         obs_keys = tuple(dict.fromkeys(r.obs_key for r in layout.relations))
@@ -333,20 +355,7 @@ class BatchedHeteroGraph:
         _, num_groups = layout.dst_offsets(batch_size)
         # Observed edge types side by side, then gathered into the relation columns (a reverse relation reads
         # its observed type's columns again, swapped).
-        ei = torch.cat([obs[f"{k}_ei"] for k in c.obs_keys], dim=2).long()[:, :, c.obs_col]
-        emask = torch.cat([obs[f"{k}_mask"] for k in c.obs_keys], dim=1)[:, c.obs_col] > 0
-        src_local = torch.where(c.reverse, ei[:, 1], ei[:, 0])
-        dst_local = torch.where(c.reverse, ei[:, 0], ei[:, 1])
-        in_range = (src_local >= 0) & (src_local < c.n_src) & (dst_local >= 0) & (dst_local < c.n_dst)
-        src_local = torch.minimum(src_local.clamp_min(0), c.n_src - 1)
-        dst_local = torch.minimum(dst_local.clamp_min(0), c.n_dst - 1)
-        nodes = torch.cat([node_mask(obs, nt) for nt in layout.node_types], dim=1)  # (B, N_all)
-        valid = (
-            emask
-            & in_range
-            & nodes.gather(1, c.src_type_start + src_local)
-            & nodes.gather(1, c.dst_type_start + dst_local)
-        )
+        src_local, dst_local, valid = c.slots(obs, layout.node_types)
         rows = torch.arange(batch_size, device=device).unsqueeze(1)
         src_row = batch_size * c.src_block + (rows * c.n_src + src_local) * c.n_out + c.out_pos
         query_row = batch_size * c.dst_block + (rows * c.n_dst + dst_local) * c.n_in + c.in_pos

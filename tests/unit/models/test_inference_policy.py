@@ -1,0 +1,129 @@
+"""The inference path (InferencePolicy) computes what the training path computes: the same packed logits, state and
+critic values within 1e-5, on every registered domain and action mode, for each reflection source and ablation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agentic_ray.domains import available_domains
+from agentic_ray.envs.agent_task_env import AgentTaskEnv
+from agentic_ray.graph_spec import random_observation
+from agentic_ray.models import AAACModel, stack_observations
+from agentic_ray.models.inference_policy import InferencePolicy
+from tests.unit.models.helpers import TINY, toy_batch
+
+ATOL = 1e-5
+
+VARIANTS: dict[str, dict[str, object]] = {
+    "oracle": {"reflection_source": "oracle_env"},
+    "separate_critics": {"separate_critic_encoders": True, "critics_share_encoder": False, "ffn_mult": 0},
+    "state_scorer": {"action_scorer": "state", "evidence_to_policy": False, "reflection_fix_prior": False},
+}
+
+
+def _observations(env: AgentTaskEnv, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Reset observations of real tasks, a few steps into them, and random ones with failure evidence (so the
+    diagnosis and the fix prior are non-zero), one with every mask open (padded pointer slots are scored too)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in range(3):
+        obs, _ = env.reset(seed=seed + s)
+        rows.append(obs)
+        for _ in range(2):
+            obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            rows.append(obs)
+            if terminated or truncated:
+                break
+    for i in range(4):
+        o = random_observation(env.graph_spec, env.layout, rng)
+        o["reflection"] = rng.random(o["reflection"].shape, dtype=np.float32)
+        o["failure_evidence"] = (rng.random(o["failure_evidence"].shape) < 0.5).astype(np.float32)
+        if i == 0:
+            for key in ("skill_mask", "pointer_mask", "list_mask", "source_mask", "proto_mask"):
+                if key in o:
+                    o[key] = np.ones_like(o[key])
+        rows.append(o)
+    return stack_observations(rows)
+
+
+def _check(model: AAACModel, obs: dict[str, torch.Tensor], ctx: str) -> None:
+    """Packed logits and state under each ablation, the critics' values, and a batch of one."""
+    fast = InferencePolicy.for_model(model)
+    with torch.inference_mode():
+        for reflection, evidence in [(True, True), (False, True), (False, False)]:
+            enc = model.encode(obs, reflection_enabled=reflection, evidence_enabled=evidence)
+            want = model.policy_logits(obs, enc)["packed"]
+            got = fast(obs, reflection=reflection, evidence=evidence)
+            msg = f"{ctx} reflection={reflection} evidence={evidence}"
+            torch.testing.assert_close(got.packed, want, atol=ATOL, rtol=0, msg=msg)
+            torch.testing.assert_close(got.state, enc.state, atol=ATOL, rtol=0, msg=msg)
+        enc = model.encode(obs)
+        for w, g in zip(model.critic_values(obs, enc), fast.values(obs, fast(obs).state), strict=True):
+            torch.testing.assert_close(g, w, atol=ATOL, rtol=0, msg=f"{ctx} values")
+        one = {k: v[:1] for k, v in obs.items()}  # batch 1, the serving case (other row tables)
+        want = model.policy_logits(one, model.encode(one))["packed"]
+        torch.testing.assert_close(fast(one).packed, want, atol=ATOL, rtol=0, msg=f"{ctx} batch 1")
+
+
+def _model(env: AgentTaskEnv, prototype: bool = False, **update: object) -> AAACModel:
+    torch.manual_seed(0)
+    return AAACModel(
+        env.graph_spec, env.layout, TINY.model_copy(update=update), prototype_mode=prototype
+    ).eval()
+
+
+@pytest.mark.parametrize("mode", ["structured", "prototype"])
+@pytest.mark.parametrize("domain", available_domains())
+def test_inference_path_equals_training_path(domain: str, mode: str) -> None:
+    env = AgentTaskEnv({"domain": domain, "action_mode": mode})
+    env.action_space.seed(0)
+    model = _model(env, prototype=mode == "prototype")
+    assert InferencePolicy.supports(model)
+    _check(model, _observations(env), f"{domain}/{mode}")
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_inference_path_equals_training_path_for_model_variants(variant: str) -> None:
+    env = AgentTaskEnv({"domain": "ecommerce"})
+    env.action_space.seed(0)
+    model = _model(env, **VARIANTS[variant])
+    assert InferencePolicy.supports(model)
+    _check(model, _observations(env), variant)
+
+
+def test_rebuilt_when_the_weights_change() -> None:
+    env = AgentTaskEnv({"domain": "inspection"})
+    obs = _observations(env)
+    torch.manual_seed(0)
+    model = AAACModel(env.graph_spec, env.layout, TINY).eval()
+    with torch.inference_mode():
+        before = InferencePolicy.for_model(model)(obs).packed
+    with torch.no_grad():
+        model.policy_heads.argument_context[0].weight.mul_(2.0)  # an optimizer step changes weights in place
+        model.encoder.layers[0].attention.add_(0.5)
+    with torch.inference_mode():
+        after = InferencePolicy.for_model(model)(obs).packed
+        want = model.policy_logits(obs, model.encode(obs))["packed"]
+    assert not torch.allclose(before, after)
+    torch.testing.assert_close(after, want, atol=ATOL, rtol=0)
+
+
+def test_models_it_does_not_cover_fall_back_to_the_training_path() -> None:
+    from ray.rllib.core.columns import Columns
+
+    from agentic_ray.models.aaac_rl_module import AAACRLModule
+
+    spec, layout, obs = toy_batch(4)  # the toy spec has sequence slots
+    torch.manual_seed(0)
+    module = AAACRLModule(
+        observation_space=None,
+        action_space=layout.action_space(),
+        model_config={"graph_spec": spec, "action_layout": layout, **TINY.model_dump()},
+    ).eval()
+    assert InferencePolicy.unsupported(module.model) == "sequence slots"
+    with torch.no_grad():
+        want = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+        got = module.forward_inference_fast({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(got, want, atol=0, rtol=0)
