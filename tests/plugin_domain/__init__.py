@@ -14,6 +14,9 @@ It is written as a package outside agentic-ray would write it: it imports nothin
 * no caller-error hooks: the injected caller errors are the generic, contract-derived ones (a wrong entity, a
   stale order, a refund above the item's price);
 * an explicit end: ``no_change`` has no goal and ends with ``close_case``;
+* strings copied from revealed fields and a fact with two values: ``ship_like_other`` copies the address another
+  order's lookup revealed (``source: order.address``), ``tracking_answer`` answers with a revealed tracking number,
+  ``two_emails`` gives two emails of which the lookup's ``email`` argument picks one (``max_values: 2``);
 * a scripted expert that respects the masks (its demonstrations pass the mask check).
 
 Families are builders in :data:`~tests.plugin_domain.tasks.BUILDERS`, so further API points add a family, a
@@ -108,8 +111,8 @@ class RetailDomain:
         return {"gold_tier": float(world.customer.tier == "gold")}
 
     def perturb_hidden(self, world: Any, rng: np.random.Generator) -> RetailWorld:
-        """The customer's tier, the payment methods' balances and one item's price (ids, statuses, the email and
-        the categories a request names stay as they are)."""
+        """The customer's tier, the payment methods' balances, one item's price and the orders' addresses and
+        tracking numbers (ids, statuses, the email and the categories a request names stay as they are)."""
         w = RetailWorld.from_dict(world.to_dict())
         c = w.customer
         c.tier = "basic" if c.tier == "gold" else "gold"
@@ -119,6 +122,8 @@ class RetailDomain:
         if items:
             it = items[int(rng.integers(len(items)))]
             it.price = round(it.price + float(rng.uniform(1, 20)), 2)
+        for o in c.orders:
+            o.address, o.tracking = "9" + o.address, o.tracking[::-1]
         return w
 
     @functools.cache  # noqa: B019

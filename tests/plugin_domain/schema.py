@@ -17,7 +17,14 @@ SCHEMA = DomainSchema(
             (FieldSpec("kind", "category", PAYMENT_KINDS), FieldSpec("balance", "number")),
         ),
         EntityTypeSchema(
-            "order", 3, (FieldSpec("status", "category", ORDER_STATUSES), FieldSpec("total", "number"))
+            "order",
+            3,
+            (
+                FieldSpec("status", "category", ORDER_STATUSES),
+                FieldSpec("total", "number"),
+                FieldSpec("address", "text"),  # copied by update_address (`source: order.address`)
+                FieldSpec("tracking", "text"),  # copied by answer_tracking
+            ),
         ),
         EntityTypeSchema(
             "item",

@@ -41,7 +41,16 @@ def test_it_registers_and_implements_the_protocol() -> None:
     register()
     d = get_domain(NAME)
     assert isinstance(d, Domain) and NAME in available_domains()
-    assert d.families == ("refund_item", "return_items", "cancel_order", "no_change", "refund_items")
+    assert d.families == (
+        "refund_item",
+        "return_items",
+        "cancel_order",
+        "no_change",
+        "refund_items",
+        "ship_like_other",
+        "tracking_answer",
+        "two_emails",
+    )
 
 
 @pytest.mark.parametrize("family", tasks.FAMILIES)
