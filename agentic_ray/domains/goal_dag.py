@@ -51,6 +51,7 @@ class Goal:
         tolerance: relative tolerance of numeric targets (with an absolute floor of 0.05).
         description: what it means for the customer.
         hints: see the attribute.
+        safety_check, hidden_args, on_answer: see the attributes.
     """
 
     id: str
@@ -70,6 +71,11 @@ class Goal:
     hidden_args: tuple[str, ...] = ()
     """Arguments the request does not state (the business rule derives them from state the agent must look up,
     e.g. the verification method from the caller's MFA enrolment): the observation never shows them."""
+    on_answer: tuple[str, str] | None = None
+    """``(goal id, answer)``: the goal applies only if the customer's answer to the ``ask_customer`` call that
+    satisfied goal ``goal id`` (one of ``deps``) is ``answer``. Any other answer *voids* it: it counts as done and
+    nothing satisfies it. A task states what each answer needs (cancel on ``yes``, close the case on ``no``) as
+    goals conditional on it, so the goals never tell the answer before the customer does."""
 
     def matches(
         self, skill: str, params: dict[str, Any], lists: Mapping[str, ListSemantics] | None = None

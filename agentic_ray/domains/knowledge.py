@@ -143,11 +143,11 @@ def reveal_result(
         touched += [(f.node_type, eid) for eid, _f in items]
         if f.type == "entity":
             if items:
-                attach(f.of, f.as_field or name, items[0][0])
+                attach(f.of, f.field_name(name, params), items[0][0])
         elif isinstance(payload[name], list | dict):
-            attach(f.of, f.as_field or name, [eid for eid, _f in items])
+            attach(f.of, f.field_name(name, params), [eid for eid, _f in items])
     for name, f in outs.items():
         if f.type in ENTITY_OUTPUTS or f.of is None or name not in payload:
             continue
-        attach(f.of, f.as_field or name, payload[name])
+        attach(f.of, f.field_name(name, params), payload[name])
     return list(dict.fromkeys(touched))

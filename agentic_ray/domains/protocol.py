@@ -42,6 +42,14 @@ What a third-party domain may rely on (issue 26; the contracts reference in ``do
   skill), or constructing it (and so ``make_task``) is refused.
 * **Demonstrations checked against the masks**: the expert's actions must be allowed by the masks of the step
   they are taken in; ``collect_demos`` drops (and counts) demonstrations where they are not.
+* **Asking the customer**: a contracts file's ``ask_customer:`` block adds the generic ``ask_customer`` skill
+  (:mod:`agentic_ray.skills.ask_customer`: a confirmation or a choice about one entity, its answer revealed as a
+  field of that entity, which the schema encodes as a category). The answer comes from the world's simulated
+  customer (:class:`SimulatedCustomer`, optional; the default says yes, or picks a choice's first option). A write
+  that needs consent has a precondition ``after: ask_customer, where: {question: ..., answer: "yes"}``, so the mask
+  and the gateway forbid it until then; goals conditional on the answer (``Goal.on_answer``) say what a no needs
+  instead. An ask is a step (efficiency and the metrics count it; ``optimal_steps`` includes it), and neither the
+  goals nor ``optimal_steps`` may depend on the answer (the step budget is observed).
 * **No stage ships a worse policy**: the pipeline judges each stage on the domain's validation tasks, paired task
   by task with the policy the stage received (:mod:`agentic_ray.stages.stage_guard`), so
   :meth:`Domain.validation_seeds` must return the same seeds for the same ``(family, n)``.
@@ -68,7 +76,7 @@ from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.knowledge import Knowledge
 from agentic_ray.domains.quantile_map import QuantileMap
 from agentic_ray.skills.backends import ToolError
-from agentic_ray.skills.contracts import DomainContracts, SkillContract
+from agentic_ray.skills.contracts import ASK_CUSTOMER, DomainContracts, SkillContract
 from agentic_ray.skills.preconditions import Call
 
 __all__ = [
@@ -87,6 +95,7 @@ __all__ = [
     "QuantileMap",
     "Request",
     "RuleFn",
+    "SimulatedCustomer",
     "Task",
     "ToolError",
     "domain_options",
@@ -234,7 +243,8 @@ class Task:
             its enum constraints, its hints and edges to the entities it names once they are revealed). A list
             argument is compared as its contract says: an ``ordered`` list as a sequence, any other as a multiset,
             a ``paired_with`` list by its pairs (``Goal.matches``).
-        optimal_steps: fewest calls that solve the task without faults, lookups included.
+        optimal_steps: fewest calls that solve the task without faults, lookups and questions to the customer
+            included; the same whatever the customer will answer (the step budget derives from it).
         relevant: ids of the entities the task is about (a call on another one is a ``wrong_entity`` error).
         end: ``goals``: success when every goal is satisfied; ``world_state``: success when
             :meth:`Domain.final_check` accepts the world when the session ends.
@@ -268,6 +278,16 @@ class Task:
                 f"task {self.family}/{self.seed} has no goal and declares no end: give it an end_skill (the answer "
                 "or terminal skill that ends it), or it would complete after any first step"
             )
+        by_id = {g.id: g for g in self.goals}
+        for g in self.goals:
+            if g.on_answer is None:
+                continue
+            anchor = by_id.get(g.on_answer[0])
+            if anchor is None or anchor.skill != ASK_CUSTOMER or anchor.id not in g.deps:
+                raise ValueError(
+                    f"task {self.family}/{self.seed}: goal {g.id!r} is conditional on the answer of goal "
+                    f"{g.on_answer[0]!r}, which must be an {ASK_CUSTOMER} goal among its deps"
+                )
 
     def goal_index(self) -> dict[str, int]:
         return {g.id: i for i, g in enumerate(self.goals)}
@@ -459,6 +479,21 @@ class Domain(Protocol):
     def quantiles(self) -> QuantileMap:
         """Quantile tables of every ``number`` field (``<type>.<field>``) plus ``tool.latency_ms`` and
         ``tool.error_rate``."""
+        ...
+
+
+@runtime_checkable
+class SimulatedCustomer(Protocol):
+    """The optional hook of a domain's *world* that answers the generic ``ask_customer`` skill (the handler sees
+    only ``(world, params)``, on the in-process backend and on a skill server alike, so the customer travels with
+    the world). A world without it gets the default customer: ``yes`` to a confirmation, the first option of a
+    choice."""
+
+    def answer_customer(self, question: str, about: str) -> str | None:
+        """The customer's answer to ``question`` (a name the contracts' ``ask_customer:`` block declares) about
+        entity ``about`` (an id): one of the question's answers, or None for the default. Hidden world state
+        (:meth:`Domain.perturb_hidden` may change it) until asked. It may raise ``ToolError`` as a tool does
+        (``NOT_FOUND`` for an entity the customer does not have, such as an injected look-alike id)."""
         ...
 
 

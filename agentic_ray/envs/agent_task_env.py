@@ -719,7 +719,13 @@ class AgentTaskEnv(gym.Env):
                     self._misheld.pop(r, None)
                     self._stale_refs.discard(r)
                 satisfied, violation = match_goals(
-                    task, st, self.builder.goal_ready(st.goal_done), skill, params, self.list_semantics
+                    task,
+                    st,
+                    self.builder.goal_ready(st.goal_done),
+                    skill,
+                    params,
+                    self.list_semantics,
+                    res.payload,
                 )
             if c.risk.high_risk and not satisfied:
                 high_risk = True
@@ -993,6 +999,7 @@ class AgentTaskEnv(gym.Env):
             goals=[g.id for g in task.goals],
             goal_deps=goal_edges(task.goals),
             goals_done_order=list(st.goals_done_order),
+            goals_void=list(st.goals_void),
             dag_valid=valid,
             dependency_violations=st.violations + missing,
             entities_mentioned=list(task.relevant),

@@ -36,6 +36,8 @@ class EpisodeState:
     step: int = 0
     goal_done: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     goals_done_order: list[str] = field(default_factory=list)
+    goals_void: list[str] = field(default_factory=list)
+    """Goals conditional on another answer of the customer (``Goal.on_answer``): done, satisfied by nothing."""
     calls: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     last_ok: bool = False
     last_failed: bool = False
@@ -86,14 +88,18 @@ def match_goals(
     skill: str,
     params: dict[str, Any],
     lists: Mapping[str, Mapping[str, ListSemantics]] | None = None,
+    payload: Mapping[str, Any] | None = None,
 ) -> tuple[list[str], bool]:
     """Apply one successful, non-degraded call to the goal bookkeeping.
 
     The most urgent ready goal the call matches is satisfied. A call that matches only goals whose prerequisites
-    are not done is a dependency violation and satisfies nothing.
+    are not done is a dependency violation and satisfies nothing. When the satisfied goal is the question goals
+    are conditional on (``Goal.on_answer``), those that need another answer than the call's ``payload["answer"]``
+    are voided (done, in :attr:`EpisodeState.goals_void`, never in ``goals_done_order``).
 
     Args:
         lists: :func:`list_semantics` of the domain's contracts (default: every list compares as a multiset).
+        payload: the call's result (read for the customer's answer).
 
     Returns:
         ``(ids of the goals satisfied, violation)``.
@@ -110,6 +116,12 @@ def match_goals(
         state.goal_done[best] = True
         gid = task.goals[best].id
         state.goals_done_order.append(gid)
+        answer = (payload or {}).get("answer")
+        for j, g in enumerate(task.goals):
+            if g.on_answer is not None and g.on_answer[0] == gid and g.on_answer[1] != answer:
+                if not state.goal_done[j]:
+                    state.goal_done[j] = True
+                    state.goals_void.append(g.id)
         return [gid], False
     if matched:
         state.violations += 1

@@ -203,6 +203,7 @@ def build_specs(
                     f"{c.name}.{name} copies {cf[0]}.{cf[1]}, which the domain schema does not declare (declare "
                     "it, e.g. as a `text` field, so the policy sees whether it is revealed)"
                 )
+    _check_answer_fields(schema, contracts)
     max_nodes = {t.name: t.max_nodes for t in schema.entity_types}
     max_nodes.update({TOOL_NODE_TYPE: k, GOAL_NODE_TYPE: schema.max_goals, SESSION_NODE_TYPE: 1})
     enum_max = max([n for s in skills for n in s.enum_sizes] + [2])
@@ -246,6 +247,22 @@ def build_specs(
         type_widths=tuple((t.name, t.max_nodes) for t in schema.entity_types if t.name in pointed),
     )
     return spec, layout
+
+
+def _check_answer_fields(schema: DomainSchema, contracts: DomainContracts) -> None:
+    """The generic ``ask_customer`` reveals each answer as field ``<question>`` of the entity asked about: the
+    schema must encode it (a category field with the question's answers), or the policy could not read it."""
+    ask = contracts.ask_customer
+    if ask is None:
+        return
+    t = next((t for t in schema.entity_types if t.name == ask.about.node_type), None)
+    for q, qs in ask.questions.items():
+        f = next((f for f in t.fields if f.name == q), None) if t is not None else None
+        if f is None or f.kind != "category" or not set(qs.answers) <= set(f.choices):
+            raise ValueError(
+                f"ask_customer reveals the answer to {q!r} as field {q!r} of {ask.about.node_type!r}: add "
+                f"FieldSpec({q!r}, 'category', {qs.answers!r}) to that type in the domain schema"
+            )
 
 
 def request_tied(

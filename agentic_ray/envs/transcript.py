@@ -118,7 +118,13 @@ class TranscriptState:
             reveal_result(self.knowledge, contract, call.params, call.payload)
             env.builder.refresh(self.knowledge)
             _sat, violation = match_goals(
-                task, st, env.builder.goal_ready(st.goal_done), call.skill, call.params, env.list_semantics
+                task,
+                st,
+                env.builder.goal_ready(st.goal_done),
+                call.skill,
+                call.params,
+                env.list_semantics,
+                call.payload,
             )
         if k >= 0:
             st.calls[k] += 1

@@ -62,6 +62,9 @@ class EpisodeRecord:
     entities_past_cap: dict[str, int] = field(default_factory=dict)
     """Per node type, the most entities the agent knew past the type's node cap during the episode (left out of
     the observation; see ``ObservationBuilder.past_cap``). Empty when every known entity fit."""
+    goals_void: list[str] = field(default_factory=list)
+    """Goals voided by the customer's answer (``Goal.on_answer``): done, satisfied by nothing, never in
+    ``goals_done_order``; they do not count among the goals a run had to reach."""
     consequences: list[dict[str, Any]] = field(default_factory=list)
     """Delayed outcomes of high-risk shortcuts (``risk_mode: soft``): ``{"skill", "kind", "step", "weight"}``
     for each complaint or chargeback that followed. The env's cheap reward never sees them; the reward pool

@@ -55,7 +55,8 @@ def episode_summary(record: EpisodeRecord) -> dict[str, Any]:
         "skills": [s.skill for s in record.steps],
         "failed_steps": sum(1 for s in record.steps if not s.ok),
         "redundant_steps": sum(1 for s in record.steps if s.redundant),
-        "goals": len(record.goals),
+        "goals": len(record.goals)
+        - len(record.goals_void),  # a goal the customer's answer voided is not owed
         "goals_done": len(record.goals_done_order),
         "dag_valid": record.dag_valid,
         "dependency_violations": record.dependency_violations,

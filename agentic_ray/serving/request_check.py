@@ -28,7 +28,7 @@ from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.envs.masks import sla_arrays
 from agentic_ray.envs.transcript import TranscriptCall
 from agentic_ray.serving.schemas import ActRequest, GoalIn, ToolStatsIn, TranscriptCallIn
-from agentic_ray.skills.contracts import FloatParam, IntParam, SkillContract
+from agentic_ray.skills.contracts import ASK_CUSTOMER, FloatParam, IntParam, SkillContract
 from agentic_ray.skills.executor import SLAStats
 from agentic_ray.skills.param_validation import InvalidParams, output_problem, validate_params
 
@@ -82,7 +82,7 @@ def check_act_request(body: ActRequest, env: AgentTaskEnv) -> CheckedRequest:
         problems.append((("body", "task", "goals"), f"at most {schema.max_goals} goals"))
     ids = [g.id for g in t.goals]
     for i, g in enumerate(t.goals):
-        problems += _goal_problems(g, ("body", "task", "goals", i), env, ids)
+        problems += _goal_problems(g, ("body", "task", "goals", i), env, {x.id: x.skill for x in t.goals})
     if len(set(ids)) != len(ids):
         problems.append((("body", "task", "goals"), "goal ids must be unique"))
     for i, m in enumerate(t.request.mentioned):
@@ -159,13 +159,15 @@ def _goal(g: GoalIn) -> Goal:
         description=g.description,
         hints=dict(g.hints),
         safety_check=g.safety_check,
+        on_answer=(g.on_answer[0], g.on_answer[1]) if g.on_answer is not None else None,
     )
 
 
-def _goal_problems(g: GoalIn, loc: Loc, env: AgentTaskEnv, ids: list[str]) -> list[tuple[Loc, str]]:
+def _goal_problems(g: GoalIn, loc: Loc, env: AgentTaskEnv, ids: dict[str, str]) -> list[tuple[Loc, str]]:
     """A goal's skill, its arguments and numeric targets checked by the contract, strictly (the gateway's own
     :func:`validate_params`: enums, types, bounds; a value outside the bounds is named, not clipped), its hints by
-    the domain schema and its dependencies by the goal ids."""
+    the domain schema, its dependencies by the goal ids (``ids``: goal id -> skill) and the question it may be
+    conditional on (an ``ask_customer`` goal among its deps)."""
     out: list[tuple[Loc, str]] = []
     c = env.by_name.get(g.skill)
     if c is None:
@@ -194,6 +196,10 @@ def _goal_problems(g: GoalIn, loc: Loc, env: AgentTaskEnv, ids: list[str]) -> li
     for j, d in enumerate(g.deps):
         if d not in ids:
             out.append(((*loc, "deps", j), f"unknown goal {d!r}"))
+    if g.on_answer is not None and (g.on_answer[0] not in g.deps or ids.get(g.on_answer[0]) != ASK_CUSTOMER):
+        out.append(
+            ((*loc, "on_answer", 0), f"{g.on_answer[0]!r} is not an {ASK_CUSTOMER} goal among its deps")
+        )
     return out
 
 

@@ -103,6 +103,13 @@ class GoalIn(_Body):
         default_factory=dict, max_length=16, description="Facts about the entity the goal means (goal hints)."
     )
     safety_check: bool = Field(default=False, description="The goal is a safety check of a high-risk skill.")
+    on_answer: list[Annotated[str, Field(max_length=64)]] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=2,
+        description="`[goal id, answer]`: the goal applies only if the customer's answer to that ask_customer goal "
+        "(one of `deps`) is `answer`; another answer voids it.",
+    )
 
 
 class TaskIn(_Body):

@@ -273,7 +273,10 @@ class OutputField(_Strict):
         "`entity` object (without it an `entity` value is a plain id). Not for entity_map (its keys are the ids).",
     )
     as_field: str | None = Field(
-        default=None, description="Name of the entity field the value is stored as (default: this name)."
+        default=None,
+        description="Name of the entity field the value is stored as (default: this name). `{param}` is replaced "
+        "by the call's value of input parameter `param` (the generic ask_customer stores an answer as the field "
+        "named by its question: `{question}`).",
     )
 
     @model_validator(mode="after")
@@ -330,6 +333,14 @@ class OutputField(_Strict):
             for eid, item in value.items():
                 obj(eid, item)
         return out
+
+    def field_name(self, name: str, params: dict[str, Any]) -> str:
+        """The entity field this output (called ``name``) is stored as, for a call with ``params``."""
+        if self.as_field is None:
+            return name
+        if "{" not in self.as_field:
+            return self.as_field
+        return self.as_field.format_map({k: str(v) for k, v in params.items()})
 
     def entity_ids(self, value: Any) -> list[str]:
         """The ids of :meth:`entity_items`."""
@@ -526,6 +537,81 @@ class SkillContract(_Strict):
         return DEFAULT_RETRYABLE.get(code, False)
 
 
+ASK_CUSTOMER = "ask_customer"
+"""Name of the generic skill that asks the customer (see :class:`AskCustomerSpec`)."""
+
+CONFIRM_ANSWERS: tuple[str, str] = ("yes", "no")
+"""The answers to a confirmation (``kind: confirm``)."""
+
+
+class QuestionSpec(_Strict):
+    """One question the agent may ask the customer: a confirmation (answered ``yes`` or ``no``) or a choice
+    between declared options."""
+
+    kind: Literal["confirm", "choose"] = Field(
+        description="A yes/no confirmation, or a choice among `options`."
+    )
+    options: list[str] = Field(
+        default_factory=list,
+        description="The answers of a choice (at least two); a confirmation's are `yes` and `no` (leave it empty).",
+    )
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _options(self) -> QuestionSpec:
+        if self.kind == "confirm" and self.options:
+            raise ValueError("a confirmation is answered yes or no: give no options")
+        if self.kind == "choose" and (len(self.options) < 2 or len(set(self.options)) != len(self.options)):
+            raise ValueError("a choice needs at least two distinct options")
+        return self
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        """What the customer may answer."""
+        return CONFIRM_ANSWERS if self.kind == "confirm" else tuple(self.options)
+
+
+class AskAboutSpec(_Strict):
+    param: str = Field(
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="Name of the entity parameter naming what a question is about (e.g. order_id); a "
+        "precondition's `same:` matches it by this name.",
+    )
+    node_type: str = Field(description="Node type of that entity; each answer is revealed as its field.")
+
+
+class AskCustomerSpec(_Strict):
+    """The generic ``ask_customer`` skill, as a domain's contracts file declares it (top-level ``ask_customer:``).
+
+    The skill itself is built by the project (:func:`~agentic_ray.skills.ask_customer.ask_customer_contract`), not
+    written per domain: inputs ``question`` (an enum of the declared questions) and the ``about`` entity; output
+    ``question`` and ``answer``; the answer is revealed as field ``<question>`` of the ``about``
+    entity. A write that needs the customer's consent names it in a precondition::
+
+        - after: ask_customer
+          where: {question: cancel_fee, answer: "yes"}
+          same: [order_id]
+    """
+
+    about: AskAboutSpec = Field(description="The entity a question is about.")
+    questions: dict[str, QuestionSpec] = Field(
+        min_length=1, description="Question name (an enum value of `question`) -> its kind and options."
+    )
+    preconditions: list[PreconditionSpec] = Field(
+        default_factory=list, description="Business rules before asking (e.g. the customer is identified)."
+    )
+    description: str = Field(default="", description="Appended to the generic skill's description.")
+
+    @model_validator(mode="after")
+    def _names(self) -> AskCustomerSpec:
+        bad = [q for q in self.questions if not q.isidentifier() or q in ("question", "answer")]
+        if bad:
+            raise ValueError(f"question names must be identifiers other than question/answer: {bad}")
+        if self.about.param in ("question", "answer"):
+            raise ValueError("about.param may not be `question` or `answer`")
+        return self
+
+
 class DomainContracts(_Strict):
     domain: str = Field(description="Domain name, e.g. ecommerce.")
     version: str = Field(default="1", description="Version of this skill set.")
@@ -535,7 +621,34 @@ class DomainContracts(_Strict):
         "output must name one.",
     )
     skills: list[SkillContract] = Field(min_length=1, description="The skills.")
+    ask_customer: AskCustomerSpec | None = Field(
+        default=None,
+        description="Opt in to the generic `ask_customer` skill (appended after the domain's skills) with the "
+        "questions the agent may ask.",
+    )
     source: str = Field(default="", description="File it was loaded from (set by the loader).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _add_ask_customer(cls, v: Any) -> Any:
+        """Append the generic ``ask_customer`` skill built from the ``ask_customer:`` block (once)."""
+        if not isinstance(v, dict) or v.get("ask_customer") is None:
+            return v
+        from agentic_ray.skills.ask_customer import ask_customer_contract
+
+        spec = AskCustomerSpec.model_validate(v["ask_customer"])
+        made = ask_customer_contract(spec)
+        skills = list(v.get("skills") or [])
+        named = [
+            s for s in skills if (s.name if isinstance(s, SkillContract) else s.get("name")) == ASK_CUSTOMER
+        ]
+        rewritten = [SkillContract.model_validate(s) for s in named] != [made]  # a re-validated dump is fine
+        if named and rewritten:
+            raise ValueError(
+                f"{ASK_CUSTOMER!r} is the generic skill the `ask_customer:` block declares: do not write it in "
+                "`skills`"
+            )
+        return {**v, "ask_customer": spec, "skills": skills if named else [*skills, made]}
 
     @model_validator(mode="after")
     def _cross_refs(self) -> DomainContracts:
@@ -545,6 +658,8 @@ class DomainContracts(_Strict):
             raise ValueError(f"duplicate skill names: {sorted(dup)}")
         by = {s.name: s for s in self.skills}
         problems = [p for i, s in enumerate(self.skills) for p in _skill_problems(i, s, by, self.node_types)]
+        if self.ask_customer is not None:
+            problems += _answer_problems(self.skills, self.ask_customer)
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -668,6 +783,33 @@ def _skill_problems(
     for name, f in s.output.fields.items():
         if f.of is not None and f.of not in s.input and f.of not in s.output.fields:
             out.append(f"{at}.output.fields.{name}.of: {f.of!r} is neither an input nor an output")
+        for ph in _placeholders(f.as_field or ""):
+            if ph not in s.input or not s.input[ph].required:
+                out.append(f"{at}.output.fields.{name}.as_field: {{{ph}}} is not a required input")
+    return out
+
+
+def _answer_problems(skills: list[SkillContract], spec: AskCustomerSpec) -> list[str]:
+    """A precondition on ``ask_customer`` whose ``where`` names a question or an answer that does not exist."""
+    out: list[str] = []
+    for i, s in enumerate(skills):
+        for j, pc in enumerate(s.preconditions):
+            if ASK_CUSTOMER not in pc.skills:
+                continue
+            at = f"skills.{i} ({s.name}).preconditions.{j}.where"
+            q = pc.where.get("question")
+            if q is not None and q not in spec.questions:
+                out.append(f"{at}.question: {q!r} is not an ask_customer question ({sorted(spec.questions)})")
+            elif "answer" in pc.where:
+                answers = (
+                    spec.questions[q].answers
+                    if q is not None
+                    else {a for x in spec.questions.values() for a in x.answers}
+                )
+                if pc.where["answer"] not in answers:
+                    out.append(
+                        f"{at}.answer: {pc.where['answer']!r} is not an answer of {q or 'any question'}"
+                    )
     return out
 
 
@@ -688,6 +830,13 @@ def _pairing_problems(where: str, name: str, spec: EntityListParam, inputs: dict
     if lead.required != spec.required:
         return [f"{where}: a paired list and its leader must both be required or both optional"]
     return []
+
+
+def _placeholders(template: str) -> list[str]:
+    """The ``{name}`` fields of a template (``as_field``)."""
+    import string
+
+    return [f for _lit, f, _spec, _conv in string.Formatter().parse(template) if f is not None]
 
 
 def _has_type(v: Any, typ: str) -> bool:

@@ -2,7 +2,9 @@
 
 It acts under the agent's partial information: it identifies the customer, runs the lookup the goal's
 preconditions ask for (the order for a refund, the customer's order list for a cancellation), then makes the
-goal's call; a goal-less task is closed with the outcome the customer must be told. It checks the mask before it
+goal's call; a goal-less task is closed with the outcome the customer must be told. A question goal is asked as
+soon as the customer is identified; the answer voids the goals it rules out, so the next ready goal is the one the
+answer asks for. It checks the mask before it
 acts (a masked step becomes a handoff), so its demonstrations never hold a forbidden action.
 
 After a failure it applies the fix of the root cause the env attributed to it (the policy's reflection input): a
@@ -27,6 +29,10 @@ def gold_call(g: Goal) -> dict[str, Any]:
 
 def _order_of(view: EpisodeView) -> str:
     return next(r.id for r in view.task.request.mentioned if r.type == "order")
+
+
+NO_LOOKUP = ("ask_customer", "expedite_order", "close_case")
+"""Skills that need no lookup beyond identifying the customer."""
 
 
 def _email(view: EpisodeView) -> str:
@@ -60,6 +66,8 @@ class RetailExpert:
             return "close_case", {"customer_id": customers[0], "outcome": "not_cancellable"}
         ready = [i for i in range(len(task.goals)) if view.ready[i]]
         g = task.goals[ready[0]] if ready else task.goals[0]
+        if g.skill in NO_LOOKUP:  # asking first; then the goal the answer left (the others are void, done)
+            return g.skill, gold_call(g)
         lookup = _lookup(view, g.skill)
         if not view.succeeded(lookup[0], **lookup[1]):
             return lookup

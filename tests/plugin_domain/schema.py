@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from agentic_ray.domains.protocol import DomainSchema, EntityTypeSchema, FieldSpec, LinkSchema
-from tests.plugin_domain.world import CATEGORIES, ITEM_STATUSES, ORDER_STATUSES, PAYMENT_KINDS, TIERS
+from tests.plugin_domain.world import (
+    CATEGORIES,
+    ITEM_STATUSES,
+    ORDER_STATUSES,
+    PAYMENT_KINDS,
+    QUESTIONS,
+    TIERS,
+)
 
 MAX_ITEMS = 12
 """Three orders of at most four items (``RetailOptions.items_per_order``)."""
@@ -24,6 +31,9 @@ SCHEMA = DomainSchema(
                 FieldSpec("total", "number"),
                 FieldSpec("address", "text"),  # copied by update_address (`source: order.address`)
                 FieldSpec("tracking", "text"),  # copied by answer_tracking
+                *(
+                    FieldSpec(q, "category", answers) for q, answers in QUESTIONS.items()
+                ),  # ask_customer's answers
             ),
         ),
         EntityTypeSchema(
@@ -43,6 +53,6 @@ SCHEMA = DomainSchema(
         LinkSchema("order", "contains", "item", "items", MAX_ITEMS),
     ),
     goal_hints=(FieldSpec("category", "category", CATEGORIES), FieldSpec("kind", "category", PAYMENT_KINDS)),
-    max_goals=2,
+    max_goals=3,
     terminal_skills=("close_case", "transfer_to_human"),
 )

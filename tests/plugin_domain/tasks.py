@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_ray.domains.protocol import EntityRef, Goal, Request, Task
-from tests.plugin_domain.world import CANCEL_REASONS, Item, RetailWorld, make_world
+from tests.plugin_domain.world import CANCEL_REASONS, QUESTIONS, Item, RetailWorld, make_world
 
 VALIDATION_SEED_BASE = 1_000_000
 """Task seeds at or above this value are validation seeds; training draws below it."""
@@ -162,6 +162,75 @@ def no_change(ctx: _Ctx) -> _Spec:
     return _Spec(text, (), (EntityRef("order", o.id),), (c.id, o.id), 2, "world_state", "close_case", extra)
 
 
+def _ask(question: str, order_id: str) -> Goal:
+    """The goal of asking the customer ``question`` about the order (the goals after it depend on the answer)."""
+    return Goal(
+        "ask", "ask_customer", args={"question": question, "order_id": order_id}, description=question
+    )
+
+
+def expedite_order(ctx: _Ctx) -> _Spec:
+    """The customer asks for express shipping of a pending order, which costs a fee: the agent must ask whether they
+    agree before it charges (``expedite_order`` requires ``ask_customer`` answered yes). On yes the order is
+    expedited; on no the case is closed with nothing charged. Both branches are goals conditional on the answer,
+    and take as many steps (the budget the policy sees must not tell the answer)."""
+    c = ctx.world.customer
+    o = c.orders[_pick(ctx, len(c.orders))]
+    o.status = "pending"
+    answer = QUESTIONS["express_fee"][_pick(ctx, 2)]
+    ctx.world.answers[f"express_fee:{o.id}"] = answer
+    goals = (
+        _ask("express_fee", o.id),
+        Goal(
+            "expedite",
+            "expedite_order",
+            args={"customer_id": c.id, "order_id": o.id},
+            deps=("ask",),
+            on_answer=("ask", "yes"),
+            description="ship it express",
+        ),
+        Goal(
+            "close",
+            "close_case",
+            args={"customer_id": c.id, "outcome": "resolved"},
+            deps=("ask",),
+            on_answer=("ask", "no"),
+            description="leave it as it is",
+        ),
+    )
+    text = f"Hi, this is {c.email}. Could order {o.id} ship express instead? What would it cost?"
+    return _Spec(text, goals, (EntityRef("order", o.id),), (c.id, o.id), 3)
+
+
+def refund_choice(ctx: _Ctx) -> _Spec:
+    """Refund an item of a delivered order where the customer chooses: to their credit card or to a gift card. The
+    request does not say; the agent asks (``refund_to``), and the refund goal of the chosen option is the one that
+    stays (the other is conditional on the other answer)."""
+    c = ctx.world.customer
+    o = c.orders[_pick(ctx, len(c.orders))]
+    o.status = "delivered"
+    item = o.items[_pick(ctx, len(o.items))]
+    options = QUESTIONS["refund_to"]
+    ctx.world.answers[f"refund_to:{o.id}"] = options[_pick(ctx, len(options))]
+    pms = {k: next(p for p in c.payment_methods if p.kind == k) for k in options}
+    refunds = tuple(
+        Goal(
+            f"refund_{k}",
+            "refund_item",
+            args={"customer_id": c.id, "order_id": o.id, "item_id": item.id, "payment_method_id": pms[k].id},
+            numeric={"amount": item.price},
+            deps=("ask",),
+            on_answer=("ask", k),
+            description=f"refund the item to the {k}",
+            hints={"category": item.category, "kind": k},
+        )
+        for k in options
+    )
+    text = f"Hi, this is {c.email}. Please refund the {item.category} from order {o.id}."
+    relevant = (c.id, o.id, item.id, *(p.id for p in pms.values()))
+    return _Spec(text, (_ask("refund_to", o.id), *refunds), (EntityRef("order", o.id),), relevant, 4)
+
+
 def ship_like_other(ctx: _Ctx) -> _Spec:
     """Ship a pending order to the address of another order: the address is copied from the other order once its
     lookup revealed it (a string argument copying a revealed field, ``source: order.address``)."""
@@ -218,6 +287,8 @@ BUILDERS: dict[str, Callable[[_Ctx], _Spec]] = {
     "cancel_order": cancel_order,
     "no_change": no_change,
     "refund_items": refund_items,
+    "expedite_order": expedite_order,
+    "refund_choice": refund_choice,
     "ship_like_other": ship_like_other,
     "tracking_answer": tracking_answer,
     "two_emails": two_emails,
@@ -255,15 +326,17 @@ def final_state_ok(world: RetailWorld, task: Task) -> bool:
 
 def goal_feasible(world: RetailWorld, goal: Goal) -> bool:
     """Whether a pending goal can still be satisfied from this world (False = unrecoverable)."""
-    if goal.skill == "answer_tracking":  # an answer is always possible
+    if "order_id" not in goal.args:  # closing the case, an answer
         return True
-    o = world.order(str(goal.args.get("order_id", "")))
+    o = world.order(str(goal.args["order_id"]))
     if o is None:
         return False
     if goal.skill == "refund_item":
         hit = world.item(str(goal.args["item_id"]))
         return o.status in ("processed", "delivered") and hit is not None and hit[1].status == "normal"
-    if goal.skill in ("cancel_order", "update_address"):
+    if goal.skill in ("cancel_order", "expedite_order"):
+        return o.status == "pending" and o.shipping == "standard"
+    if goal.skill == "update_address":
         return o.status == "pending"
     if goal.skill == "refund_items":
         hits = [world.item(str(i)) for i in goal.args["item_ids"]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentic_ray.domains.protocol import ToolError
-from tests.plugin_domain.world import Item, Order, PaymentMethod, RetailWorld
+from tests.plugin_domain.world import EXPRESS_FEE, Item, Order, PaymentMethod, RetailWorld
 
 
 def _world(world: Any) -> RetailWorld:
@@ -180,6 +180,17 @@ def transfer_to_human(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     w = _world(world)
     w.case = "transferred"
     return {"ticket": f"h_{params['reason']}"}
+
+
+def expedite_order(world: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Ship a pending order express, charging the fee (the gateway checked that the customer agreed to it)."""
+    w = _world(world)
+    _customer(w, params["customer_id"])
+    o = _order(w, params["order_id"])
+    if o.status != "pending" or o.shipping == "express":
+        raise ToolError("CONFLICT", f"order {o.id} is {o.status}, shipping {o.shipping}: cannot expedite")
+    o.shipping = "express"
+    return {"shipping": o.shipping, "fee": EXPRESS_FEE}
 
 
 def update_address(world: Any, params: dict[str, Any]) -> dict[str, Any]:

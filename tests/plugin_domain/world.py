@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from agentic_ray.domains.protocol import ToolError
+
 TIERS: tuple[str, ...] = ("basic", "gold")
 PAYMENT_KINDS: tuple[str, ...] = ("credit_card", "gift_card", "paypal")
 ORDER_STATUSES: tuple[str, ...] = ("pending", "processed", "delivered", "cancelled")
@@ -19,6 +21,12 @@ CATEGORIES: tuple[str, ...] = ("shirt", "shoes", "lamp", "book")
 CASE_OUTCOMES: tuple[str, ...] = ("resolved", "not_cancellable")
 CANCEL_REASONS: tuple[str, ...] = ("no_longer_needed", "ordered_by_mistake")
 ENTITY_TYPES: tuple[str, ...] = ("customer", "payment_method", "order", "item")
+QUESTIONS: dict[str, tuple[str, ...]] = {
+    "express_fee": ("yes", "no"),
+    "refund_to": ("credit_card", "gift_card"),
+}
+"""What the agent may ask the customer (``ask_customer:`` in ``skills.yaml``) and the answers."""
+EXPRESS_FEE = 9.5
 
 
 @dataclass
@@ -45,6 +53,7 @@ class Order:
     cancel_reason: str = ""
     address: str = ""  # where it ships (a text field: string arguments copy it once a lookup revealed it)
     tracking: str = ""  # the carrier's tracking number (an answer copies it)
+    shipping: str = "standard"  # or "express"
 
     @property
     def total(self) -> float:
@@ -67,6 +76,15 @@ class RetailWorld:
     customer: Customer
     refunds: list[dict[str, Any]] = field(default_factory=list)
     case: str = ""  # the outcome the case was closed with, "" while open
+    answers: dict[str, str] = field(default_factory=dict)
+    """The simulated customer's mind: ``"<question>:<order id>" -> answer`` (hidden until asked)."""
+
+    def answer_customer(self, question: str, about: str) -> str | None:
+        """The simulated customer (the ``ask_customer`` hook): what they decided; never an express fee they did not
+        ask about, the default (the first option) for any other question. An order they do not have is NOT_FOUND."""
+        if self.order(about) is None:
+            raise ToolError("NOT_FOUND", f"the customer has no order {about}")
+        return self.answers.get(f"{question}:{about}", "no" if question == "express_fee" else None)
 
     def order(self, oid: str) -> Order | None:
         return next((o for o in self.customer.orders if o.id == oid), None)
@@ -90,7 +108,7 @@ class RetailWorld:
             payment_methods=[PaymentMethod(**p) for p in c["payment_methods"]],
             orders=[Order(**{**o, "items": [Item(**i) for i in o["items"]]}) for o in c["orders"]],
         )
-        return cls(customer, [dict(r) for r in d["refunds"]], d["case"])
+        return cls(customer, [dict(r) for r in d["refunds"]], d["case"], dict(d.get("answers", {})))
 
     def state(self) -> tuple[Any, ...]:
         """What ``end: world_state`` tasks are judged on: order and item statuses, refunds, the closed case."""

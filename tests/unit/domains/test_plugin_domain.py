@@ -47,6 +47,8 @@ def test_it_registers_and_implements_the_protocol() -> None:
         "cancel_order",
         "no_change",
         "refund_items",
+        "expedite_order",
+        "refund_choice",
         "ship_like_other",
         "tracking_answer",
         "two_emails",

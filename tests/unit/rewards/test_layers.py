@@ -141,6 +141,9 @@ def test_judge_rubric_and_layer_value():
     assert s == {"episode_id": "ep-1", "completion": 5, "plan": 4, "memory": 3}
     partial = rubric_scores(episode_summary(five_step_record(completed=False, goals_done_order=["a", "b"])))
     assert partial["completion"] == 2  # floor(4 * 2/3)
+    # a goal voided by the customer's "no" is not owed: 2 of the 2 goals left, not 2 of 3
+    voided = five_step_record(completed=False, goals_done_order=["a", "b"], goals_void=["c"])
+    assert rubric_scores(episode_summary(voided))["completion"] == 4
     failed = rubric_scores(episode_summary(five_step_record(completed=False, failed=True)))
     assert failed["completion"] == 1
     invalid = rubric_scores(episode_summary(five_step_record(dag_valid=False, dependency_violations=1)))

@@ -20,6 +20,9 @@ from agentic_ray.serving.settings import (
     ServeSettings,
     run_dir_of,
 )
+from tests.helpers.plugin_domain import register
+
+RETAIL = register()  # the plug-in domain: goals conditional on the customer's answer
 
 
 def test_batch_size_must_fit_max_ongoing_requests():
@@ -78,13 +81,14 @@ def test_env_config_comes_from_the_run(tmp_path):
 
 @pytest.mark.parametrize(
     "domain,family",
-    [("ecommerce", "multi_item_return"), ("helpdesk", "merge_duplicates"), ("retail_plugin", "two_emails")],
+    [
+        ("ecommerce", "multi_item_return"),
+        ("helpdesk", "merge_duplicates"),
+        (RETAIL, "expedite_order"),
+        (RETAIL, "two_emails"),  # a fact with two values travels as a list and comes back as the tuple
+    ],
 )
 def test_a_request_body_becomes_the_domains_task(domain, family):
-    if domain == "retail_plugin":  # a fact with two values travels as a list and comes back as the tuple
-        from tests.helpers.plugin_domain import register
-
-        register()
     d = get_domain(domain)
     _w, task = d.make_task(family, 5)
     env = AgentTaskEnv({"domain": domain})
@@ -94,6 +98,19 @@ def test_a_request_body_becomes_the_domains_task(domain, family):
     assert (got.optimal_steps, got.relevant) == (task.optimal_steps, task.relevant)
     assert got.extra == json.loads(json.dumps(task.extra))  # domain data travels as JSON (tuples as lists)
     assert req.transcript == [] and not req.sla["calls"].any()
+
+
+def test_a_goal_conditional_on_an_answer_needs_the_question_among_its_deps():
+    _w, task = get_domain(RETAIL).make_task("expedite_order", 5)
+    body = act_body(RETAIL, task)
+    body["task"]["goals"][1]["deps"] = []
+    body["task"]["goals"][2]["on_answer"] = ["close", "no"]
+    with pytest.raises(ClientError) as e:
+        check_act_request(ActRequest.model_validate(body), AgentTaskEnv({"domain": RETAIL}))
+    assert [loc for loc, _ in e.value.problems] == [
+        ("body", "task", "goals", 1, "on_answer", 0),
+        ("body", "task", "goals", 2, "on_answer", 0),
+    ]
 
 
 def test_unknown_entity_types_hints_and_tool_names_are_named():
