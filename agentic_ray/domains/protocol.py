@@ -20,6 +20,12 @@ contracts' output fields declare (``type: entity``, ``entity_list``, ``of:``). N
 
 What a third-party domain may rely on (issue 26; the contracts reference in ``docs/`` has the YAML side):
 
+* **Copy any revealed field**: a string argument copies a request fact (``source: request.<fact>``) or a revealed
+  field of a revealed entity (``source: <type>.<field>``, e.g. the address a lookup showed, a tracking number as
+  an answer): the policy chooses the entity with a pointer over the entities of that type whose field is revealed
+  (the mask allows no other), as numeric arguments copy revealed numbers (:class:`FieldSpec` ``copy``). The field
+  is declared in the schema (a ``text`` field is seen only as known / unknown). A fact may hold several values
+  (:class:`Request` ``facts``), chosen by position (``StringParam.max_values``).
 * **Membership preconditions** (``belongs_to:``) and several entity parameters per precondition
   (:class:`~agentic_ray.skills.contracts.PreconditionSpec`); the gateway and the action mask read one definition
   (:mod:`agentic_ray.skills.preconditions`).
@@ -57,7 +63,7 @@ module, :mod:`agentic_ray.skills.contracts` and :mod:`agentic_ray.domains.knowle
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -107,20 +113,22 @@ class FieldSpec:
     Attributes:
         name: the field name, as tool results reveal it.
         kind: ``category`` (one-hot over ``choices``), ``number`` (quantile-mapped through the domain's table
-            entry ``<type>.<name>``) or ``flag`` (0/1).
+            entry ``<type>.<name>``), ``flag`` (0/1) or ``text`` (a free string such as an address or a tracking
+            number: only its known column; its value is never a feature, and string arguments copy it with
+            ``source: <type>.<name>``).
         choices: categories.
         copy: a number that numeric arguments may copy (a :class:`~agentic_ray.graph_spec.NumericSource`).
     """
 
     name: str
-    kind: Literal["category", "number", "flag"]
+    kind: Literal["category", "number", "flag", "text"]
     choices: tuple[str, ...] = ()
     copy: bool = False
 
     @property
     def width(self) -> int:
         """Value columns (the known column not included)."""
-        return len(self.choices) if self.kind == "category" else 1
+        return len(self.choices) if self.kind == "category" else 0 if self.kind == "text" else 1
 
 
 @dataclass(frozen=True)
@@ -196,13 +204,31 @@ class Request:
     Attributes:
         text: the request in natural language (for serving and the goal parser).
         facts: values the customer gave that string arguments may copy (``StringParam.source: request.<fact>``),
-            e.g. an email, a name, a zip code.
+            e.g. an email, a name, a zip code. A fact may hold several values, as a tuple (a list is stored as
+            one): "it is under old@x.com or new@x.com". An argument that copies such a fact chooses one by
+            position (``StringParam.max_values``); :meth:`values` reads either form.
         mentioned: entities the request names by id (known, without fields, from step 0).
     """
 
     text: str
-    facts: dict[str, str] = field(default_factory=dict)
+    facts: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
     mentioned: tuple[EntityRef, ...] = ()
+
+    def __post_init__(self) -> None:
+        if any(isinstance(v, list) for v in self.facts.values()):
+            object.__setattr__(
+                self, "facts", {k: tuple(v) if isinstance(v, list) else v for k, v in self.facts.items()}
+            )
+        for k, v in self.facts.items():
+            if isinstance(v, tuple) and (not v or not all(isinstance(x, str) for x in v)):
+                raise ValueError(
+                    f"fact {k!r}: several values must be a non-empty tuple of strings, got {v!r}"
+                )
+
+    def values(self, fact: str) -> tuple[str, ...]:
+        """The values the request gives for ``fact``, in order (``()`` when it gives none)."""
+        v = self.facts.get(fact)
+        return () if v is None else v if isinstance(v, tuple) else (v,)
 
 
 @dataclass(frozen=True)

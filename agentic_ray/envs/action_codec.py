@@ -4,7 +4,9 @@
 ``(skill, params)`` and back, reading only what the agent knows: a pointer index is a node of the observation (an
 entity the request or a lookup revealed), a list is the node indices before its end marker, in their order (a
 set's in increasing node order), a copied numeric value is a revealed field, a string argument is copied from the
-request's facts. Decoding never raises: a malformed action is an ``INVALID_INPUT`` step.
+request's facts (the value at the position of its enum slot when the fact may hold several,
+``StringParam.max_values``) or from a revealed field of the entity its pointer slot chooses
+(``source: <type>.<field>``). Decoding never raises: a malformed action is an ``INVALID_INPUT`` step.
 
 Prototype mode (a ``Dict`` over :meth:`~agentic_ray.graph_spec.ActionLayout.prototype_layout`): the policy picks a
 prototype and, among the revealed entities, the targets of its skill's entity arguments;
@@ -45,7 +47,7 @@ class ParamSlot:
     """One contract parameter and the action slot it is read from."""
 
     name: str
-    kind: str  # pointer | list | enum | numeric | fact | fixed
+    kind: str  # pointer | copy (a pointer slot) | list | enum | numeric | fact (an enum slot, or -1) | fixed
     slot: int
     spec: Any
 
@@ -102,8 +104,13 @@ class ActionCodec:
                     kind = "enum"
                 elif isinstance(p, FloatParam | IntParam):
                     kind = "numeric"
-                elif isinstance(p, StringParam) and p.source is not None:
-                    row.append(ParamSlot(name, "fact", -1, p))
+                elif isinstance(p, StringParam) and p.copy_field is not None:
+                    row.append(ParamSlot(name, "copy", n["pointer"], p))
+                    n["pointer"] += 1
+                    continue
+                elif isinstance(p, StringParam) and p.request_fact is not None:
+                    row.append(ParamSlot(name, "fact", n["enum"] if p.max_values > 1 else -1, p))
+                    n["enum"] += int(p.max_values > 1)
                     continue
                 else:
                     row.append(ParamSlot(name, "fixed", -1, p))
@@ -185,9 +192,36 @@ class ActionCodec:
                 params[ps.name] = ch[int(enm[ps.slot])]
             elif ps.kind == "fact":
                 fact = p.request_fact
-                if fact not in task.request.facts:
+                values = task.request.values(fact)
+                if not values:
                     return k, params, "INVALID_INPUT", f"{ps.name}: the request gives no {fact}"
-                params[ps.name] = task.request.facts[fact]
+                i = int(enm[ps.slot]) if 0 <= ps.slot < len(enm) else 0
+                if ps.slot < 0 and len(values) > 1:
+                    return (
+                        k,
+                        params,
+                        "INVALID_INPUT",
+                        f"{ps.name}: the request gives {len(values)} values for {fact}, the argument takes one "
+                        "(max_values: 1)",
+                    )
+                if not 0 <= i < len(values):
+                    return k, params, "INVALID_INPUT", f"{ps.name}: the request gives no {fact} #{i + 1}"
+                params[ps.name] = values[i]
+            elif ps.kind == "copy":
+                t, fld = p.copy_field
+                j = int(ptr[ps.slot]) if ps.slot < len(ptr) else -1
+                ids = b.node_ids[t]
+                if j == mp and not p.required:
+                    continue
+                v = knowledge.fields(t, ids[j]).get(fld) if 0 <= j < len(ids) else None
+                if not isinstance(v, str):
+                    return (
+                        k,
+                        params,
+                        "INVALID_INPUT",
+                        f"{ps.name}: pointer {j} is no {t} with a revealed {fld}",
+                    )
+                params[ps.name] = v
             elif ps.kind == "numeric":
                 numeric.append(ps)
         for ps in numeric:
@@ -268,6 +302,15 @@ class ActionCodec:
                 ch = _choices(p)
                 v = params.get(ps.name, ch[0])
                 enm[ps.slot] = ch.index(v) if v in ch else 0
+            elif ps.kind == "fact" and ps.slot >= 0:
+                values = self._task_values(p.request_fact)
+                v = params.get(ps.name)
+                enm[ps.slot] = values.index(v) if v in values else 0
+            elif ps.kind == "copy":
+                v = params.get(ps.name)
+                ptr[ps.slot] = (
+                    mp if v is None and not p.required else self._copy_node(p.copy_field, v, knowledge)
+                )
             elif ps.kind == "numeric":
                 v = float(params.get(ps.name, p.min))
                 c = self.preferred_source(knowledge, v, p)
@@ -277,6 +320,19 @@ class ActionCodec:
                     lo, hi = self.bounds(knowledge, params, p, k)
                     num[ps.slot] = numeric_action((v - lo) / (hi - lo)) if hi > lo else 0.0
         return {"skill": k, "pointer": ptr, "members": mem, "enum": enm, "source": src, "numeric": num}
+
+    def _task_values(self, fact: str) -> tuple[str, ...]:
+        """The values the current episode's request gives for ``fact`` (a fact slot's choices)."""
+        task = self.builder.task
+        return task.request.values(fact) if task is not None else ()
+
+    def _copy_node(self, field: tuple[str, str], value: Any, knowledge: Knowledge) -> int:
+        """The first node (observation order) of type ``field[0]`` whose revealed ``field[1]`` equals ``value``."""
+        t, f = field
+        for j, eid in enumerate(self.builder.node_ids[t]):
+            if knowledge.fields(t, eid).get(f) == value:
+                return j
+        raise KeyError(f"no known {t} has a revealed {f} equal to {value!r} (no lookup revealed it)")
 
     def _node(self, node_type: str, entity_id: Any) -> int:
         j = self.builder.node_index[node_type].get(str(entity_id))
@@ -319,6 +375,10 @@ class ActionCodec:
                 ch = _choices(ps.spec)
                 v = params.get(ps.name, ch[0])
                 out.append(ch.index(v) if v in ch else 0)
+            elif ps.kind == "fact" and ps.slot >= 0:
+                values = self._task_values(ps.spec.request_fact)
+                v = params.get(ps.name)
+                out.append(values.index(v) if v in values else 0)
         return tuple(out)
 
     def ground_prototype(

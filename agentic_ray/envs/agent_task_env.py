@@ -78,7 +78,7 @@ from agentic_ray.graph_spec import observation_space
 from agentic_ray.keys import BACKEND_ERRORS, ENTITIES_PAST_CAP, EPISODE_RECORD, MASK_REASONS, STEP_TRACE
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
-from agentic_ray.skills.contracts import EntityListParam, EntityParam, load_contracts
+from agentic_ray.skills.contracts import EntityListParam, EntityParam, StringParam, load_contracts
 from agentic_ray.skills.executor import CALLER_ERRORS, RealClock, SimClock, ToolExecutor, ToolResult
 from agentic_ray.skills.preconditions import Call, precondition_status
 
@@ -260,6 +260,13 @@ class AgentTaskEnv(gym.Env):
             for c in self.contracts.skills
         }
         self.list_semantics = list_semantics(self.contracts)
+        # Fields string arguments copy (`source: <type>.<field>`), per type: revealing one of a relevant entity is
+        # informative, as revealing the entity is (the address a later call copies).
+        self._copied_fields: dict[str, set[str]] = {}
+        for c in self.contracts.skills:
+            for p in c.input.values():
+                if isinstance(p, StringParam) and p.copy_field is not None:
+                    self._copied_fields.setdefault(p.copy_field[0], set()).add(p.copy_field[1])
         self._proto_skill = np.array([self._skill_idx[p.skill] for p in self.prototypes], dtype=np.int64)
         self._terminal = frozenset(self.domain.schema.terminal_skills)
         self._env_id = f"env-{uuid.uuid4().hex[:12]}"
@@ -504,7 +511,7 @@ class AgentTaskEnv(gym.Env):
         self.masks.reset(task)
         self._steps: list[StepRecord] = []
         self._recalled: list[str] = []
-        self._informed: set[tuple[str, str]] = set()
+        self._informed: set[tuple[str, ...]] = set()  # (type, id) and (type, id, copied field) revealed
         self._shaping = 0.0
         self._consequences: list[dict[str, Any]] = []
         self._done = False
@@ -593,9 +600,11 @@ class AgentTaskEnv(gym.Env):
         m, mp = self._masks, self.layout.max_pointer
         ptr = np.asarray(action.get("pointer", ()), dtype=np.int64).reshape(-1)
         for ps in self.codec.params[k]:
-            if ps.kind == "pointer" and ps.slot < len(ptr):
+            if ps.kind in ("pointer", "copy") and ps.slot < len(ptr):
                 j = int(ptr[ps.slot])
                 if 0 <= j <= mp and not m.pointer_mask[k, ps.slot, j]:
+                    if ps.kind == "copy":
+                        return f"{ps.name}: the target has no revealed {ps.spec.source}"
                     return f"{ps.name}: the target fails a precondition"
         if self.masks.tracker.joint[k] and self.state is not None:
             ok, why = precondition_status(
@@ -729,7 +738,16 @@ class AgentTaskEnv(gym.Env):
                 self._consequences.append(
                     {"skill": skill, "kind": c.risk.consequence, "step": st.step - 1, "weight": c.risk.weight}
                 )
-        fresh = {r for r in revealed if r[1] in task.relevant} - self._informed
+        fresh: set[tuple[str, ...]] = {r for r in revealed if r[1] in task.relevant}
+        if self._copied_fields:
+            fresh |= {
+                (t, e, f)
+                for t, e in revealed
+                if e in task.relevant
+                for f in self._copied_fields.get(t, ())
+                if f in know.fields(t, e)
+            }
+        fresh -= self._informed
         self._informed |= fresh
         informative = bool(fresh) and not satisfied
         self._shaping += rw.informative if (ok and informative) else 0.0

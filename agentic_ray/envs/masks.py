@@ -1,7 +1,8 @@
 """Skill and argument masks: hard, soft and business rules, with the reason for every masked skill.
 
 * **hard**: an entity argument with no known entity of its type to point at (a list with fewer than its minimum,
-  or, when it may repeat an entity, none),
+  or, when it may repeat an entity, none), a string copied from a revealed field (``source: <type>.<field>``)
+  when no known entity has that field revealed (its pointer slot allows exactly those that do),
   a string argument copied from a request fact the request does not give, and the domain's own rules
   (:meth:`Domain.hard_rules`, from what is known, e.g. "no address change before verification");
 * **soft**: the live error rate of a skill above its threshold, or an open breaker (executor SLA statistics),
@@ -137,15 +138,22 @@ class MaskComputer:
         self.pointers: list[list[tuple[int, str, str, bool, bool]]] = []
         self.lists: list[list[tuple[int, str, str, int]]] = []
         self.facts: list[list[str]] = []
+        # Strings copied from a revealed field: (skill, pointer slot, name, node type, field, optional).
+        self._copies: list[tuple[int, int, str, str, str, bool]] = []
         free: dict[str, list[tuple[int, int]]] = {}
         for i, c in enumerate(contracts.skills):
             pr: list[tuple[int, str, str, bool, bool]] = []
             ls: list[tuple[int, str, str, int]] = []
             fs: list[str] = []
             constrained = {p for pc in self.tracker.rules[i] for p in pc.constrained}
+            n_ptr = 0  # pointer slots: entity arguments and copied strings, in contract order
             for name, p in c.input.items():
-                if isinstance(p, EntityParam):
-                    slot = len(pr)
+                if isinstance(p, StringParam) and p.copy_field is not None:
+                    self._copies.append((i, n_ptr, name, *p.copy_field, not p.required))
+                    n_ptr += 1
+                elif isinstance(p, EntityParam):
+                    slot = n_ptr
+                    n_ptr += 1
                     pr.append((slot, name, p.node_type, not p.required, name in constrained))
                     if name not in constrained:
                         free.setdefault(p.node_type, []).append((i, slot))
@@ -162,7 +170,7 @@ class MaskComputer:
         self._free = {t: (np.array([a for a, _ in v]), np.array([b for _, b in v])) for t, v in free.items()}
         self._optional = [
             (i, slot) for i, pr in enumerate(self.pointers) for slot, _n, _t, opt, _c in pr if opt
-        ]
+        ] + [(i, slot) for i, slot, _n, _t, _f, opt in self._copies if opt]
         # Skills that need at least one known entity of a type (a required pointer, or a list's minimum).
         need: dict[str, list[tuple[int, int, str]]] = {}
         for i, pr in enumerate(self.pointers):
@@ -204,6 +212,7 @@ class MaskComputer:
         self.tracker.reset()
         self._reasons_key = None
         self._kkey = self._kpart = self._bkey = self._cached = None
+        # A fact position past the values the request gives is left to decoding (INVALID_INPUT).
         facts = task.request.facts
         self._fact_hard = {
             i: [f"hard: the request gives no {f}" for f in fs if f not in facts]
@@ -225,7 +234,14 @@ class MaskComputer:
         version instead recomputed both on every reveal (~25 us of the ~90 us mask p50 on e-commerce).
         """
         rules = self.domain.hard_rules(knowledge, self.skills)
-        key = (tuple(tuple(v) for v in node_ids.values()), tuple(rules.items()))
+        key: tuple[object, ...] = (tuple(tuple(v) for v in node_ids.values()), tuple(rules.items()))
+        copyable: dict[tuple[str, str], tuple[bool, ...]] = {}
+        if self._copies:  # which nodes a copied string may point at: those whose field is revealed
+            copyable = {
+                (t, f): tuple(isinstance(knowledge.fields(t, e).get(f), str) for e in node_ids.get(t, []))
+                for _i, _s, _n, t, f, _o in self._copies
+            }
+            key += (tuple(copyable.items()),)  # a reveal of fields alone changes it
         if key == self._kkey and self._kpart is not None:
             return self._kpart
         lay = self.layout
@@ -243,6 +259,12 @@ class MaskComputer:
             pm[i, slot, mp] = 1
         for i, slot, nt in self._lists:
             lm[i, slot, : counts.get(nt, 0)] = 1
+        for i, slot, name, nt, f, optional in self._copies:
+            ok = copyable[(nt, f)]
+            pm[i, slot, : len(ok)] = ok
+            if not optional and not any(ok):
+                hard[i] = True
+                why.setdefault(i, []).append(f"hard: no known {nt} with a revealed {f} for {name}")
         for nt, rows in self._need.items():
             n = counts.get(nt, 0)
             for i, lo, reason in rows:

@@ -11,7 +11,9 @@ Node features (all in [0, 1]):
 =============  ====================================================================================================
 entity type    mentioned by the request, looked up (any field known), then per schema field a "known" column and
                its value: a one-hot (category), a quantile through the domain's table ``<type>.<field>`` (number),
-               or 0/1 (flag). Unknown fields are all zeros with known = 0.
+               or 0/1 (flag); a text field (an address, a tracking number) has only its known column, its value
+               is never a feature (string arguments copy it through a pointer, ``source: <type>.<field>``).
+               Unknown fields are all zeros with known = 0.
 tool           skill one-hot (K), p50, p95, error rate, attempt error rate, breaker open, half-open, high-risk,
                risk weight, masked, calls this episode / 5
 goal           skill one-hot (K), pending / ready / done, priority, the required enum value (one-hot of the first
@@ -136,6 +138,11 @@ def _param_kinds(contracts: DomainContracts) -> list[SkillSlots]:
             if isinstance(p, EntityParam):
                 pt.append(p.node_type)
                 po.append(not p.required)
+            elif isinstance(p, StringParam) and p.copy_field is not None:  # points at the entity copied from
+                pt.append(p.copy_field[0])
+                po.append(not p.required)
+            elif isinstance(p, StringParam) and p.max_values > 1:  # which of the fact's values
+                es.append(p.max_values)
             elif isinstance(p, EntityListParam):
                 lt.append(p.node_type)
                 lb.append((p.min_items, p.max_items))
@@ -151,7 +158,8 @@ def _param_kinds(contracts: DomainContracts) -> list[SkillSlots]:
             elif isinstance(p, StringParam) and p.source is None and p.default is None and p.required:
                 raise ValueError(
                     f"{c.name}.{name}: a string argument an agent fills must be copied from the request "
-                    "(`source: request.<fact>`), have a default, or be an enum"
+                    "(`source: request.<fact>`) or a revealed field (`source: <type>.<field>`), have a default, "
+                    "or be an enum"
                 )
         skills.append(
             SkillSlots(
@@ -187,6 +195,14 @@ def build_specs(
         for nt in (*s.pointer_types, *s.list_types):
             if nt not in types:
                 raise ValueError(f"skill {s.name} refers to node type {nt!r}, which the domain schema lacks")
+    for c in contracts.skills:
+        for name, p in c.input.items():
+            cf = p.copy_field if isinstance(p, StringParam) else None
+            if cf is not None and cf[1] not in {f.name for f in types[cf[0]].fields}:
+                raise ValueError(
+                    f"{c.name}.{name} copies {cf[0]}.{cf[1]}, which the domain schema does not declare (declare "
+                    "it, e.g. as a `text` field, so the policy sees whether it is revealed)"
+                )
     _check_answer_fields(schema, contracts)
     max_nodes = {t.name: t.max_nodes for t in schema.entity_types}
     max_nodes.update({TOOL_NODE_TYPE: k, GOAL_NODE_TYPE: schema.max_goals, SESSION_NODE_TYPE: 1})
@@ -364,6 +380,11 @@ class ObservationBuilder:
         knows them, the observation (and so the policy) does not. Counted here, logged once per type, and
         reported in the step info and the episode record (``ENTITIES_PAST_CAP``)."""
         self._cap_logged: set[str] = set()
+
+    @property
+    def task(self) -> Task | None:
+        """The task of the current episode (:meth:`begin_episode`), None before the first."""
+        return self._task
 
     # ------------------------------------------------------------------ helpers
     def _edges(self, key: str, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -548,7 +569,7 @@ class ObservationBuilder:
             elif col.kind == "number":
                 if isinstance(v, int | float) and not isinstance(v, bool):
                     row[col.value] = self.qm.scalar(col.quantile, float(v))
-            else:
+            elif col.kind == "flag":
                 row[col.value] = float(bool(v))
         self._row_cache[(t, eid)] = (version, row)
         return row

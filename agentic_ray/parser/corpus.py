@@ -194,7 +194,8 @@ def render_task(
     if not fact_group:
         raise ValueError(f"no {split} fact template has the facts {sorted(task.request.facts)}")
     fact_t = r.choice(fact_group)
-    fact_fills = {k: (v, v) for k, v in task.request.facts.items()}
+    joined = {k: v if isinstance(v, str) else " or ".join(v) for k, v in task.request.facts.items()}
+    fact_fills = {k: (v, v) for k, v in joined.items()}
     lower = r.random() < 0.15
     b = _Builder()
     follow_up = r.random() < follow_up_rate

@@ -45,7 +45,8 @@ def goal_key(g: Goal) -> tuple[Any, ...]:
 
 def gold_pairs(ex: Example) -> set[tuple[str, str]]:
     """The gold ``(slot, value)`` pairs of a rendered example."""
-    pairs = {(k, v) for k, v in ex.task.request.facts.items()}
+    # a fact with several values reads as the parser would write it: the values joined by " or "
+    pairs = {(k, v if isinstance(v, str) else " or ".join(v)) for k, v in ex.task.request.facts.items()}
     for s in ex.slots:
         pairs |= set(s.items())
     return pairs

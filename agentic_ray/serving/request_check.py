@@ -110,7 +110,7 @@ def check_act_request(body: ActRequest, env: AgentTaskEnv) -> CheckedRequest:
         seed=0,
         request=Request(
             text=t.request.text,
-            facts=dict(t.request.facts),
+            facts={k: v if isinstance(v, str) else tuple(v) for k, v in t.request.facts.items()},
             mentioned=tuple(EntityRef(m.type, m.id) for m in t.request.mentioned),
         ),
         goals=tuple(_goal(g) for g in t.goals),

@@ -88,10 +88,11 @@ class RequestIn(_Body):
         description="The customer's earlier turns of the conversation, oldest first (read with `text` by the goal "
         "parser).",
     )
-    facts: dict[str, str] = Field(
+    facts: dict[str, str | Annotated[list[str], Field(min_length=1, max_length=8)]] = Field(
         default_factory=dict,
         max_length=32,
-        description="Values the customer gave that arguments may copy (e.g. email, name, zip).",
+        description="Values the customer gave that arguments may copy (e.g. email, name, zip); a list when the "
+        "customer gave several values for one fact (an argument then chooses one by position).",
     )
     mentioned: list[EntityRefIn] = Field(
         default_factory=list, max_length=64, description="Entities the request names by id."

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentic_ray.skills.backends import Backend
@@ -36,7 +36,7 @@ EntityIds = Callable[[str], list[str]]
 
 
 def candidate_params(
-    c: SkillContract, ids_of: EntityIds, facts: dict[str, str] | None = None
+    c: SkillContract, ids_of: EntityIds, facts: Mapping[str, str | tuple[str, ...]] | None = None
 ) -> list[dict[str, Any]]:
     """Argument sets to try, derived from the contract, the world's entities and the request facts."""
     axes: list[list[tuple[str, Any]]] = []
@@ -62,7 +62,8 @@ def candidate_params(
             vals = [True if p.default is None else p.default]
         elif isinstance(p, StringParam):
             fact = p.request_fact
-            vals = [(facts or {}).get(fact, "") if fact else (p.default or "agentic-ray skills check")]
+            given = (facts or {}).get(fact, "") if fact else (p.default or "agentic-ray skills check")
+            vals = list(given) if isinstance(given, tuple) else [given]  # a fact with several values: each
         else:
             continue
         axes.append([(name, v) for v in vals])
@@ -75,7 +76,7 @@ def _satisfy(
     params: dict[str, Any],
     intent: str,
     ids_of: EntityIds,
-    facts: dict[str, str] | None,
+    facts: Mapping[str, str | tuple[str, ...]] | None,
     depth: int = 0,
 ) -> None:
     """Run the skills a precondition names, sharing the `same` params, until the precondition holds."""
@@ -105,7 +106,7 @@ def check_skill(
     make_backend: Callable[[], Backend],
     world: Any,
     ids_of: EntityIds,
-    facts: dict[str, str] | None = None,
+    facts: Mapping[str, str | tuple[str, ...]] | None = None,
     rules: dict[str, Any] | None = None,
 ) -> ToolResult:
     """The first OK call of ``skill`` over its candidate arguments (or the last failure), each on a fresh copy

@@ -129,9 +129,21 @@ class StringParam(_Strict):
     default: str | None = Field(default=None, description="Used when the parameter is omitted.")
     source: str | None = Field(
         default=None,
-        pattern=r"^request\.[a-z][a-z0-9_]*$",
+        pattern=r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$",
         description="Where an agent takes the value from: `request.<fact>` copies a fact the customer gave (an "
-        "email, a name, a zip code). Strings that are not copied are enums (a declared vocabulary).",
+        "email, a name, a zip code); `<node type>.<field>` copies that field of a revealed entity, the entity "
+        "chosen by the policy's pointer among those whose field a tool result revealed (the address a lookup "
+        "showed, a tracking number, an option name; the field must be in the domain schema, e.g. a `text` "
+        "field). Strings that are not copied are enums (a declared vocabulary).",
+    )
+    max_values: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="`source: request.<fact>` only: the most values the request may give for the fact (a "
+        "customer with two emails). Above 1 the policy chooses the value by position with an enum slot of "
+        "`max_values` choices; a position past the values the request gives is INVALID_INPUT. At 1, a request "
+        "that gives several values for the fact is INVALID_INPUT (the argument cannot say which).",
     )
     description: str = ""
 
@@ -139,12 +151,27 @@ class StringParam(_Strict):
     def _default_fits(self) -> StringParam:
         if self.default is not None and len(self.default) > self.max_length:
             raise ValueError(f"default is {len(self.default)} characters, above max_length {self.max_length}")
+        if self.max_values > 1 and self.request_fact is None:
+            raise ValueError(
+                "max_values is for strings copied from a request fact (`source: request.<fact>`)"
+            )
         return self
 
     @property
     def request_fact(self) -> str | None:
-        """The request fact the value is copied from (``email`` for ``source: request.email``)."""
-        return self.source.split(".", 1)[1] if self.source else None
+        """The request fact the value is copied from (``email`` for ``source: request.email``), or None."""
+        if self.source is None or not self.source.startswith("request."):
+            return None
+        return self.source.split(".", 1)[1]
+
+    @property
+    def copy_field(self) -> tuple[str, str] | None:
+        """``(node type, field)`` of a revealed entity field the value is copied from (``("order", "address")``
+        for ``source: order.address``), or None."""
+        if self.source is None or self.request_fact is not None:
+            return None
+        t, _, f = self.source.partition(".")
+        return t, f
 
 
 class EntityParam(_Strict):
@@ -665,6 +692,10 @@ def _skill_problems(
                 out.append(
                     f"{at}.input.{pname}.node_type: unknown node type {p.node_type!r} (known: {node_types})"
                 )
+        for pname, p in s.input.items():
+            cf = p.copy_field if isinstance(p, StringParam) else None
+            if cf is not None and cf[0] not in node_types:
+                out.append(f"{at}.input.{pname}.source: unknown node type {cf[0]!r} (known: {node_types})")
         for fname, f in s.output.fields.items():
             if f.node_type is not None and f.node_type not in node_types:
                 out.append(

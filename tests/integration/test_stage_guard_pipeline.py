@@ -48,7 +48,7 @@ def _settings(lr: float) -> ExperimentSettings:
             "algo": {"train_batch_size": 64, "minibatch_size": 32, "num_epochs": 1, "lr": lr},
             "stages": {
                 "run": ["il", "rl"],
-                "il": {"demos": 60, "epochs": 6, "minibatch_size": 64, "max_repeats": 0, "gate_tcsr": 0.0},
+                "il": {"demos": 100, "epochs": 6, "minibatch_size": 64, "max_repeats": 0, "gate_tcsr": 0.0},
                 "rl": {"iterations": 1, "gate_dvr": 0.0},
             },
             "eval": {

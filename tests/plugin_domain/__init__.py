@@ -14,6 +14,9 @@ It is written as a package outside agentic-ray would write it: it imports nothin
 * no caller-error hooks: the injected caller errors are the generic, contract-derived ones (a wrong entity, a
   stale order, a refund above the item's price);
 * an explicit end: ``no_change`` has no goal and ends with ``close_case``;
+* strings copied from revealed fields and a fact with two values: ``ship_like_other`` copies the address another
+  order's lookup revealed (``source: order.address``), ``tracking_answer`` answers with a revealed tracking number,
+  ``two_emails`` gives two emails of which the lookup's ``email`` argument picks one (``max_values: 2``);
 * the generic ``ask_customer`` skill (``ask_customer:`` in ``skills.yaml``, answered by
   :meth:`~tests.plugin_domain.world.RetailWorld.answer_customer`): ``expedite_order`` needs the customer's yes
   before the charge (a precondition) and a no changes what the task needs (goals conditional on the answer);
@@ -112,8 +115,9 @@ class RetailDomain:
         return {"gold_tier": float(world.customer.tier == "gold")}
 
     def perturb_hidden(self, world: Any, rng: np.random.Generator) -> RetailWorld:
-        """The customer's tier, the payment methods' balances, one item's price and the customer's answers to
-        come (ids, statuses, the email and the categories a request names stay as they are)."""
+        """The customer's tier, the payment methods' balances, one item's price, the orders' addresses and tracking
+        numbers, and the customer's answers to come (ids, statuses, the email and the categories a request names stay
+        as they are)."""
         w = RetailWorld.from_dict(world.to_dict())
         c = w.customer
         c.tier = "basic" if c.tier == "gold" else "gold"
@@ -123,6 +127,8 @@ class RetailDomain:
         if items:
             it = items[int(rng.integers(len(items)))]
             it.price = round(it.price + float(rng.uniform(1, 20)), 2)
+        for o in c.orders:
+            o.address, o.tracking = "9" + o.address, o.tracking[::-1]
         for key in w.answers:  # the customer's unasked answers (ask_customer)
             w.answers[key] = next(a for a in QUESTIONS[key.split(":")[0]] if a != w.answers[key])
         return w

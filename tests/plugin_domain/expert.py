@@ -35,10 +35,18 @@ NO_LOOKUP = ("ask_customer", "expedite_order", "close_case")
 """Skills that need no lookup beyond identifying the customer."""
 
 
+def _email(view: EpisodeView) -> str:
+    """The account's email: the request's, or the right one of the two it gives (``two_emails``)."""
+    return str(view.task.extra.get("account_email") or view.task.request.facts["email"])
+
+
 def _lookup(view: EpisodeView, skill: str) -> Step:
-    """The lookup a call of ``skill`` needs first (its precondition's earlier call)."""
+    """The lookup a call of ``skill`` needs first (its precondition's earlier call, or the one that reveals the
+    string it copies: the other order's address)."""
     if skill == "cancel_order":
         return "list_orders", {"customer_id": view.knowledge.ids("customer")[0]}
+    if skill == "update_address":
+        return "get_order", {"order_id": view.task.request.mentioned[1].id}
     return "get_order", {"order_id": _order_of(view)}
 
 
@@ -53,7 +61,7 @@ class RetailExpert:
         task, k = view.task, view.knowledge
         customers = k.ids("customer")
         if not customers or not view.succeeded("find_customer_by_email"):
-            return "find_customer_by_email", {"email": task.request.facts["email"]}
+            return "find_customer_by_email", {"email": _email(view)}
         if not task.goals:
             return "close_case", {"customer_id": customers[0], "outcome": "not_cancellable"}
         ready = [i for i in range(len(task.goals)) if view.ready[i]]
@@ -77,7 +85,7 @@ class RetailExpert:
             if not isinstance(p, EntityParam) or not isinstance(v, str) or k.knows(p.node_type, v):
                 continue
             if p.node_type in ("customer", "payment_method") or not customers:
-                return "find_customer_by_email", {"email": view.task.request.facts["email"]}
+                return "find_customer_by_email", {"email": _email(view)}
             if p.node_type == "order":
                 return "list_orders", {"customer_id": customers[0]}
             return "get_order", {"order_id": _order_of(view)}

@@ -29,6 +29,8 @@ SCHEMA = DomainSchema(
             (
                 FieldSpec("status", "category", ORDER_STATUSES),
                 FieldSpec("total", "number"),
+                FieldSpec("address", "text"),  # copied by update_address (`source: order.address`)
+                FieldSpec("tracking", "text"),  # copied by answer_tracking
                 *(
                     FieldSpec(q, "category", answers) for q, answers in QUESTIONS.items()
                 ),  # ask_customer's answers

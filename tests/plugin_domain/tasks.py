@@ -51,6 +51,7 @@ class _Spec:
     end: Literal["goals", "world_state"] = "goals"
     end_skill: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, str | tuple[str, ...]] | None = None  # None: the customer's email
 
 
 def _pick(ctx: _Ctx, n: int) -> int:
@@ -230,6 +231,56 @@ def refund_choice(ctx: _Ctx) -> _Spec:
     return _Spec(text, (_ask("refund_to", o.id), *refunds), (EntityRef("order", o.id),), relevant, 4)
 
 
+def ship_like_other(ctx: _Ctx) -> _Spec:
+    """Ship a pending order to the address of another order: the address is copied from the other order once its
+    lookup revealed it (a string argument copying a revealed field, ``source: order.address``)."""
+    c = ctx.world.customer
+    j = _pick(ctx, len(c.orders))
+    o, other = c.orders[j], c.orders[(j + 1 + _pick(ctx, len(c.orders) - 1)) % len(c.orders)]
+    o.status = "pending"
+    if o.address == other.address:
+        o.address = "PO Box " + o.address
+    goal = Goal(
+        "ship",
+        "update_address",
+        args={"customer_id": c.id, "order_id": o.id, "address": other.address},
+        description="ship the order to the other order's address",
+    )
+    text = f"Hi, this is {c.email}. Please ship order {o.id} to the same address as my order {other.id}."
+    return _Spec(
+        text, (goal,), (EntityRef("order", o.id), EntityRef("order", other.id)), (c.id, o.id, other.id), 3
+    )
+
+
+def tracking_answer(ctx: _Ctx) -> _Spec:
+    """Tell the customer the tracking number of a shipped order: the answer is a string copied from the order's
+    revealed ``tracking`` field (``source: order.tracking``)."""
+    c = ctx.world.customer
+    o = c.orders[_pick(ctx, len(c.orders))]
+    o.status = "processed"
+    goal = Goal(
+        "answer",
+        "answer_tracking",
+        args={"customer_id": c.id, "tracking_number": o.tracking},
+        description="tell the tracking number",
+    )
+    text = f"Hi, this is {c.email}. What is the tracking number of my order {o.id}?"
+    return _Spec(text, (goal,), (EntityRef("order", o.id),), (c.id, o.id), 3)
+
+
+def two_emails(ctx: _Ctx) -> _Spec:
+    """Cancel a pending order for a customer who gives two emails, only one of which is their account's: a fact with
+    two values (``Request.facts``), the lookup's ``email`` argument chooses one by position (``max_values: 2``)."""
+    spec = cancel_order(ctx)
+    c = ctx.world.customer
+    old = c.email.replace("@example.com", "@oldmail.example.org")
+    emails = (old, c.email) if _pick(ctx, 2) else (c.email, old)
+    spec.text = spec.text.replace(c.email, f"{emails[0]} (or maybe {emails[1]})")
+    spec.facts = {"email": emails}
+    spec.extra = {"account_email": c.email}  # what the expert knows (ground truth), never the policy
+    return spec
+
+
 BUILDERS: dict[str, Callable[[_Ctx], _Spec]] = {
     "refund_item": refund_item,
     "return_items": return_items,
@@ -238,6 +289,9 @@ BUILDERS: dict[str, Callable[[_Ctx], _Spec]] = {
     "refund_items": refund_items,
     "expedite_order": expedite_order,
     "refund_choice": refund_choice,
+    "ship_like_other": ship_like_other,
+    "tracking_answer": tracking_answer,
+    "two_emails": two_emails,
 }
 FAMILIES: tuple[str, ...] = tuple(BUILDERS)
 
@@ -252,7 +306,9 @@ def generate_task(family: str, seed: int, options: RetailOptions) -> tuple[Retai
     task = Task(
         family=family,
         seed=seed,
-        request=Request(spec.text, {"email": world.customer.email}, spec.mentioned),
+        request=Request(
+            spec.text, {"email": world.customer.email} if spec.facts is None else spec.facts, spec.mentioned
+        ),
         goals=spec.goals,
         optimal_steps=spec.optimal_steps,
         relevant=spec.relevant,
@@ -270,7 +326,7 @@ def final_state_ok(world: RetailWorld, task: Task) -> bool:
 
 def goal_feasible(world: RetailWorld, goal: Goal) -> bool:
     """Whether a pending goal can still be satisfied from this world (False = unrecoverable)."""
-    if "order_id" not in goal.args:  # closing the case
+    if "order_id" not in goal.args:  # closing the case, an answer
         return True
     o = world.order(str(goal.args["order_id"]))
     if o is None:
@@ -280,6 +336,8 @@ def goal_feasible(world: RetailWorld, goal: Goal) -> bool:
         return o.status in ("processed", "delivered") and hit is not None and hit[1].status == "normal"
     if goal.skill in ("cancel_order", "expedite_order"):
         return o.status == "pending" and o.shipping == "standard"
+    if goal.skill == "update_address":
+        return o.status == "pending"
     if goal.skill == "refund_items":
         hits = [world.item(str(i)) for i in goal.args["item_ids"]]
         return o.status in ("processed", "delivered") and all(

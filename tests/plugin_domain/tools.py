@@ -67,6 +67,8 @@ def get_order(world: Any, params: dict[str, Any]) -> dict[str, Any]:
         "customer_id": w.customer.id,
         "status": o.status,
         "total": o.total,
+        "address": o.address,
+        "tracking": o.tracking,
         "items": [_item(i) for i in o.items],
     }
 
@@ -148,13 +150,19 @@ def return_items(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     return {"return_id": f"rt_{o.id}", "items": [{"item_id": i.id, "status": i.status} for i in chosen if i]}
 
 
-def cancel_order(world: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Cancel a pending order."""
+def _pending_order(world: Any, params: dict[str, Any], what: str) -> Order:
+    """The customer's order the call names, which must be pending for ``what``."""
     w = _world(world)
     _customer(w, params["customer_id"])
     o = _order(w, params["order_id"])
     if o.status != "pending":
-        raise ToolError("CONFLICT", f"order {o.id} is {o.status}: only pending orders can be cancelled")
+        raise ToolError("CONFLICT", f"order {o.id} is {o.status}: only a pending order {what}")
+    return o
+
+
+def cancel_order(world: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Cancel a pending order."""
+    o = _pending_order(world, params, "can be cancelled")
     o.status, o.cancel_reason = "cancelled", params["reason"]
     return {"status": o.status}
 
@@ -183,3 +191,18 @@ def expedite_order(world: Any, params: dict[str, Any]) -> dict[str, Any]:
         raise ToolError("CONFLICT", f"order {o.id} is {o.status}, shipping {o.shipping}: cannot expedite")
     o.shipping = "express"
     return {"shipping": o.shipping, "fee": EXPRESS_FEE}
+
+
+def update_address(world: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Ship a pending order to another address (a string the caller copied from a revealed order)."""
+    o = _pending_order(world, params, "can change its address")
+    o.address = params["address"]
+    return {"address": o.address}
+
+
+def answer_tracking(world: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Tell the customer a tracking number (the answer is recorded; any string is accepted, as a chat would)."""
+    w = _world(world)
+    _customer(w, params["customer_id"])
+    w.case = f"told:{params['tracking_number']}"
+    return {"told": params["tracking_number"]}

@@ -51,6 +51,8 @@ class Order:
     paid_with: str  # a payment method id
     items: list[Item]
     cancel_reason: str = ""
+    address: str = ""  # where it ships (a text field: string arguments copy it once a lookup revealed it)
+    tracking: str = ""  # the carrier's tracking number (an answer copies it)
     shipping: str = "standard"  # or "express"
 
     @property
@@ -114,6 +116,15 @@ class RetailWorld:
         return orders, len(self.refunds), self.case
 
 
+STREETS: tuple[str, ...] = ("Elm St", "Oak Ave", "Pine Rd", "Lake Dr", "Hill Ln")
+
+
+def shipping_of(oid: str) -> tuple[str, str]:
+    """An order's address and tracking number, derived from its id (no draw: older families' worlds stay)."""
+    n = int(oid[2:])
+    return f"{n % 900 + 100} {STREETS[n % len(STREETS)]}, Springfield", f"1Z{n * 7919 % 10**10:010d}"
+
+
 def make_world(rng: np.random.Generator, items_per_order: int) -> RetailWorld:
     """A customer with two or three payment methods and three orders of ``items_per_order`` items each."""
     cid = f"cust_{int(rng.integers(10_000, 99_999))}"
@@ -132,6 +143,7 @@ def make_world(rng: np.random.Generator, items_per_order: int) -> RetailWorld:
         ]
         status = ORDER_STATUSES[int(rng.integers(0, 3))]
         orders.append(Order(oid, status, pms[int(rng.integers(len(pms)))].id, items))
+        orders[-1].address, orders[-1].tracking = shipping_of(oid)
     email = f"{cid.replace('_', '.')}@example.com"
     return RetailWorld(Customer(cid, email, TIERS[int(rng.integers(2))], pms, orders))
 
@@ -159,7 +171,9 @@ def entity_fields(world: RetailWorld, entity_type: str, entity_id: str) -> dict[
         return None if p is None else {"kind": p.kind, "balance": p.balance}
     if entity_type == "order":
         o = world.order(entity_id)
-        return None if o is None else {"status": o.status, "total": o.total}
+        if o is None:
+            return None
+        return {"status": o.status, "total": o.total, "address": o.address, "tracking": o.tracking}
     if entity_type == "item":
         hit = world.item(entity_id)
         return (

@@ -49,6 +49,9 @@ def test_it_registers_and_implements_the_protocol() -> None:
         "refund_items",
         "expedite_order",
         "refund_choice",
+        "ship_like_other",
+        "tracking_answer",
+        "two_emails",
     )
 
 

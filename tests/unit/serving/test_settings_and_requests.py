@@ -81,7 +81,12 @@ def test_env_config_comes_from_the_run(tmp_path):
 
 @pytest.mark.parametrize(
     "domain,family",
-    [("ecommerce", "multi_item_return"), ("helpdesk", "merge_duplicates"), (RETAIL, "expedite_order")],
+    [
+        ("ecommerce", "multi_item_return"),
+        ("helpdesk", "merge_duplicates"),
+        (RETAIL, "expedite_order"),
+        (RETAIL, "two_emails"),  # a fact with two values travels as a list and comes back as the tuple
+    ],
 )
 def test_a_request_body_becomes_the_domains_task(domain, family):
     d = get_domain(domain)

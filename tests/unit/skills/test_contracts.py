@@ -184,3 +184,19 @@ def test_skills_check_runs_every_skill_ok(domain):
     assert {r["via"].split(":")[0] for r in rows} <= {"expert", "contract"}
     r = CliRunner().invoke(app, ["skills", "check", "--domain", domain])
     assert r.exit_code == 0 and f"{len(names)}/{len(names)} skills returned OK" in r.output
+
+
+def test_a_string_source_is_a_request_fact_or_a_revealed_field():
+    """``source: request.<fact>`` copies a request fact (``max_values`` of them at most), ``source: <type>.<field>``
+    a revealed field of an entity (issue 26, point 3)."""
+    from agentic_ray.skills.contracts import StringParam
+
+    fact = StringParam(source="request.email", max_values=2)
+    assert (fact.request_fact, fact.copy_field, fact.max_values) == ("email", None, 2)
+    field = StringParam(source="order.address")
+    assert (field.request_fact, field.copy_field) == (None, ("order", "address"))
+    assert StringParam().request_fact is None and StringParam().copy_field is None
+    with pytest.raises(ValueError, match="max_values is for strings copied from a request fact"):
+        StringParam(source="order.address", max_values=2)
+    with pytest.raises(ValueError, match="String should match pattern"):
+        StringParam(source="address")
