@@ -25,7 +25,7 @@ import numpy as np
 from agentic_ray.domains.protocol import Domain, EntityRef
 from agentic_ray.parser.dag_template import DagTemplates
 from agentic_ray.parser.family_classifier import FamilyClassifier, mask_slots, segments
-from agentic_ray.parser.parsed_request import Clarify, ParsedRequest, SlotSpan
+from agentic_ray.parser.parsed_request import Clarify, FactValue, ParsedRequest, SlotSpan
 from agentic_ray.parser.slot_tagger import SlotTagger
 from agentic_ray.text import get_embedder
 
@@ -179,7 +179,10 @@ class GoalParser:
 
     # ------------------------------------------------------------------------------------------ parse
     def parse(
-        self, text: str, history: Sequence[str] = (), known_facts: Mapping[str, str] | None = None
+        self,
+        text: str,
+        history: Sequence[str] = (),
+        known_facts: Mapping[str, str | Sequence[str]] | None = None,
     ) -> ParsedRequest:
         """Parse the customer's latest ``text`` in the context of their earlier turns ``history``.
 
@@ -215,7 +218,9 @@ class GoalParser:
                 min(p[i] / max(float(p.sum()), 1e-9) for p, i in zip(probs, picks, strict=True))
             )
         spans = [self._assign(sp, cuts, chosen) for sp in spans]
-        facts: dict[str, str] = dict(known_facts or {})
+        facts: dict[str, FactValue] = {
+            k: v if isinstance(v, str) else tuple(v) for k, v in (known_facts or {}).items()
+        }
         for sp in spans:
             if sp.slot in self.fact_keys:
                 facts.setdefault(sp.slot, sp.value)
@@ -255,7 +260,11 @@ class GoalParser:
         return SlotSpan(sp.slot, sp.value, sp.turn, sp.start, sp.end, sub, sp.confidence)
 
     def _clarify(
-        self, chosen: list[str], per_task: list[dict[str, str]], facts: dict[str, str], confidence: float
+        self,
+        chosen: list[str],
+        per_task: list[dict[str, str]],
+        facts: Mapping[str, FactValue],
+        confidence: float,
     ) -> Clarify | None:
         """What to ask, or None: the slots the families' templates need that were not given, the identity when
         no fact set that identifies the customer is complete, and ``unsure`` when the family is uncertain (the

@@ -9,6 +9,9 @@ from typing import Any, Literal
 from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.protocol import EntityRef, Request, Task
 
+FactValue = str | tuple[str, ...]
+"""One fact's value: a string, or several values when the customer gave more than one (``Request.facts``)."""
+
 __all__ = ["Clarify", "ParsedRequest", "SlotSpan"]
 
 
@@ -76,7 +79,7 @@ class ParsedRequest:
     families: tuple[str, ...]
     family: str
     goals: tuple[Goal, ...]
-    facts: dict[str, str]
+    facts: dict[str, FactValue]
     mentioned: tuple[EntityRef, ...]
     slots: tuple[SlotSpan, ...]
     confidence: float

@@ -82,7 +82,10 @@ class TextParser:
         return p
 
     async def parse(
-        self, text: str, history: Sequence[str] = (), known_facts: Mapping[str, str] | None = None
+        self,
+        text: str,
+        history: Sequence[str] = (),
+        known_facts: Mapping[str, str | Sequence[str]] | None = None,
     ) -> TextParse:
         """Parse a customer's turn; counted and timed (the wall time includes waiting for the parse thread)."""
         parser = await self.parser()

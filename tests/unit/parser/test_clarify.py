@@ -36,3 +36,13 @@ def test_the_missing_slot_given_in_a_follow_up_completes_the_request(ecommerce_p
     assert goals["address"].deps == ("verify",)
     order = next(s for s in p.slots if s.slot == "order")
     assert (order.turn, "Sorry, it is order O7654321."[order.start : order.end]) == (1, "O7654321")
+
+
+def test_a_known_fact_with_several_values_counts_as_given_and_keeps_its_values(ecommerce_parser) -> None:
+    p = ecommerce_parser.parse(
+        "The address on order O1234567 is wrong, please send it to a parcel locker.",
+        [],
+        known_facts={"email": ["li@example.com", "wei@example.com"]},
+    )
+    assert p.clarify is None, p.clarify
+    assert p.facts["email"] == ("li@example.com", "wei@example.com")
