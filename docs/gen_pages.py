@@ -195,6 +195,10 @@ API_PAGES: dict[str, tuple[str, list[str]]] = {
             "agentic_ray.memory.memory_skills",
         ],
     ),
+    "refine": (
+        "Refine",
+        ["agentic_ray.refine.refiner", "agentic_ray.refine.refine_config", "agentic_ray.refine.fix_memory"],
+    ),
 }
 
 
