@@ -87,6 +87,15 @@ CREATE TABLE IF NOT EXISTS session_steps (
 _KEEP = "NOT EXISTS (SELECT 1 FROM feedback f WHERE f.trace_id = decisions.trace_id AND f.consumed IS NULL)"
 """A decision no unconsumed feedback is about (only those may be deleted)."""
 
+_SESSIONS_WITH_FEEDBACK = (
+    "SELECT f.trace_id FROM feedback f WHERE f.consumed IS NULL "  # feedback on the episode: its trace id
+    "UNION SELECT json_extract(d.request, '$.session_id') FROM feedback f "  # feedback on one of its steps
+    "JOIN decisions d ON d.trace_id = f.trace_id "
+    "WHERE f.consumed IS NULL AND json_extract(d.request, '$.session_id') IS NOT NULL"  # NOT IN (.., NULL) is never true
+)
+"""Session ids that unconsumed feedback is about (an episode's, or the session of a step's decision): retention
+keeps those sessions and their steps, which the refiner replays."""
+
 
 @dataclass(frozen=True)
 class FeedbackRecord:
@@ -326,9 +335,13 @@ class DecisionStore:
                 (cutoff,),
                 "feedback",
             )
-            # an open session idle that long was abandoned (the session TTL is minutes)
+            # an open session idle that long was abandoned (the session TTL is minutes); a session that
+            # unconsumed feedback is about stays, with its steps, so that `agentic-ray refine` can replay it
             out["sessions_expired"] = self._delete_batches(
-                con, "SELECT rowid FROM sessions WHERE updated < ?", (cutoff,), "sessions"
+                con,
+                f"SELECT rowid FROM sessions WHERE updated < ? AND session_id NOT IN ({_SESSIONS_WITH_FEEDBACK})",
+                (cutoff,),
+                "sessions",
             )
             self._delete_batches(
                 con,

@@ -86,6 +86,32 @@ def test_retention_deletes_old_rows_but_keeps_feedback_a_refiner_has_not_consume
     s.close()
 
 
+def test_retention_keeps_a_session_that_unconsumed_feedback_is_about_with_its_steps(tmp_path):
+    """`agentic-ray refine` replays a session's steps: feedback on the episode (its trace id is the session id)
+    or on one of its steps (a step decision naming the session) keeps the session until the feedback is
+    consumed."""
+    path = tmp_path / "fb.sqlite"
+    clock = WallClock()
+    s = DecisionStore(path, retention_s=3600.0, compact_every_s=None, clock=clock)
+    for sid in ("by-episode", "by-step", "no-feedback"):
+        s.open_session(sid, "alice", "cancellation", 1, "stable")
+        s.add_session_step(sid, 0, {"skill": 1}, "policy")
+        s.close_session(sid)
+    s.add_decision("by-episode", "episode", "stable", "v1", {"session_id": "by-episode"}, {})
+    s.add_decision("step-1", "step", "stable", "v1", {"session_id": "by-step"}, {"skill": "x"})
+    on_episode = s.add_feedback("by-episode", "failure", "not_solved", "")
+    on_step = s.add_feedback("step-1", "failure", "wrong_steps", "")
+    clock.t += 7200.0
+    out = s.compact()
+    kept = sorted(r[0] for r in s._con.execute("SELECT session_id FROM sessions"))
+    assert out["sessions_expired"] == 1 and kept == ["by-episode", "by-step"]
+    assert s.session_steps("by-step") == [({"skill": 1}, "policy")] and s.session_steps("no-feedback") == []
+    mark_feedback_consumed(path, [on_episode, on_step], when=clock.t - 7200.0)
+    out = s.compact()
+    assert out["sessions_expired"] == 2 and s.session_steps("by-step") == []
+    s.close()
+
+
 def test_retention_by_size_deletes_the_oldest_first(tmp_path):
     path = tmp_path / "fb.sqlite"
     clock = WallClock()
