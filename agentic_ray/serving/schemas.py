@@ -343,7 +343,9 @@ class ParsedOut(_Out):
     families: list[str] = Field(description="Task families, in the order the customer raised them.")
     family: str = Field(description="The task family label (the composite family for several).")
     goals: list[GoalOut] = Field(description="The goal DAG (empty with a clarification).")
-    facts: dict[str, str] = Field(description="Values the customer gave (email, name, zip...).")
+    facts: dict[str, str | list[str]] = Field(
+        description="Values the customer gave (email, name, zip...); a list for a fact with several values."
+    )
     mentioned: list[EntityRefOut] = Field(description="Entities named by id.")
     slots: list[SlotSpanOut] = Field(description="Every extracted slot with its span.")
     confidence: float = Field(description="The chosen families' share of the classifier's probability mass.")

@@ -122,6 +122,18 @@ def test_a_missing_identity_is_a_clarify_naming_the_ways_to_give_it(app):
     assert d["kind"] == "decision" and d["parsed"]["facts"] == {"name": "Li Wei", "zip": "361001"}
     d = c.post("/v1/act", json=act_text(ADDRESS, facts={"email": "li@example.com"}), headers=AUTH).json()
     assert d["kind"] == "decision" and d["parsed"]["facts"] == {"email": "li@example.com"}
+    # a fact the client holds with several values is said, and answered as a list (a 500 before: schemathesis)
+    two = {"email": ["li@example.com", "wei@example.com"]}
+    r = c.post("/v1/act", json=act_text("Where is my package?", facts=two), headers=AUTH)
+    assert r.status_code == 200 and r.json()["parsed"]["facts"] == two, r.text[:300]
+
+
+def test_an_unknown_family_is_refused_before_the_text_is_read(app):
+    _svc, c = app
+    body = {"domain": "ecommerce", "family": "AAA", "text": ""}
+    for path in ("/v1/sessions", "/v1/episodes"):
+        r = c.post(path, json=body, headers=AUTH)
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"][-1] == "family", (path, r.text[:300])
 
 
 def test_hostile_text_is_a_4xx_or_a_clarify_never_a_5xx(app):
