@@ -23,6 +23,7 @@ GENERIC_WORDS: dict[str, str] = {
     "category": "FieldSpec.kind: a one-hot feature encoding",
     "status": "a run's, a ledger row's or a reward result's status",
     "kind": "the kind of a consequence, a fault or a reward message",
+    "priority": "Goal.priority: a goal DAG field (the goal bodies that serving builds from a parse)",
 }
 """Common words that some domain also uses as a field or type name, and what they mean in generic code."""
 

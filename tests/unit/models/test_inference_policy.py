@@ -80,6 +80,12 @@ def test_inference_path_equals_training_path(domain: str, mode: str) -> None:
     env = AgentTaskEnv({"domain": domain, "action_mode": mode})
     env.action_space.seed(0)
     model = _model(env, prototype=mode == "prototype")
+    if model.policy_heads.packed.sequences:
+        # Not covered yet: the inference path has no sequence (ordered list) slots, which the test plug-in domain
+        # uses. Such a model must say so, and then runs the training path
+        # (test_models_it_does_not_cover_fall_back_to_the_training_path).
+        assert InferencePolicy.unsupported(model) == "sequence slots"
+        return
     assert InferencePolicy.supports(model)
     _check(model, _observations(env), f"{domain}/{mode}")
 
