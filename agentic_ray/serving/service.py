@@ -279,10 +279,7 @@ class PolicyService:
         unsure or incomplete parse starts no session and is answered with a clarification (returned as its
         response body)."""
         self._check_domain(body.domain)
-        if (
-            body.family is not None and body.family not in self.sessions.families
-        ):  # before a clarify answers 200
-            raise ClientError([(("body", "family"), f"not one of {list(self.sessions.families)}")])
+        self.sessions.check_family(body.family)  # before a clarify answers 200
         sid = uuid.uuid4().hex
         parse: TextParse | None = None
         if body.text is not None:

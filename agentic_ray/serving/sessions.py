@@ -179,6 +179,11 @@ class SessionManager:
         self._seeds = {f: t.domain.validation_seeds(f, t.config.validation_per_family) for f in self.families}
         self.expire()
 
+    def check_family(self, family: str | None) -> None:
+        """Raises :class:`ClientError` (422) unless ``family`` is None or one of the served families."""
+        if family is not None and family not in self.families:
+            raise ClientError([(("body", "family"), f"not one of {list(self.families)}")])
+
     def create(
         self,
         session_id: str,
@@ -197,8 +202,7 @@ class SessionManager:
                 with ``Retry-After``).
         """
         self.expire()
-        if family is not None and family not in self.families:
-            raise ClientError([(("body", "family"), f"not one of {list(self.families)}")])
+        self.check_family(family)
         mine = [t for c, t in self._idle_since() if c == client]
         if len(mine) >= self.per_client:
             raise self._full(f"this client holds {len(mine)} open sessions, its quota; close one", min(mine))
