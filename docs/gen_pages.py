@@ -374,9 +374,9 @@ def readme_table(records: dict[str, dict[str, Any]] | None = None) -> str:
         if row is None:
             figures = "not recorded yet"
         else:
+            # Whether the code changed since is on the row's page, not here: it depends on the clone's git state,
+            # so a README carrying it went stale with every commit to agentic_ray (a CI run failed on exactly that).
             figures = ", ".join(f"{k} {fmt(row[k])}" for k in h.fields if k in row) or "fields missing"
-            if staleness(records[h.record]) != "current":
-                figures += " (code changed since)"
         lines.append(f"| {h.what} | {figures} | {link} |")
     return "\n".join(lines)
 
