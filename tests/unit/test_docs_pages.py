@@ -83,7 +83,7 @@ def test_the_readme_table_marks_missing_records_and_the_page_marks_stale_ones(
     assert GEN["readme_table"](records) == table
     assert "**commit unknown**" in GEN["result_page"]("env_throughput", records["env_throughput"])
     head = subprocess.run(
-        ["git", "rev-parse", "HEAD~1"], cwd=REPO, capture_output=True, text=True
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True
     ).stdout.strip()
     records["env_throughput"]["commit"] = head
     records["env_throughput"]["uncommitted_changes"] = True
