@@ -81,8 +81,20 @@ def train(
         check_env(settings)
     except (SettingsError, PreflightError) as e:
         raise UserError("; ".join(str(e).splitlines())) from e
-    init_ray(address or settings.ray.address, settings.ray.num_cpus)
-    out = run_pipeline(settings, run_dir=run_dir, resume=resume, progress=make_progress())
+    out = None
+    if resume is not None:
+        from agentic_ray.stages.pipeline import finished_run
+        from agentic_ray.stages.run_storage import RunStorage
+
+        out = finished_run(_local_run(resume, STATE_FILE), list(settings.stages.run))
+        if out is not None:
+            out["run_dir"] = str(RunStorage(resume))
+            typer.echo(
+                f"run directory: {out['run_dir']}\nevery stage of this run has finished: nothing to resume"
+            )
+    if out is None:
+        init_ray(address or settings.ray.address, settings.ray.num_cpus)
+        out = run_pipeline(settings, run_dir=run_dir, resume=resume, progress=make_progress())
     run = out["run_dir"]
     typer.echo("")
     typer.echo(metrics_table(out["final"]))
