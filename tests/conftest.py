@@ -64,3 +64,12 @@ def quickstart_run():
     run = run_quickstart()
     yield run
     remove_run(run.run_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(ray_session, tmp_path_factory):
+    """One finished run of ``configs/tiny.yaml`` with the asynchronous reward pool, trained once per session (see
+    ``tests/helpers/tiny_run.py``)."""
+    from tests.helpers.tiny_run import train_tiny_run
+
+    return train_tiny_run(tmp_path_factory.mktemp("tiny"))

@@ -1,6 +1,6 @@
 """The dashboard, report and traces on a real tiny run (configs/tiny.yaml with the asynchronous reward pool).
 
-One run is trained per module and shared: the data endpoints must equal ``metrics.jsonl`` and
+The session's shared tiny run (``tiny_run`` in tests/conftest.py) is read: the data endpoints must equal ``metrics.jsonl`` and
 ``traces.jsonl``; a failed episode's trace carries pointer probabilities and reward layers; ``agentic-ray eval``
 takes the relative path the README gives; and, in headless Chromium (Debian's ``chromium`` and
 ``chromium-driver``), every page draws its plots with the run's data and a failed trace opens by its id. Without
@@ -21,7 +21,6 @@ from agentic_ray.cli import app
 from agentic_ray.dashboard.app import create_app
 from agentic_ray.eval.report import read_metrics
 from agentic_ray.settings import load_settings
-from agentic_ray.stages.pipeline import run_pipeline
 from tests.helpers.browser import (
     browser_missing,
     chromium,
@@ -29,23 +28,18 @@ from tests.helpers.browser import (
     severe_console_errors,
     wait_rendered,
 )
+from tests.helpers.tiny_run import TINY_REWARDS
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "configs" / "tiny.yaml"
-REWARDS = {
-    "mode": "async",
-    "layers": {"execution": {}, "efficiency": {}, "risk": {}, "plan": {}, "user_experience": {}},
-}
+REWARDS = TINY_REWARDS
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def run(ray_session, tmp_path_factory) -> Path:
-    s = load_settings(TINY, {"wandb.mode": "disabled", "rewards": REWARDS})
-    out = run_pipeline(s, run_dir=tmp_path_factory.mktemp("dash") / "runs" / "tiny", progress=lambda _m: None)
-    assert out["status"] == "finished"
-    return Path(out["run_dir"])
+def run(tiny_run) -> Path:
+    return tiny_run
 
 
 def _traces(run: Path) -> list[dict]:

@@ -35,8 +35,16 @@ import httpx
 import pytest
 
 from agentic_ray.skills.server import free_port, stop_process_group
+from agentic_ray.stages.pipeline import PipelineState
 from benchmarks.results_record import RESULTS_DIR_ENV
-from tests.helpers.quickstart_run import QUICKSTART_COMMAND, CliRun, remove_run, run_cli, run_dir_of
+from tests.helpers.quickstart_run import (
+    QUICKSTART_COMMAND,
+    STORAGE,
+    CliRun,
+    remove_run,
+    run_cli,
+    run_dir_of,
+)
 from tests.helpers.readme import README, REPO, all_commands, readme_commands
 from tests.integration.ray_head import kill_matching, private_ray_head
 
@@ -44,10 +52,14 @@ INSTALL = "python3 -m venv .venv && . .venv/bin/activate && pip install -e "
 # The RL gate is off at this budget, as in configs/tiny.yaml: one RL iteration after 40 demonstrations x 2 epochs,
 # judged on 10 episodes, leaves the policy below gate_dvr 0.9 (measured in CI: dvr_progress 0.80, exit 3), and these
 # commands check how a training is launched, not what it learns (the quickstart run and tests/learning do).
-SMALL_TRAINING = (
+# No Correction Uplift ablation either: at the quickstart's cu_min_pairs (100) it rolls paired episodes until 100
+# first failures, most of a small training's evaluation time; the CU figures come from the session's quickstart run
+# (tests/learning/test_correction_uplift.py) and the correction_uplift benchmark.
+TRAINING_SIZE = (
     " --set stages.il.demos=40 --set stages.il.epochs=2 --set stages.rl.iterations=1"
     " --set stages.reflection.iterations=1 --set eval.tasks_per_family=1 --set stages.rl.gate_dvr=0.0"
 )
+SMALL_TRAINING = TRAINING_SIZE + " --set eval.cu_ablation=false"
 BUDGET = {
     "python benchmarks/env_throughput.py": " --steps 400 --val-per-family 1",
     "python benchmarks/env_throughput.py --domain helpdesk": " --steps 400 --val-per-family 1",
@@ -66,19 +78,15 @@ BUDGET = {
         " --seeds 0 --demos 20 --tasks 10 --iterations 1 --cu-pairs 5 --set algo.train_batch_size=128"
         " --set rewards=null"
     ),
-    "python benchmarks/quickstart.py": SMALL_TRAINING,
+    "python benchmarks/quickstart.py": TRAINING_SIZE,
     "python benchmarks/correction_uplift.py --seeds 0": (
-        SMALL_TRAINING
+        TRAINING_SIZE
         + " --set stages.reflection.correction_demos=8 --set stages.reflection.correction_epochs=1 --cu-pairs 5"
     ),
 }
 # `agentic-ray sweep` exits 3 when a trial stops at a failed gate; the gate's exit code has its own tests in
 # tests/unit/sweeps. SMALL_TRAINING turns the RL gate off here too.
-SWEEP_BUDGET = (
-    " --set num_samples=1"
-    + SMALL_TRAINING.replace("--set ", "--set overrides.")
-    + " --set overrides.eval.cu_ablation=false"
-)
+SWEEP_BUDGET = " --set num_samples=1" + SMALL_TRAINING.replace("--set ", "--set overrides.")
 SWEEP_BENCHMARK = next(
     (c for c in all_commands() if c.startswith("python benchmarks/sweep.py")), "python benchmarks/sweep.py"
 )
@@ -200,8 +208,21 @@ def plain(cmd: str, _run: CliRun) -> None:
     _ok(cmd)
 
 
+def _job_storage(submit: str) -> str:
+    """The submit command with the session's storage root as a ``file://`` URI added to its runtime env's
+    ``env_vars`` (the job runs on the head, which does not inherit this process's environment)."""
+    m = re.search(r"--runtime-env-json '(\{.*?\})'", submit)
+    assert m, submit
+    runtime_env = json.loads(m.group(1))
+    runtime_env.setdefault("env_vars", {})["AGENTIC_RAY_STORAGE_PATH"] = f"file://{STORAGE}"
+    return submit.replace(m.group(0), f"--runtime-env-json '{json.dumps(runtime_env)}'")
+
+
 def ray_start_and_submit(cmd: str, _run: CliRun) -> None:
-    """`ray start --head ...` is the private head; every README submit command then runs against it."""
+    """`ray start --head ...` is the private head; every README submit command then runs against it, its runs
+    written to the session's storage root as a ``file://`` URI. A training job's run must outlive the job: after
+    the job ended (Ray deletes its working_dir package, where a relative ``runs/`` used to land), the run is
+    under the storage root, finished, with its checkpoints, metrics and report."""
     submits = [c for c in COMMANDS if " ray job submit " in f" {c} "]
     assert submits
     with private_ray_head() as head:
@@ -209,10 +230,21 @@ def ray_start_and_submit(cmd: str, _run: CliRun) -> None:
         env = {k: v for k, v in head["env"].items() if k != "RAY_ADDRESS"}
         for submit in submits:
             budget = SWEEP_BUDGET if " agentic-ray sweep " in submit else SMALL_TRAINING
-            job = _with_budget(submit.replace("http://127.0.0.1:8265", head["dashboard"]), budget)
+            job = _with_budget(
+                _job_storage(submit.replace("http://127.0.0.1:8265", head["dashboard"])), budget
+            )
             out = _ok(job, timeout_s=900, env=env)
             assert "succeeded" in out.lower(), out[-3000:]
-            for d in re.findall(r"(?:run|sweep) directory: (\S+)", out):
+            if " agentic-ray train " in submit:
+                where = re.search(r"run directory: file://(\S+)", out)
+                assert where is not None, out[-3000:]
+                run_dir = Path(where.group(1))
+                assert run_dir.parent == STORAGE and "_ray_pkg_" not in str(run_dir), run_dir
+                state = PipelineState.load(run_dir)
+                assert state.status == "finished" and state.completed == ["il", "rl", "reflection"], state
+                assert (run_dir / "checkpoints" / "reflection" / "rllib_checkpoint.json").exists()
+                assert (run_dir / "metrics.jsonl").exists() and (run_dir / "report.html").exists()
+            for d in re.findall(r"(?:run|sweep) directory: (?:file://)?(\S+)", out):
                 remove_run(Path(d))
         assert cmd.replace("8265", port).startswith("ray start --head")
     shutil.rmtree(REPO / "sweeps" / "mobo", ignore_errors=True)

@@ -11,11 +11,12 @@ each of the 10 e-commerce families, 20% faulty) after imitation and after RL. Ac
 From imitation, not from scratch: an untrained module completes nothing (sampled completion 0.0 at seed 0), so
 "completion within 5 points of its start" would hold nothing out there; the imitation policy completes about 0.6.
 
-Bars, each of which a no-op fails:
+Bars:
 
-* **completion**: at every seed AAAC's completion after RL is at least its start (the imitation policy's) minus
-  ``SLACK`` (5 points). The high-risk share is risky steps over steps, so a policy that hands off at once scores a
-  share of 0; it also completes nothing, and the floor stops it;
+* **completion** (in CI): at seed 0 (``CI_SEEDS``) AAAC's completion after RL is at least its start (the imitation
+  policy's) minus ``SLACK`` (5 points). The high-risk share is risky steps over steps, so a policy that hands off at
+  once scores a share of 0; it also completes nothing, and the floor stops it. A policy that does not move passes
+  this floor: that RL improves on imitation is ``tests/learning/test_rl_over_il.py``'s claim;
 * **high-risk share against PPO**: over the seeds, AAAC's mean share is at most ``RATIO`` × PPO's mean at the same
   budget, and PPO's is above 0. A policy that does not move keeps the imitation's share, which PPO's stays near
   (measured below), so it fails the ratio. This comparison is ``slow`` (not in CI): it is measured as missed on
@@ -48,6 +49,9 @@ from benchmarks.aaac_vs_ppo import parse, train_arm
 
 ARMS = ("aaac", "ppo")  # benchmarks/aaac_vs_ppo.py arms
 SEEDS = (0, 1, 2)
+CI_SEEDS = (0,)
+"""The completion floor runs at one seed in CI (issue 24: multi-seed learning claims live in the benchmarks and
+the slow tests; the three AAAC seeds took 115 s of CI's pytest on 2026-12-04); the slow comparison runs all three."""
 ENV_STEPS = 3000
 """RL env steps per run after imitation (six 512-step iterations)."""
 TASKS = 40
@@ -76,19 +80,19 @@ MEASURED_MISS = (
 )
 
 
-def _runs(arm: str) -> list[dict[str, Any]]:
+def _runs(arm: str, seeds: tuple[int, ...] = SEEDS) -> list[dict[str, Any]]:
     args = parse(ARGS)
     assert args.risk_mode == "soft" and args.init_demos > 0 and args.eval_at_start
     threads = torch.get_num_threads()
     try:
-        return [train_arm(arm, seed, args) for seed in SEEDS]
+        return [train_arm(arm, seed, args) for seed in seeds]
     finally:
         torch.set_num_threads(threads)
 
 
-def _summary(runs: dict[str, list[dict[str, Any]]], seconds: float) -> str:
+def _summary(runs: dict[str, list[dict[str, Any]]], seconds: float, seeds: tuple[int, ...]) -> str:
     keys = ("env_steps", "start_completion", "completion", "start_high_risk_share", "high_risk_share")
-    summary: dict[str, Any] = {"seeds": list(SEEDS)}
+    summary: dict[str, Any] = {"seeds": list(seeds)}
     for key in (*keys, "first_pass_completion"):
         summary[key] = {arm: [r[key] for r in rs] for arm, rs in runs.items()}
     summary["seconds"] = round(seconds, 1)
@@ -97,17 +101,16 @@ def _summary(runs: dict[str, list[dict[str, Any]]], seconds: float) -> str:
 
 @pytest.fixture(scope="module")
 def aaac_runs(ray_session) -> dict[str, Any]:
-    """AAAC's runs at every seed: 180 s in a full ``.ci/run`` on the 2-CPU dev box (2026-12-04), 223 s beside
-    other jobs; the six runs with PPO's took 194 s on the CI machine (2026-12-03)."""
+    """AAAC's run at ``CI_SEEDS``: one third of the three seeds' 115 s on the CI machine (2026-12-04)."""
     t0 = time.time()
-    runs = {"aaac": _runs("aaac")}
-    got = _summary(runs, time.time() - t0)
+    runs = {"aaac": _runs("aaac", CI_SEEDS)}
+    got = _summary(runs, time.time() - t0, CI_SEEDS)
     print("AAAC soft-risk:", got)
     return {"runs": runs, "got": got}
 
 
 @pytest.mark.learning
-@pytest.mark.timeout(1200)  # the fixture's three AAAC runs: 180 s in a full .ci/run on the dev box
+@pytest.mark.timeout(1200)  # the fixture's AAAC run: ~40 s on the CI machine
 def test_aaac_keeps_its_completion_in_soft_mode(aaac_runs) -> None:
     aaac, got = aaac_runs["runs"]["aaac"], aaac_runs["got"]
     assert all(r["completion"] >= r["start_completion"] - SLACK for r in aaac), (
@@ -124,8 +127,9 @@ def test_aaac_puts_less_on_high_risk_than_ppo(aaac_runs) -> None:
     (``MEASURED_MISS``) and whose figure ``benchmarks/aaac_vs_ppo.py --setting imitation`` prints at the issue's
     budget; the per-seed completion floor above stays in CI."""
     t0 = time.time()
-    runs = {**aaac_runs["runs"], "ppo": _runs("ppo")}
-    got = _summary(runs, time.time() - t0)
+    rest = tuple(seed for seed in SEEDS if seed not in CI_SEEDS)
+    runs = {"aaac": aaac_runs["runs"]["aaac"] + _runs("aaac", rest), "ppo": _runs("ppo")}
+    got = _summary(runs, time.time() - t0, SEEDS)
     print("AAAC vs PPO soft-risk:", got)
     share = {arm: statistics.fmean(r["high_risk_share"] for r in rs) for arm, rs in runs.items()}
     assert share["ppo"] > 0, f"PPO made no high-risk call: nothing to compare with. {got}"
