@@ -122,10 +122,11 @@ def build_served(tmp: Path) -> Served:
     # Imitation from 120 demonstrations x 8 epochs (tiny's 30 x 2 gives a near-flat policy whose greedy choice
     # flips on tiny updates): the stable policy must be good enough that a random candidate is measurably worse
     # (the canary tests) and must make varied decisions (serving must reproduce them). Measured: the greedy
-    # policy then uses 10 skills over 3 validation episodes, the same after RL and reflection; the whole run
-    # takes ~40 s. The imitation checkpoint is served; with tiny's own IL the reflection stage (1 iteration)
-    # collapsed onto one skill for all 30 decisions (CI, stop 19).
-    il = {"stages.il.demos": 120, "stages.il.epochs": 8}
+    # policy then uses 10 skills over 3 validation episodes, the same after RL and reflection; the whole
+    # three-stage run took ~40 s. The imitation checkpoint is served; with tiny's own IL the reflection stage
+    # (1 iteration) collapsed onto one skill for all 30 decisions (CI, stop 19). Only the imitation stage runs:
+    # its checkpoint is the one served, and RL and reflection after it cost ~15 s for checkpoints nothing read.
+    il = {"stages.il.demos": 120, "stages.il.epochs": 8, "stages.run": ["il"]}
     run_pipeline(load_settings(TINY, {"wandb.mode": "disabled", **il}), run_dir=run, progress=lambda _m: None)
     served_ckpt = pick_checkpoint(run, "il")
     random_policy = save_untrained_module(tmp / "random", seed=1)

@@ -199,7 +199,8 @@ def _terminated_trials(tune_dir: Path) -> set[str]:
 def test_kill_the_sweep_process_and_resume_without_rerunning_finished_trials(ray_session, tmp_path):
     """The sweep runs as the CLI does, in its own process, is SIGKILLed after its first trial finished, and is
     resumed; the resumed sweep's outputs are then checked as any finished two-trial sweep's
-    (``check_two_trial_sweep``, which was a test of its own: one sweep for both saves ~75 s of CI)."""
+    (``check_two_trial_sweep``, which was a test of its own: one sweep for both saves ~75 s of CI). Over 2
+    minutes: the kill and resume took 101 s in CI (2026-12-04) and the best config's tiny training adds ~20 s."""
     cfg = tmp_path / "sweep.yaml"
     # wandb offline, as the shipped sweeps: the resumed process must set WANDB_MODE itself (no API key here)
     cfg.write_text(json.dumps(tiny_sweep(tmp_path / "sweeps", iterations=3, wandb={"mode": "offline"})))
