@@ -75,7 +75,15 @@ from agentic_ray.envs.masks import MaskComputer, Masks, sla_arrays
 from agentic_ray.envs.observation import ObservationBuilder, build_specs
 from agentic_ray.envs.prototypes import load_prototypes
 from agentic_ray.graph_spec import observation_space
-from agentic_ray.keys import BACKEND_ERRORS, ENTITIES_PAST_CAP, EPISODE_RECORD, MASK_REASONS, STEP_TRACE
+from agentic_ray.keys import (
+    BACKEND_ERRORS,
+    CONTEXT_MEMORY_FACTS,
+    ENTITIES_PAST_CAP,
+    EPISODE_RECORD,
+    MASK_REASONS,
+    STEP_TRACE,
+)
+from agentic_ray.memory.memory_episode import FactEvent, KeyFact, MemoryEpisode
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
 from agentic_ray.skills.contracts import EntityListParam, EntityParam, StringParam, load_contracts
@@ -511,6 +519,9 @@ class AgentTaskEnv(gym.Env):
         self.masks.reset(task)
         self._steps: list[StepRecord] = []
         self._recalled: list[str] = []
+        self._key_facts = [KeyFact.model_validate(f) for f in task.key_facts]
+        self._fact_events: list[FactEvent] = []
+        self._t0_s = self.clock.now()
         self._informed: set[tuple[str, ...]] = set()  # (type, id) and (type, id, copied field) revealed
         self._shaping = 0.0
         self._consequences: list[dict[str, Any]] = []
@@ -813,6 +824,8 @@ class AgentTaskEnv(gym.Env):
                 root_cause=cause,
             )
         )
+        if res is not None:  # the call was made: a key fact's slot it fills is a use (memory metrics, L4)
+            self._record_fact_uses(len(self._steps) - 1, params)
         # Dynamics: simulated time and drift.
         if isinstance(self.clock, SimClock):
             self.clock.advance(max(self.config.step_time_s, latency / 1000.0))
@@ -987,6 +1000,15 @@ class AgentTaskEnv(gym.Env):
                     return True
         return False
 
+    def _record_fact_uses(self, turn: int, params: dict[str, Any]) -> None:
+        """One ``use`` event per key-fact slot this call's parameters fill (its value as sent), at the simulated
+        time since the episode started (hours, the clock of the facts' ``confirmed_at_h``)."""
+        at_h = (self.clock.now() - self._t0_s) / 3600.0
+        for slot in dict.fromkeys(f.slot for f in self._key_facts):
+            v = params.get(slot)
+            if isinstance(v, str | int):
+                self._fact_events.append(FactEvent(turn=turn, slot=slot, kind="use", value=str(v), at_h=at_h))
+
     def _episode_record(self, completed: bool, failed: bool, truncated: bool) -> EpisodeRecord:
         assert self.task is not None and self.state is not None
         task, st = self.task, self.state
@@ -1009,12 +1031,21 @@ class AgentTaskEnv(gym.Env):
             dependency_violations=st.violations + missing,
             entities_mentioned=list(task.relevant),
             entities_recalled=list(self._recalled),
-            context=self.domain.reward_context(self.world),
+            context=self._context(),
             policy_version=self.policy_version,
             intent_id=self.intent_id,
             consequences=list(self._consequences),
             entities_past_cap=dict(self.builder.past_cap),
         )
+
+    def _context(self) -> dict[str, Any]:
+        """The domain's reward context, plus the key facts and their uses when the task has key facts."""
+        ctx: dict[str, Any] = dict(self.domain.reward_context(self.world))
+        if self._key_facts:
+            ctx[CONTEXT_MEMORY_FACTS] = MemoryEpisode(
+                facts=self._key_facts, events=self._fact_events
+            ).to_context()
+        return ctx
 
     # ------------------------------------------------------------------ views for experts and tests
     def view(self) -> EpisodeView:
