@@ -3,6 +3,7 @@ through the generic env with the real memory skills, the real embedded Qdrant an
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,11 @@ from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.eval.metrics import evaluate
 from agentic_ray.keys import CONTEXT_MEMORY_FACTS, EPISODE_RECORD
 from agentic_ray.memory.memory_skills import SEARCH, WRITE
+from agentic_ray.rewards.episode_record import EpisodeRecord
+from agentic_ray.rewards.layers.memory_layer import MemoryLayer
+from agentic_ray.settings import load_settings
 
+REPO = Path(__file__).resolve().parents[3]
 D = get_domain("helpdesk_memory")
 FAMILY = FAMILIES[0]
 
@@ -102,6 +107,15 @@ def test_the_expert_recalls_and_solves_every_validation_task_and_er5_forgetting_
     assert (m.completion, m.entity_recall_at_5, m.entity_recall_at_5_n, m.forgetting) == (1.0, 1.0, 10, 0.0)
 
 
+def test_the_memory_config_switches_the_l4_memory_layer_on_and_it_credits_the_recall() -> None:
+    s = load_settings(REPO / "configs" / "memory.yaml")
+    assert s.env.domain == "helpdesk_memory" and s.rewards is not None
+    assert "memory" in s.rewards.enabled_layers()
+    _, rec = _expert_episode(_env(), D.validation_seeds(FAMILY, 1)[0])
+    credit = MemoryLayer().score(EpisodeRecord.from_dict(rec))
+    assert credit[2] == pytest.approx(1.0) and credit.sum() == pytest.approx(1.0)  # fresh, on the read's turn
+
+
 def test_a_listing_guess_is_forgetting_and_no_recall() -> None:
     env = _env()
     env.reset(seed=0, options={"family": FAMILY, "task_seed": 3})
@@ -115,6 +129,7 @@ def test_a_listing_guess_is_forgetting_and_no_recall() -> None:
     assert done
     m = evaluate([info[EPISODE_RECORD]])
     assert (m.completion, m.entity_recall_at_5, m.forgetting) == (0.0, 0.0, 1.0)
+    assert MemoryLayer().score(EpisodeRecord.from_dict(info[EPISODE_RECORD])).sum() == 0.0
 
 
 def test_same_seed_same_memory_and_rollout_and_a_write_stays_in_its_episode() -> None:
