@@ -47,6 +47,7 @@ fault kind; training sets the progress with :meth:`AgentTaskEnv.set_training_pro
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import uuid
@@ -158,6 +159,11 @@ class AgentTaskEnvConfig(BaseModel):
     families: list[str] | None = Field(
         default=None, description="Task families to draw (default: all of the domain's)."
     )
+    skills_off: list[str] = Field(
+        default_factory=list,
+        description="Skills masked in every step of every episode (an ablation: e.g. the memory skills, to measure "
+        "a policy without memory); each must be one of the domain's skills.",
+    )
     split: Literal["train", "validation"] = Field(
         default="train",
         description="Training seeds, or the fixed validation seeds (round-robin over families).",
@@ -249,6 +255,9 @@ class AgentTaskEnv(gym.Env):
         )
         self.skills = tuple(s.name for s in self.layout.skills)
         self._skill_idx = {n: i for i, n in enumerate(self.skills)}
+        if unknown := [n for n in config.skills_off if n not in self._skill_idx]:
+            raise ValueError(f"skills_off names skills the domain does not have: {unknown}")
+        self._off = [self._skill_idx[n] for n in config.skills_off]
         self.builder = ObservationBuilder(
             self.domain.schema, self.contracts, self.graph_spec, self.layout, self.domain.quantiles()
         )
@@ -550,6 +559,8 @@ class AgentTaskEnv(gym.Env):
             self.knowledge, self.builder.node_ids, sla, self.clock.now(), st.last_call_time
         )
         t2 = time.perf_counter()
+        if self._off:
+            m = self._switch_off(m)
         self._masks = m
         extra = m.as_obs()
         if self.prototypes:
@@ -566,6 +577,15 @@ class AgentTaskEnv(gym.Env):
             self.timings["mask_ms"].append((t2 - t1) * 1e3)
             self.timings["obs_ms"].append(((t3 - t2) + (t1 - t0)) * 1e3)
         return obs
+
+    def _switch_off(self, m: Masks) -> Masks:
+        """``m`` with the ``skills_off`` skills masked (a copy: the mask computer caches its arrays)."""
+        mask = m.skill_mask.copy()
+        reasons = dict(m.reasons)
+        for k in self._off:
+            mask[k] = 0
+            reasons[self.skills[k]] = ["off: env config skills_off"]
+        return dataclasses.replace(m, skill_mask=mask, reasons=reasons)
 
     # ------------------------------------------------------------------ actions
     def decode_action(self, action: Any) -> tuple[int, dict[str, Any], str | None, str, Any]:

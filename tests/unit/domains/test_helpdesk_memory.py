@@ -156,3 +156,16 @@ def test_same_seed_same_memory_and_rollout_and_a_write_stays_in_its_episode() ->
     _step(env, *D.expert().plan(env.view()))
     _step(env, SEARCH, query=env.task.request.facts[RECALL_FACT])
     assert env.world.__dict__["_memory"].store.count(env.world.customer) == remembered
+
+
+def test_skills_off_masks_the_memory_skills_in_every_step() -> None:
+    env = AgentTaskEnv(AgentTaskEnvConfig(domain="helpdesk_memory", skills_off=[SEARCH, WRITE]))
+    env.reset(seed=0, options={"family": FAMILY, "task_seed": 5})
+    _step(env, *D.expert().plan(env.view()))  # the caller is identified: memory would now be allowed
+    idx = [env.skills.index(SEARCH), env.skills.index(WRITE)]
+    assert not env.skill_mask[idx].any() and env.skill_mask.any()
+    assert "skills_off" in env.current_masks.reasons[SEARCH][0]
+    _, info = _step(env, SEARCH, query=env.task.request.facts[RECALL_FACT])
+    assert info["trace"]["result_code"] == "PRECONDITION_FAILED"
+    with pytest.raises(ValueError, match="skills_off"):
+        AgentTaskEnv(AgentTaskEnvConfig(domain="helpdesk_memory", skills_off=["memory.forget"]))
