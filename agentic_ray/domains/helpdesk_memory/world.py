@@ -45,6 +45,13 @@ class HelpdeskMemoryWorld(HelpdeskWorld):
     conversation: str = ""
     history: list[dict[str, Any]] = field(default_factory=list)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles and deep copies leave the memory session behind (a Qdrant client does not travel): a copy
+        opens its own from ``history`` on first use, without this episode's writes."""
+        state = dict(self.__dict__)
+        state.pop("_memory", None)
+        return state
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> HelpdeskMemoryWorld:
         base = HelpdeskWorld.from_dict(d)

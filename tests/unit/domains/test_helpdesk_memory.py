@@ -3,6 +3,8 @@ through the generic env with the real memory skills, the real embedded Qdrant an
 
 from __future__ import annotations
 
+import copy as copy_module
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,7 @@ import pytest
 
 from agentic_ray.domains import get_domain
 from agentic_ray.domains.helpdesk_memory.tasks import FAMILIES, RECALL_FACT
+from agentic_ray.domains.helpdesk_memory.world import memory_session
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.eval.metrics import evaluate
 from agentic_ray.keys import CONTEXT_MEMORY_FACTS, EPISODE_RECORD
@@ -169,3 +172,16 @@ def test_skills_off_masks_the_memory_skills_in_every_step() -> None:
     assert info["trace"]["result_code"] == "PRECONDITION_FAILED"
     with pytest.raises(ValueError, match="skills_off"):
         AgentTaskEnv(AgentTaskEnvConfig(domain="helpdesk_memory", skills_off=["memory.forget"]))
+
+
+def test_a_copied_world_opens_its_own_memory_from_its_history() -> None:
+    env = _env()
+    env.reset(seed=0, options={"family": FAMILY, "task_seed": 8})
+    _step(env, *D.expert().plan(env.view()))
+    _step(env, WRITE, note=env.task.request.facts[RECALL_FACT], asset_id=None)
+    for copy in (copy_module.deepcopy(env.world), pickle.loads(pickle.dumps(env.world))):
+        assert "_memory" not in copy.__dict__ and copy.to_dict() == env.world.to_dict()
+        assert (
+            memory_session(copy).store.count(copy.customer)
+            == memory_session(env.world).store.count(copy.customer) - 1
+        )  # the seed's memories, without the original's write
