@@ -17,6 +17,10 @@ CONTEXT_RANKING_CALLS = "ranking_calls"  # list of RankingOutcome.to_context() d
 # EpisodeRecord.context key of the customer's key facts and the agent's uses and asks of them (the L4 memory layer,
 # Entity Recall@5, forgetting): agentic_ray.memory.memory_episode.MemoryEpisode.to_context().
 CONTEXT_MEMORY_FACTS = "memory_facts"
+ENV_CONTEXT_KEYS: tuple[str, ...] = (CONTEXT_MEMORY_FACTS,)
+"""Episode-record context the env writes itself for any domain (the key facts of tasks that have them,
+``Task.key_facts``, and their uses), beside the domain's ``reward_context``: a layer reading only these is not off
+for a domain; on an episode without key facts it has nothing to score."""
 
 # Step info keys.
 STEP_TRACE = "trace"

@@ -56,6 +56,29 @@ def expert_on_the_same_tasks(run_dir: Path) -> dict[str, float]:
     return {k: m[k] for k in ("tcsr", "tcsr_policy", "spt", "completion")}
 
 
+def train(config: str | Path, run_dir: Path, sets: list[str]) -> float:
+    """``agentic-ray train`` of ``config`` into ``run_dir`` (offline W&B, then the ``--set`` overrides ``sets``), in
+    a child process; exits with its code after printing the end of its output if it fails. Returns its wall time."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "agentic_ray.cli",
+        "train",
+        "--config",
+        str(config),
+        "--run-dir",
+        str(run_dir),
+    ]
+    for kv in ["wandb.mode=offline", *sets]:
+        cmd += ["--set", kv]
+    t0 = time.time()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        raise SystemExit(proc.returncode)
+    return time.time() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--config", default=str(REPO / "configs" / "quickstart.yaml"))
@@ -63,26 +86,7 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], help="setting overrides, as for agentic-ray train")
     args = ap.parse_args()
     run_dir = Path(args.run_dir or tempfile.mkdtemp(prefix="agray_quickstart_")) / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "agentic_ray.cli",
-        "train",
-        "--config",
-        args.config,
-        "--run-dir",
-        str(run_dir),
-        "--set",
-        "wandb.mode=offline",
-    ]
-    for s in args.set:
-        cmd += ["--set", s]
-    t0 = time.time()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    wall = time.time() - t0
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-        raise SystemExit(proc.returncode)
+    wall = train(args.config, run_dir, args.set)
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     evals = [r for r in rows if "tcsr" in r]
     stages = {}

@@ -102,6 +102,7 @@ def metrics_table(m: dict[str, Any]) -> str:
         "dvr",
         "dvr_progress",
         "entity_recall_at_5",
+        "forgetting",
         "cu",
         "evidence_uplift",
         "spt",

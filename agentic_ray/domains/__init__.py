@@ -27,6 +27,7 @@ ENTRY_POINT_GROUP = "agentic_ray.domains"
 _BUILTIN: dict[str, str] = {
     "ecommerce": "agentic_ray.domains.ecommerce:domain",
     "helpdesk": "agentic_ray.domains.helpdesk:domain",
+    "helpdesk_memory": "agentic_ray.domains.helpdesk_memory:domain",
     "inspection": "agentic_ray.domains.inspection:domain",
 }
 """Built-in domains (also declared as entry points in pyproject.toml; listed here so a source checkout that was

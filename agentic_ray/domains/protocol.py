@@ -258,6 +258,12 @@ class Task:
             ``safety_check`` goals and the lookups only a safety precondition needs); None = ``optimal_steps``.
         subtasks: families of a composite task.
         extra: domain data the generic code never reads (e.g. products whose stock must not drift to 0).
+        key_facts: facts the customer gave (in this conversation or an earlier one, which memory holds) that a
+            later call needs, each a :class:`~agentic_ray.memory.memory_episode.KeyFact` as a dict (``slot``: the
+            argument it fills, ``value``, ``stated_turn``, ``needed_turn``, ``confirmed_at_h``: hours from the
+            episode's start, negative for an earlier conversation). Ground truth for the L4 memory reward and the
+            Entity Recall@5 / forgetting metrics, never observed: the env records each call's use of a slot and
+            writes both into the episode record's context.
     """
 
     family: str
@@ -271,6 +277,7 @@ class Task:
     subtasks: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
     end_skill: str | None = None
+    key_facts: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.goals and self.end_skill is None:

@@ -47,6 +47,7 @@ fault kind; training sets the progress with :meth:`AgentTaskEnv.set_training_pro
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import uuid
@@ -75,7 +76,15 @@ from agentic_ray.envs.masks import MaskComputer, Masks, sla_arrays
 from agentic_ray.envs.observation import ObservationBuilder, build_specs
 from agentic_ray.envs.prototypes import load_prototypes
 from agentic_ray.graph_spec import observation_space
-from agentic_ray.keys import BACKEND_ERRORS, ENTITIES_PAST_CAP, EPISODE_RECORD, MASK_REASONS, STEP_TRACE
+from agentic_ray.keys import (
+    BACKEND_ERRORS,
+    CONTEXT_MEMORY_FACTS,
+    ENTITIES_PAST_CAP,
+    EPISODE_RECORD,
+    MASK_REASONS,
+    STEP_TRACE,
+)
+from agentic_ray.memory.memory_episode import FactEvent, KeyFact, MemoryEpisode
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
 from agentic_ray.skills.contracts import EntityListParam, EntityParam, StringParam, load_contracts
@@ -149,6 +158,11 @@ class AgentTaskEnvConfig(BaseModel):
     )
     families: list[str] | None = Field(
         default=None, description="Task families to draw (default: all of the domain's)."
+    )
+    skills_off: list[str] = Field(
+        default_factory=list,
+        description="Skills masked in every step of every episode (an ablation: e.g. the memory skills, to measure "
+        "a policy without memory); each must be one of the domain's skills.",
     )
     split: Literal["train", "validation"] = Field(
         default="train",
@@ -241,6 +255,9 @@ class AgentTaskEnv(gym.Env):
         )
         self.skills = tuple(s.name for s in self.layout.skills)
         self._skill_idx = {n: i for i, n in enumerate(self.skills)}
+        if unknown := [n for n in config.skills_off if n not in self._skill_idx]:
+            raise ValueError(f"skills_off names skills the domain does not have: {unknown}")
+        self._off = [self._skill_idx[n] for n in config.skills_off]
         self.builder = ObservationBuilder(
             self.domain.schema, self.contracts, self.graph_spec, self.layout, self.domain.quantiles()
         )
@@ -511,6 +528,9 @@ class AgentTaskEnv(gym.Env):
         self.masks.reset(task)
         self._steps: list[StepRecord] = []
         self._recalled: list[str] = []
+        self._key_facts = [KeyFact.model_validate(f) for f in task.key_facts]
+        self._fact_events: list[FactEvent] = []
+        self._t0_s = self.clock.now()
         self._informed: set[tuple[str, ...]] = set()  # (type, id) and (type, id, copied field) revealed
         self._shaping = 0.0
         self._consequences: list[dict[str, Any]] = []
@@ -539,6 +559,8 @@ class AgentTaskEnv(gym.Env):
             self.knowledge, self.builder.node_ids, sla, self.clock.now(), st.last_call_time
         )
         t2 = time.perf_counter()
+        if self._off:
+            m = self._switch_off(m)
         self._masks = m
         extra = m.as_obs()
         if self.prototypes:
@@ -555,6 +577,15 @@ class AgentTaskEnv(gym.Env):
             self.timings["mask_ms"].append((t2 - t1) * 1e3)
             self.timings["obs_ms"].append(((t3 - t2) + (t1 - t0)) * 1e3)
         return obs
+
+    def _switch_off(self, m: Masks) -> Masks:
+        """``m`` with the ``skills_off`` skills masked (a copy: the mask computer caches its arrays)."""
+        mask = m.skill_mask.copy()
+        reasons = dict(m.reasons)
+        for k in self._off:
+            mask[k] = 0
+            reasons[self.skills[k]] = ["off: env config skills_off"]
+        return dataclasses.replace(m, skill_mask=mask, reasons=reasons)
 
     # ------------------------------------------------------------------ actions
     def decode_action(self, action: Any) -> tuple[int, dict[str, Any], str | None, str, Any]:
@@ -813,6 +844,8 @@ class AgentTaskEnv(gym.Env):
                 root_cause=cause,
             )
         )
+        if res is not None:  # the call was made: a key fact's slot it fills is a use (memory metrics, L4)
+            self._record_fact_uses(len(self._steps) - 1, params)
         # Dynamics: simulated time and drift.
         if isinstance(self.clock, SimClock):
             self.clock.advance(max(self.config.step_time_s, latency / 1000.0))
@@ -987,6 +1020,15 @@ class AgentTaskEnv(gym.Env):
                     return True
         return False
 
+    def _record_fact_uses(self, turn: int, params: dict[str, Any]) -> None:
+        """One ``use`` event per key-fact slot this call's parameters fill (its value as sent), at the simulated
+        time since the episode started (hours, the clock of the facts' ``confirmed_at_h``)."""
+        at_h = (self.clock.now() - self._t0_s) / 3600.0
+        for slot in dict.fromkeys(f.slot for f in self._key_facts):
+            v = params.get(slot)
+            if isinstance(v, str | int):
+                self._fact_events.append(FactEvent(turn=turn, slot=slot, kind="use", value=str(v), at_h=at_h))
+
     def _episode_record(self, completed: bool, failed: bool, truncated: bool) -> EpisodeRecord:
         assert self.task is not None and self.state is not None
         task, st = self.task, self.state
@@ -1009,12 +1051,21 @@ class AgentTaskEnv(gym.Env):
             dependency_violations=st.violations + missing,
             entities_mentioned=list(task.relevant),
             entities_recalled=list(self._recalled),
-            context=self.domain.reward_context(self.world),
+            context=self._context(),
             policy_version=self.policy_version,
             intent_id=self.intent_id,
             consequences=list(self._consequences),
             entities_past_cap=dict(self.builder.past_cap),
         )
+
+    def _context(self) -> dict[str, Any]:
+        """The domain's reward context, plus the key facts and their uses when the task has key facts."""
+        ctx: dict[str, Any] = dict(self.domain.reward_context(self.world))
+        if self._key_facts:
+            ctx[CONTEXT_MEMORY_FACTS] = MemoryEpisode(
+                facts=self._key_facts, events=self._fact_events
+            ).to_context()
+        return ctx
 
     # ------------------------------------------------------------------ views for experts and tests
     def view(self) -> EpisodeView:

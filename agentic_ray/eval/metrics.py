@@ -40,7 +40,10 @@ from typing import Any
 import networkx as nx
 
 from agentic_ray.eval.correction import CorrectionUplift
+from agentic_ray.eval.memory_metrics import entity_recall_at_k, forgetting
 from agentic_ray.graph_spec import ROOT_CAUSES
+from agentic_ray.keys import CONTEXT_MEMORY_FACTS
+from agentic_ray.memory.memory_episode import MemoryEpisode
 from agentic_ray.rewards.episode_record import EpisodeRecord
 
 TIMEOUT_CODES = frozenset(
@@ -67,7 +70,7 @@ class EvalMetrics:
     dvr_progress: float
     dvr_progress_n: int  # episodes
     entity_recall_at_5: float | None
-    entity_recall_at_5_n: int  # mentioned entities (0 while memory is off)
+    entity_recall_at_5_n: int  # key facts (or mentioned entities with memory=True); 0: not measured
     cu: float | None
     cu_ci: tuple[float, float] | None
     cu_n: int  # first-failure pairs
@@ -86,6 +89,10 @@ class EvalMetrics:
     high_risk_share_n: int  # steps
     entities_past_cap: float = 0.0  # mean entities per episode the observation left out (past a node cap)
     entities_past_cap_n: int = 0  # episodes
+    forgetting: float | None = (
+        None  # key facts asked for again or used wrong ÷ key facts (None: no key facts)
+    )
+    forgetting_n: int = 0  # key facts
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,12 +127,25 @@ def dvr_progress(episodes: Sequence[EpisodeRecord]) -> float:
 
 
 def entity_recall_at_5(episodes: Sequence[EpisodeRecord]) -> float | None:
-    """Recalled ÷ mentioned entities (top-5 recall is decided by the memory layer). None while nothing is tracked."""
+    """Recalled ÷ mentioned entities (top-5 recall is decided by the memory layer). None while nothing is tracked.
+
+    The env's entity bookkeeping (whether a call used the request's entities), reported only with
+    ``evaluate(memory=True)``; episodes with key facts are measured by :func:`memory_episodes` instead."""
     mentioned = sum(len(e.entities_mentioned) for e in episodes)
     if mentioned == 0:
         return None
     hits = sum(len(set(e.entities_recalled[:5]) & set(e.entities_mentioned)) for e in episodes)
     return hits / mentioned
+
+
+def memory_episodes(episodes: Sequence[EpisodeRecord]) -> list[MemoryEpisode]:
+    """The key facts and their uses of the episodes whose task had key facts (the env writes them into the
+    record's context under :data:`~agentic_ray.keys.CONTEXT_MEMORY_FACTS`)."""
+    return [
+        MemoryEpisode.from_context(e.context[CONTEXT_MEMORY_FACTS])
+        for e in episodes
+        if CONTEXT_MEMORY_FACTS in e.context
+    ]
 
 
 def spt(episodes: Sequence[EpisodeRecord]) -> float | None:
@@ -183,13 +203,22 @@ def evaluate(
     """All metrics at once, each with its sample count. ``cu`` and ``evidence`` (the evidence uplift) come from
     the reflection ablation (:func:`~agentic_ray.eval.evaluator.correction_ablation`, three rollouts).
 
-    Entity Recall@5 is reported only with ``memory=True``: until long-term memory lands, the env's entity
-    bookkeeping measures whether a call used the request's entities, which is not recall from memory.
+    Entity Recall@5 and forgetting are measured on the key facts of the episodes whose tasks have them (tasks
+    where memory matters, :attr:`~agentic_ray.domains.protocol.Task.key_facts`; :mod:`agentic_ray.eval.
+    memory_metrics`). Without key facts, Entity Recall@5 is reported only with ``memory=True``, from the env's
+    entity bookkeeping (whether a call used the request's entities, which is not recall from memory).
     """
     eps = as_records(episodes)
     successes = sum(e.completed for e in eps)
     steps = sum(e.num_steps for e in eps)
-    recall = entity_recall_at_5(eps) if memory else None
+    mem = memory_episodes(eps)
+    n_facts = sum(len(m.facts) for m in mem)
+    if n_facts:
+        recall: float | None = entity_recall_at_k(mem, 5)
+        recall_n = n_facts
+    else:
+        recall = entity_recall_at_5(eps) if memory else None
+        recall_n = sum(len(e.entities_mentioned) for e in eps) if memory else 0
     return EvalMetrics(
         episodes=len(eps),
         tcsr=tcsr(eps),
@@ -201,7 +230,7 @@ def evaluate(
         dvr_progress=dvr_progress(eps),
         dvr_progress_n=len(eps),
         entity_recall_at_5=recall,
-        entity_recall_at_5_n=sum(len(e.entities_mentioned) for e in eps) if memory else 0,
+        entity_recall_at_5_n=recall_n,
         cu=None if cu is None else cu.cu,
         cu_ci=None if cu is None else cu.ci,
         cu_n=0 if cu is None else cu.pairs,
@@ -220,6 +249,8 @@ def evaluate(
         high_risk_share_n=steps,
         entities_past_cap=entities_past_cap(eps),
         entities_past_cap_n=len(eps),
+        forgetting=forgetting(mem),
+        forgetting_n=n_facts,
     )
 
 

@@ -47,6 +47,8 @@ def memory_skill_contracts(
     query_source: str,
     note_source: str,
     max_length: int = 512,
+    handler_module: str | None = None,
+    preconditions: Sequence[dict[str, Any]] = (),
 ) -> list[SkillContract]:
     """The contracts of ``memory.search`` and ``memory.write`` for a domain's node types.
 
@@ -55,6 +57,11 @@ def memory_skill_contracts(
         query_source: ``request.<fact>`` a search query is copied from.
         note_source: ``request.<fact>`` a written note is copied from.
         max_length: longest query or note.
+        handler_module: a module defining ``memory_search`` and ``memory_write`` (handlers bound to the worlds'
+            memory sessions, e.g. with :func:`memory_handlers`); the contracts then name them
+            (``handler: <module>:memory_search``), so a backend resolves them as any domain skill's.
+        preconditions: business rules before either skill (e.g. ``{"any_of": [...]}``: the customer, whose
+            namespace memory reads, is identified), as a contract's ``preconditions:`` entries.
 
     Returns:
         ``[search, write]``, validated.
@@ -78,6 +85,11 @@ def memory_skill_contracts(
         for t in node_types
     }
     text = {"type": "string", "max_length": max_length, "required": False}
+
+    def extra(fn: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"preconditions": list(preconditions)} if preconditions else {}
+        return out | ({"handler": f"{handler_module}:{fn}"} if handler_module else {})
+
     search = SkillContract.model_validate(
         {
             "name": SEARCH,
@@ -86,6 +98,7 @@ def memory_skill_contracts(
             "input": {"query": {**text, "source": query_source}, **pointers},
             "output": {"fields": {**outputs, "found": "int", "texts": "list", "scores": "list"}},
             "sla": {"timeout_ms": 500, "p95_ms": 100},
+            **extra("memory_search"),
         }
     )
     write = SkillContract.model_validate(
@@ -96,6 +109,7 @@ def memory_skill_contracts(
             "input": {"note": {**text, "required": True, "source": note_source}, **pointers},
             "output": {"fields": {"memory_id": "string", "entities": "int"}},
             "sla": {"timeout_ms": 500, "p95_ms": 100},
+            **extra("memory_write"),
         }
     )
     return [search, write]

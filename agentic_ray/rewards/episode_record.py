@@ -54,9 +54,9 @@ class EpisodeRecord:
     dependency_violations: int = 0
     entities_mentioned: list[str] = field(default_factory=list)  # for memory recall (L4)
     entities_recalled: list[str] = field(default_factory=list)
-    context: dict[str, float] = field(
+    context: dict[str, Any] = field(
         default_factory=dict
-    )  # domain features for reward layers (e.g. user level)
+    )  # domain features for reward layers (e.g. user level); key facts and their uses under "memory_facts"
     policy_version: int = 0
     intent_id: str = ""
     entities_past_cap: dict[str, int] = field(default_factory=dict)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentic_ray.keys import ENV_CONTEXT_KEYS
 from agentic_ray.rewards.layers import LAYER_CLASSES, Granularity, Stream
 
 logger = logging.getLogger(__name__)
@@ -218,13 +219,14 @@ def layers_for_context(cfg: RewardPoolConfig, provided: Collection[str], domain:
 
     Args:
         cfg: the reward pool settings.
-        provided: the facts the domain gives (``Domain.reward_context_keys``).
+        provided: the facts the domain gives (``Domain.reward_context_keys``); the env's own
+            (:data:`~agentic_ray.keys.ENV_CONTEXT_KEYS`) count as given for every domain.
         domain: the domain's name (for the message).
 
     Returns:
         ``cfg`` itself when nothing changes, else a copy with those layers' ``enabled`` False.
     """
-    have = set(provided)
+    have = set(provided) | set(ENV_CONTEXT_KEYS)
     off = {
         name: missing
         for name in cfg.enabled_layers()

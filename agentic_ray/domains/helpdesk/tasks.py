@@ -138,10 +138,10 @@ def _lost_device(c: _Ctx) -> tuple[list[Goal], str]:
     return goals, f"My {kind} was stolen from my car last night. I opened ticket {t.id} about it."
 
 
-def _warranty_inquiry(c: _Ctx) -> tuple[list[Goal], str]:
-    a, kind = _caller_asset(c)
-    hint = {"kind": kind}
-    goals = [
+def warranty_goals(a: Any) -> list[Goal]:
+    """Read asset ``a`` in the registry, then tell the caller its warranty days left (the hint: its kind)."""
+    hint = {"kind": a.kind}
+    return [
         Goal("read", "asset.get", {"asset_id": a.id}, hints=hint, description="read the registry"),
         Goal(
             "answer",
@@ -154,7 +154,11 @@ def _warranty_inquiry(c: _Ctx) -> tuple[list[Goal], str]:
             description="tell the caller the warranty days left",
         ),
     ]
-    return goals, f"How many days of warranty are left on my {kind}?"
+
+
+def _warranty_inquiry(c: _Ctx) -> tuple[list[Goal], str]:
+    a, kind = _caller_asset(c)
+    return warranty_goals(a), f"How many days of warranty are left on my {kind}?"
 
 
 def _merge_duplicates(c: _Ctx) -> tuple[list[Goal], str]:

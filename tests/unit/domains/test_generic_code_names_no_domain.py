@@ -15,7 +15,9 @@ import pytest
 from agentic_ray.domains import get_domain
 
 ROOT = Path(__file__).resolve().parents[3] / "agentic_ray"
-DOMAIN_PACKAGES = {ROOT / "domains" / name for name in ("ecommerce", "helpdesk", "inspection")}
+DOMAIN_PACKAGES = {
+    ROOT / "domains" / name for name in ("ecommerce", "helpdesk", "helpdesk_memory", "inspection")
+}
 
 
 GENERIC_WORDS: dict[str, str] = {
