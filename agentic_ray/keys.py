@@ -72,6 +72,7 @@ AAAC_GRAD_NORM_PREFIX = "grad_norm_"  # + optimizer name: global grad norm befor
 MODALITY_GATE_MEANS = "modality_gate_means"
 MODALITY_KINDS = ("image", "text", "struct")
 GATE_PREFIX = "gate_"
+GATE_WARN_BELOW = 0.1  # a modality whose mean gate stays below this is reported as unused (its encoder)
 
 # Reward pipeline (agentic_ray/rewards, agentic_ray/rollout).
 REWARD_VECTOR_RAW = "reward_vector_raw"  # custom_data: {layer: np.ndarray (T,)} settled raw layer values

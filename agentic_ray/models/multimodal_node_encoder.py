@@ -18,7 +18,9 @@ query ``q`` (the request's text through the same text encoder, :class:`TaskQuery
 
 over the modalities the node has revealed (an unrevealed image or text is masked out of the attention and the
 sum). The gates are returned per modality for logging (``gate_image``, ``gate_text``, ``gate_struct``: see
-:func:`gate_means`): a gate that stays near 0 says the encoder of that modality is not used.
+:func:`gate_means`; the AAAC learner logs them, the dashboard plots them and the report warns about a gate below
+``keys.GATE_WARN_BELOW``: :func:`~agentic_ray.dashboard.panels.gate_warnings`): a gate that stays near 0 says the
+encoder of that modality is not used.
 """
 
 from __future__ import annotations
@@ -31,17 +33,13 @@ from agentic_ray.keys import GATE_PREFIX, MODALITY_KINDS
 from agentic_ray.text.tokens import VOCAB
 
 __all__ = [
-    "GATE_WARN_BELOW",
     "MultimodalNodeEncoder",
     "TaskQuery",
     "TextTokenEncoder",
     "gate_mean_vector",
     "gate_means",
-    "gate_warnings",
 ]
 
-GATE_WARN_BELOW = 0.1
-"""A modality whose mean gate stays below this is reported as unused (issue 30)."""
 STRUCT = "struct"
 
 
@@ -198,12 +196,3 @@ def gate_means(gates: dict[str, torch.Tensor], node_masks: dict[str, torch.Tenso
     modality no node revealed."""
     v = gate_mean_vector(gates, node_masks).tolist()
     return {GATE_PREFIX + k: float(x) for k, x in zip(MODALITY_KINDS, v, strict=True) if x == x}
-
-
-def gate_warnings(means: dict[str, float], below: float = GATE_WARN_BELOW) -> list[str]:
-    """One warning per modality whose mean gate is below ``below``: its encoder is not used."""
-    return [
-        f"{key} = {v:.3f} < {below}: the encoder for the {key.removeprefix('gate_')} modality is not used"
-        for key, v in sorted(means.items())
-        if v < below
-    ]

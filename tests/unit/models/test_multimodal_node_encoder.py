@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 import torch
 
+from agentic_ray.dashboard.panels import gate_warnings
 from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.graph_spec import SESSION_NODE_TYPE, TASK_TEXT, specs_from_dict, specs_to_dict
 from agentic_ray.keys import MODALITY_GATE_MEANS, MODALITY_KINDS
 from agentic_ray.models.aaac_model import AAACModel, AAACModelConfig
-from agentic_ray.models.multimodal_node_encoder import MultimodalNodeEncoder, gate_means, gate_warnings
+from agentic_ray.models.multimodal_node_encoder import MultimodalNodeEncoder, gate_means
 from agentic_ray.models.obs_batching import stack_observations
 from agentic_ray.text.tokens import VOCAB, hash_tokens, ids_from_columns
 
@@ -187,6 +188,6 @@ def test_gate_means_are_logged_by_forward_train_and_low_gates_are_reported() -> 
     named = gate_means(enc.modality_gates, enc.node_masks)
     for kind, v in zip(MODALITY_KINDS, means.tolist(), strict=True):
         assert named[f"gate_{kind}"] == pytest.approx(v, abs=1e-6)
-    assert gate_warnings({"gate_image": 0.05, "gate_text": 0.4}) == [
+    assert gate_warnings({"gate_image": 0.05, "gate_text": 0.4, "entropy": 0.01}) == [
         "gate_image = 0.050 < 0.1: the encoder for the image modality is not used"
     ]
