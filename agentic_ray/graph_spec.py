@@ -170,15 +170,63 @@ class NumericSource:
     known_col: int
 
 
+TASK_TEXT = "task_text"
+"""The field name of the request's text on the session node (the fusion's query; ``DomainSchema.task_text_tokens``)."""
+
+
+@dataclass(frozen=True)
+class ModalityBlock:
+    """Where one image or text modality lives in its node type's features (``{node_type}_x``).
+
+    Columns ``known`` (1 when revealed), then ``start .. start + width``: an image's ``size * size`` pixels and then
+    its ``size * size`` focus mask; a text's ``size`` token ids (``id / VOCAB``, :mod:`agentic_ray.text.tokens`) and
+    then its ``size`` token weights. Every other column of the node type is structured.
+    """
+
+    node_type: str
+    field: str
+    kind: str
+    known: int
+    start: int
+    size: int
+
+    @property
+    def width(self) -> int:
+        return 2 * self.size * self.size if self.kind == "image" else 2 * self.size
+
+    @property
+    def end(self) -> int:
+        return self.start + self.width
+
+
 @dataclass(frozen=True)
 class GraphSpec:
-    """Node types, their padded sizes and feature widths, the relations between them and the copy sources."""
+    """Node types, their padded sizes and feature widths, the relations between them and the copy sources.
+
+    ``modalities`` lists the image and text blocks of the node features (empty for a domain without any): the
+    multimodal encoder builds a sub-encoder per block kind from them, and the session's ``task_text`` block, if
+    present, is the query of its fusion."""
 
     max_nodes: dict[str, int]
     feat_dims: dict[str, int]
     relations: tuple[RelationSpec, ...]
     numeric_sources: tuple[NumericSource, ...] = ()
     root_causes: tuple[str, ...] = ROOT_CAUSES
+    modalities: tuple[ModalityBlock, ...] = ()
+
+    def blocks(self, node_type: str) -> tuple[ModalityBlock, ...]:
+        """The modality blocks of one node type, in column order."""
+        return tuple(b for b in self.modalities if b.node_type == node_type)
+
+    def struct_columns(self, node_type: str) -> list[int]:
+        """The structured columns of a node type: every column outside its modality blocks (known columns in)."""
+        inside = {c for b in self.blocks(node_type) for c in range(b.start, b.end)}
+        return [c for c in range(self.feat_dims[node_type]) if c not in inside]
+
+    @property
+    def task_text(self) -> ModalityBlock | None:
+        """The request's text block on the session node (the fusion's query), or None."""
+        return next((b for b in self.modalities if b.field == TASK_TEXT), None)
 
     @property
     def node_types(self) -> tuple[str, ...]:
@@ -587,6 +635,7 @@ def specs_from_dict(d: dict[str, Any]) -> tuple[GraphSpec, ActionLayout]:
         relations=tuple(RelationSpec(**r) for r in g["relations"]),
         numeric_sources=tuple(NumericSource(**s) for s in g["numeric_sources"]),
         root_causes=tuple(g["root_causes"]),
+        modalities=tuple(ModalityBlock(**m) for m in g.get("modalities", ())),
     )
     skills = tuple(
         SkillSlots(

@@ -71,6 +71,12 @@ AAAC_VF_LOSS_RISK_ON_RISK_ROWS = "vf_loss_risk_on_risk_rows"  # risk critic's sq
 AAAC_ADV_REWARD_STD = "adv_reward_std"
 AAAC_ADV_RISK_STD = "adv_risk_std"
 AAAC_GRAD_NORM_PREFIX = "grad_norm_"  # + optimizer name: global grad norm before clipping
+# The multimodal encoder's per-modality gates (issue 30): forward_train's (3,) means in MODALITY_KINDS order (NaN
+# for a modality no node revealed), logged by the learner as gate_image, gate_text, gate_struct.
+MODALITY_GATE_MEANS = "modality_gate_means"
+MODALITY_KINDS = ("image", "text", "struct")
+GATE_PREFIX = "gate_"
+GATE_WARN_BELOW = 0.1  # a modality whose mean gate stays below this is reported as unused (its encoder)
 
 # Reward pipeline (agentic_ray/rewards, agentic_ray/rollout).
 REWARD_VECTOR_RAW = "reward_vector_raw"  # custom_data: {layer: np.ndarray (T,)} settled raw layer values

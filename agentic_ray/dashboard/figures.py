@@ -24,6 +24,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from agentic_ray.keys import GATE_PREFIX, GATE_WARN_BELOW, MODALITY_KINDS
+
 Figure = dict[str, Any]
 """A Plotly figure as JSON: ``{"data": [trace, ...], "layout": {...}}``."""
 
@@ -298,14 +300,20 @@ def metrics_figure(rows: Sequence[dict[str, Any]], expert: dict[str, Any] | None
     return g.figure(660)
 
 
+GATE_KEYS: tuple[str, ...] = tuple(GATE_PREFIX + k for k in MODALITY_KINDS)
+"""The multimodal encoder's mean gates (keys of ``row["learner"]``), one panel with the warning level."""
+
+
 def training_figure(rows: Sequence[dict[str, Any]]) -> Figure:
     """Imitation loss per epoch, then the learner's curves over env steps (policy loss, both critics' losses,
-    KL, β, entropy, λ and the reflection loss)."""
+    KL, β, entropy, λ and the reflection loss), and the multimodal encoder's per-modality gates with the level
+    below which a modality's encoder counts as unused."""
     ev = eval_rows(rows)
     learner = _series(ev, "learner")
-    titles = ["imitation loss (NLL per epoch)", *LEARNER_TITLES.values()]
+    gates_title = f"modality gates (mean; below {GATE_WARN_BELOW:g}: encoder unused)"
+    titles = ["imitation loss (NLL per epoch)", *LEARNER_TITLES.values(), gates_title]
     cells = _cells(len(titles), 3)
-    g = _Grid(3, 3, titles, vertical_spacing=0.14, horizontal_spacing=0.08)
+    g = _Grid(cells[-1][0], 3, titles, vertical_spacing=0.1, horizontal_spacing=0.08)
     il = [r for r in ev if r.get("bc_nll_epochs")]
     for k, attempt in enumerate(il):
         nll = attempt["bc_nll_epochs"]
@@ -318,7 +326,7 @@ def training_figure(rows: Sequence[dict[str, Any]]) -> Figure:
     g.x_title(1, 1, "epoch")
     colours = stage_colours(ev)
     stage_at = {_x(r): str(r.get("stage")) for r in ev}
-    for (r, c), key in zip(cells[1:], LEARNER_TITLES, strict=True):
+    for (r, c), key in zip(cells[1:-1], LEARNER_TITLES, strict=True):
         pts = learner.get(key, [])
         if pts:
             g.line(
@@ -329,8 +337,22 @@ def training_figure(rows: Sequence[dict[str, Any]]) -> Figure:
         else:
             g.note(r, c, "not logged in this run")
         g.x_title(r, c, "env steps")
+    r, c = cells[-1]
+    gates = [(key, learner.get(key, [])) for key in GATE_KEYS]
+    for k, (key, pts) in enumerate(gates):
+        if pts:
+            g.line(
+                r, c, [p[0] for p in pts], [p[1] for p in pts], key, line={"color": PALETTE[k]},
+                hovertemplate=f"%{{x}} env steps<br>{key} %{{y:.3f}}<extra></extra>",
+            )  # fmt: skip
+    if any(pts for _k, pts in gates):
+        g.hline(r, c, GATE_WARN_BELOW, POLICY_COLOUR, "dash", "unused below")
+        g.yaxis(r, c, range=[0, 1])
+    else:
+        g.note(r, c, "no multimodal encoder in this run")
+    g.x_title(r, c, "env steps")
     g.boundaries(stage_boundaries(rows), cells[1:])
-    return g.figure(800)
+    return g.figure(1050)
 
 
 def rewards_figure(rows: Sequence[dict[str, Any]]) -> Figure:

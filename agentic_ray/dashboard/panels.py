@@ -23,6 +23,7 @@ from agentic_ray.dashboard.figures import (
     rewards_figure,
     training_figure,
 )
+from agentic_ray.keys import GATE_PREFIX, GATE_WARN_BELOW
 
 PAGES: dict[str, str] = {
     "overview": "Metrics",
@@ -152,6 +153,16 @@ def overview_html(
     return section("Run", run) + section("Latest metrics", metrics), section("Gates", gate_table)
 
 
+def gate_warnings(learner: dict[str, Any], below: float = GATE_WARN_BELOW) -> list[str]:
+    """One warning per modality whose logged mean gate (``gate_<kind>`` of a ``row["learner"]``) is below
+    ``below``: the encoder of that modality is not used."""
+    return [
+        f"{k} = {v:.3f} < {below:g}: the encoder for the {k.removeprefix(GATE_PREFIX)} modality is not used"
+        for k, v in sorted(learner.items())
+        if k.startswith(GATE_PREFIX) and isinstance(v, int | float) and v < below
+    ]
+
+
 def training_html(rows: Sequence[dict[str, Any]]) -> str:
     latest = _latest_per_stage(rows, "learner")
     keys = sorted({k for r in latest.values() for k in (r.get("learner") or {})})
@@ -160,7 +171,13 @@ def training_html(rows: Sequence[dict[str, Any]]) -> str:
             "Learner (latest per stage)", "<p>No learner statistics yet (imitation only so far).</p>"
         )
     body = [[k, *[(latest[s].get("learner") or {}).get(k) for s in latest]] for k in keys]
-    return section("Learner (latest evaluation per stage)", table(["statistic", *latest], body))
+    out = section("Learner (latest evaluation per stage)", table(["statistic", *latest], body))
+    last = next(reversed(latest.values())).get("learner") or {}
+    warned = gate_warnings(last)
+    if warned:
+        items = "".join(f"<li>{html.escape(w)}</li>" for w in warned)
+        out = section("Warning: a modality's encoder is not used", f"<ul class='warning'>{items}</ul>") + out
+    return out
 
 
 def rewards_html(rows: Sequence[dict[str, Any]]) -> str:

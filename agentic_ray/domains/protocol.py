@@ -116,19 +116,48 @@ class FieldSpec:
             entry ``<type>.<name>``), ``flag`` (0/1) or ``text`` (a free string such as an address or a tracking
             number: only its known column; its value is never a feature, and string arguments copy it with
             ``source: <type>.<name>``).
+            A ``text`` field with ``size > 0`` is also a **text modality**: its first ``size`` tokens as hashed ids
+            and per-token weights (:mod:`agentic_ray.text.tokens`), read by the encoder's text sub-encoder.
+            ``image``: an **image modality**, a square grayscale image of side ``size`` revealed as a flat list of
+            ``size * size`` values in [0, 1] (row-major), plus its focus mask.
         choices: categories.
         copy: a number that numeric arguments may copy (a :class:`~agentic_ray.graph_spec.NumericSource`).
+        size: an ``image``'s side in pixels; a ``text`` field's token count (0: no token columns).
+
+    The focus mask (seed 000's): an image's attention mask is the revealed field ``<name>_focus`` (a list of
+    ``size * size`` values in [0, 1]; all ones until revealed), a text's token weights the revealed field
+    ``<name>_weights`` (a list of ``size`` values; uniform over its tokens until revealed). Both are feature columns
+    beside the pixels or token ids, so they are part of the state.
     """
 
     name: str
-    kind: Literal["category", "number", "flag", "text"]
+    kind: Literal["category", "number", "flag", "text", "image"]
     choices: tuple[str, ...] = ()
     copy: bool = False
+    size: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind == "image" and self.size < 1:
+            raise ValueError(f"image field {self.name!r} needs size >= 1 (its side in pixels)")
+        if self.size and self.kind not in ("image", "text"):
+            raise ValueError(f"field {self.name!r}: size is for image and text fields, not {self.kind!r}")
 
     @property
     def width(self) -> int:
-        """Value columns (the known column not included)."""
-        return len(self.choices) if self.kind == "category" else 0 if self.kind == "text" else 1
+        """Value columns (the known column not included): an image's pixels and focus mask, a text's token ids and
+        weights."""
+        if self.kind == "category":
+            return len(self.choices)
+        if self.kind == "image":
+            return 2 * self.size * self.size
+        if self.kind == "text":
+            return 2 * self.size
+        return 1
+
+    @property
+    def modality(self) -> str | None:
+        """``image`` or ``text`` for a field the encoder reads with a modality sub-encoder, else None."""
+        return self.kind if self.kind == "image" or (self.kind == "text" and self.size) else None
 
 
 @dataclass(frozen=True)
@@ -169,6 +198,9 @@ class DomainSchema:
         max_goals: most subgoals of one task.
         terminal_skills: skills whose successful call ends the session (a handoff, an answer, closing the case):
             success if every goal is satisfied by then, else an explicit failure.
+        task_text_tokens: > 0 adds the request's text to the session node as a text modality of that many tokens:
+            the query of the encoder's cross-attention fusion over the modalities of the other nodes (0: none, and
+            the session node is as before).
     """
 
     entity_types: tuple[EntityTypeSchema, ...]
@@ -176,6 +208,7 @@ class DomainSchema:
     goal_hints: tuple[FieldSpec, ...] = ()
     max_goals: int = 10
     terminal_skills: tuple[str, ...] = ()
+    task_text_tokens: int = 0
 
     def entity_type(self, name: str) -> EntityTypeSchema:
         for t in self.entity_types:

@@ -13,6 +13,8 @@ entity type    mentioned by the request, looked up (any field known), then per s
                its value: a one-hot (category), a quantile through the domain's table ``<type>.<field>`` (number),
                or 0/1 (flag); a text field (an address, a tracking number) has only its known column, its value
                is never a feature (string arguments copy it through a pointer, ``source: <type>.<field>``).
+               An image field: its pixels and focus mask; a text field with ``size``: its hashed token ids and
+               token weights (the modality blocks, ``GraphSpec.modalities``, read by the multimodal encoder).
                Unknown fields are all zeros with known = 0.
 tool           skill one-hot (K), p50, p95, error rate, attempt error rate, breaker open, half-open, high-risk,
                risk weight, masked, calls this episode / 5
@@ -20,7 +22,8 @@ goal           skill one-hot (K), pending / ready / done, priority, the required
                enum argument the goal constrains, unless the request does not state it: ``Goal.hidden_args``), then
                one one-hot block per schema goal hint
 session        steps used / budget, steps left / budget, goals done share, last call ok, last call failed,
-               consecutive failures / 5
+               consecutive failures / 5; with ``DomainSchema.task_text_tokens``, the request's text as a text
+               block (known, token ids, token weights): the query of the multimodal encoder's fusion
 =============  ====================================================================================================
 
 Relations: ``tool -depends-> tool`` (contract preconditions), ``goal -requires-> goal``, ``goal -needs-> tool``,
@@ -54,9 +57,11 @@ from agentic_ray.graph_spec import (
     GOAL_NODE_TYPE,
     ROOT_CAUSES,
     SESSION_NODE_TYPE,
+    TASK_TEXT,
     TOOL_NODE_TYPE,
     ActionLayout,
     GraphSpec,
+    ModalityBlock,
     NumericSource,
     RelationSpec,
     SkillSlots,
@@ -73,6 +78,7 @@ from agentic_ray.skills.contracts import (
     IntParam,
     StringParam,
 )
+from agentic_ray.text.tokens import VOCAB, hash_tokens
 
 __all__ = [
     "ObservationBuilder",
@@ -100,15 +106,60 @@ class FieldColumns:
     value: int
     choices: tuple[str, ...]
     quantile: str
+    size: int = 0
 
 
 def entity_columns(t: EntityTypeSchema) -> tuple[list[FieldColumns], int]:
     """Column layout of an entity type: per field ``(known col, first value col)``, and the feature width."""
     cols, c = [], ENTITY_FLAGS
     for f in t.fields:
-        cols.append(FieldColumns(f.name, f.kind, c, c + 1, f.choices, quantile_key(t.name, f.name)))
+        cols.append(FieldColumns(f.name, f.kind, c, c + 1, f.choices, quantile_key(t.name, f.name), f.size))
         c += 1 + f.width
     return cols, c
+
+
+def modality_blocks(schema: DomainSchema) -> tuple[ModalityBlock, ...]:
+    """The image and text blocks of the schema's node features, the session's task text last (if declared)."""
+    out = [
+        ModalityBlock(t.name, col.name, f.kind, col.known, col.value, f.size)
+        for t in schema.entity_types
+        for f, col in zip(t.fields, entity_columns(t)[0], strict=True)
+        if f.modality
+    ]
+    if schema.task_text_tokens:
+        out.append(
+            ModalityBlock(
+                SESSION_NODE_TYPE,
+                TASK_TEXT,
+                "text",
+                SESSION_FEATURES,
+                SESSION_FEATURES + 1,
+                schema.task_text_tokens,
+            )
+        )
+    return tuple(out)
+
+
+def image_into(row: np.ndarray, start: int, size: int, pixels: object, focus: object) -> None:
+    """An image's pixels and focus mask into ``row[start : start + 2 * size * size]`` (a value of the wrong length
+    or type leaves the pixels zero; a missing focus mask is all ones: attend everywhere)."""
+    n = size * size
+    px = np.asarray(pixels, dtype=np.float32).reshape(-1) if isinstance(pixels, list | tuple) else None
+    if px is not None and px.size == n:
+        row[start : start + n] = np.clip(px, 0.0, 1.0)
+    fm = np.asarray(focus, dtype=np.float32).reshape(-1) if isinstance(focus, list | tuple) else None
+    row[start + n : start + 2 * n] = np.clip(fm, 0.0, 1.0) if fm is not None and fm.size == n else 1.0
+
+
+def text_into(row: np.ndarray, start: int, size: int, text: object, weights: object = None) -> None:
+    """A text's hashed token ids (``id / VOCAB``) and token weights into ``row[start : start + 2 * size]``
+    (revealed weights, renormalised over the real tokens, replace the uniform ones)."""
+    ids, w = hash_tokens(text if isinstance(text, str) else "", size)
+    if isinstance(weights, list | tuple) and len(weights) == size:
+        rw = np.clip(np.asarray(weights, dtype=np.float32), 0.0, None) * (ids > 0)
+        w = rw / rw.sum() if rw.sum() > 0 else w
+    row[start : start + size] = ids / VOCAB
+    row[start + size : start + 2 * size] = w
 
 
 def goal_relation(arg: str) -> str:
@@ -210,7 +261,9 @@ def build_specs(
     feat = {t.name: entity_columns(t)[1] for t in schema.entity_types}
     feat[TOOL_NODE_TYPE] = k + TOOL_FEATURES
     feat[GOAL_NODE_TYPE] = k + 4 + enum_max + sum(h.width for h in schema.goal_hints)
-    feat[SESSION_NODE_TYPE] = SESSION_FEATURES
+    feat[SESSION_NODE_TYPE] = SESSION_FEATURES + (
+        1 + 2 * schema.task_text_tokens if schema.task_text_tokens else 0
+    )
     n_dep = sum(len(pc.skills) for c in contracts.skills for pc in c.preconditions)
     g = schema.max_goals
     rels = [
@@ -232,7 +285,7 @@ def build_specs(
             for f, col in zip(t.fields, cols, strict=True)
             if f.copy and f.kind == "number"
         ]
-    spec = GraphSpec(max_nodes, feat, tuple(rels), tuple(sources), ROOT_CAUSES)
+    spec = GraphSpec(max_nodes, feat, tuple(rels), tuple(sources), ROOT_CAUSES, modality_blocks(schema))
     pointed = {nt for s in skills for nt in (*s.pointer_types, *s.list_types)}
     mp = max([max_nodes[nt] for nt in pointed] + [1])
     layout = ActionLayout(
@@ -418,6 +471,12 @@ class ObservationBuilder:
                 _onehot_into(gx[i], c, h.choices, g.hints.get(h.name))
                 c += h.width
         self._goal_static = gx
+        self._task_text = np.zeros(
+            sp.feat_dims[SESSION_NODE_TYPE] - SESSION_FEATURES, dtype=np.float32
+        )  # the request's text block (empty without task_text_tokens)
+        if self.schema.task_text_tokens:
+            self._task_text[0] = 1.0
+            text_into(self._task_text, 1, self.schema.task_text_tokens, task.request.text)
         n = len(task.goals)
         self.goal_prereq = np.zeros((max(n, 1), max(n, 1)), dtype=bool)
         self._ready_key: bytes | None = None
@@ -571,6 +630,10 @@ class ObservationBuilder:
                     row[col.value] = self.qm.scalar(col.quantile, float(v))
             elif col.kind == "flag":
                 row[col.value] = float(bool(v))
+            elif col.kind == "image":
+                image_into(row, col.value, col.size, v, flds.get(f"{col.name}_focus"))
+            elif col.kind == "text" and col.size:
+                text_into(row, col.value, col.size, v, flds.get(f"{col.name}_weights"))
         self._row_cache[(t, eid)] = (version, row)
         return row
 
@@ -632,19 +695,18 @@ class ObservationBuilder:
         obs[f"{TOOL_NODE_TYPE}_x"] = tx
         bud = max(state.budget, 1)
         ng = len(state.goal_done)
-        obs[f"{SESSION_NODE_TYPE}_x"] = np.array(
+        session = np.array(
             [
-                [
-                    min(1.0, state.step / bud),
-                    max(0.0, (bud - state.step) / bud),
-                    np.count_nonzero(state.goal_done) / ng if ng else 1.0,
-                    float(state.last_ok),
-                    float(state.last_failed),
-                    min(1.0, state.consecutive_failures / 5.0),
-                ]
+                min(1.0, state.step / bud),
+                max(0.0, (bud - state.step) / bud),
+                np.count_nonzero(state.goal_done) / ng if ng else 1.0,
+                float(state.last_ok),
+                float(state.last_failed),
+                min(1.0, state.consecutive_failures / 5.0),
             ],
             dtype=np.float32,
         )
+        obs[f"{SESSION_NODE_TYPE}_x"] = np.concatenate((session, self._task_text))[None]
         gx = self._goal_static.copy()
         ready = self.goal_ready(state.goal_done)
         gx[:ng, k] = ~state.goal_done & ~ready

@@ -72,6 +72,17 @@ class AAACModelConfig(BaseModel):
             "figures in the docstring of GatedHeteroAttentionLayer)."
         ),
     )
+    modality_fusion: Literal["gated", "flat"] = Field(
+        default="gated",
+        description=(
+            "GNN encoder, node types with image or text blocks in their features (a schema's image fields, text "
+            "fields with a token size, the task text): 'gated' encodes each modality with its own sub-encoder (a "
+            "CNN, a token embedding, an MLP) and fuses them by cross-attention with the task text as query, behind "
+            "per-modality gates that training logs (gate_image, gate_text, gate_struct); 'flat' feeds the "
+            "concatenated columns to one Linear (seed 000's flattening, the comparison). No effect without such "
+            "blocks."
+        ),
+    )
     flat_hidden_dim: int = Field(
         default=576,
         gt=0,
@@ -207,6 +218,7 @@ def build_state_encoder(
             compact_edges=config.compact_edges,
             gnn_layer=config.gnn_layer,
             reflection_dim=failure_input_dim,
+            modality_fusion=config.modality_fusion,
         )
     return FlatMLPEncoder(
         spec,

@@ -37,8 +37,10 @@ from ray.rllib.utils.annotations import override
 
 from agentic_ray.algorithms.aaac.two_critic_api import TwoCriticAPI
 from agentic_ray.graph_spec import ActionLayout, GraphSpec
+from agentic_ray.keys import MODALITY_GATE_MEANS
 from agentic_ray.models.aaac_model import AAACModel, AAACModelConfig
 from agentic_ray.models.inference_policy import InferencePolicy
+from agentic_ray.models.multimodal_node_encoder import gate_mean_vector
 from agentic_ray.models.skill_argument_distribution import skill_argument_distribution_cls
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
@@ -225,6 +227,8 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
         out, enc = self._policy_outputs(obs, False, kwargs, train=True)
         out[Columns.EMBEDDINGS] = enc.state
         out[REFLECTION_EMBEDDINGS] = self.model.reflection_input(obs, enc)
+        if enc.modality_gates:
+            out[MODALITY_GATE_MEANS] = gate_mean_vector(enc.modality_gates, enc.node_masks)
         return out
 
     # -- critics (TwoCriticAPI / ValueFunctionAPI) ------------------------------------------------------

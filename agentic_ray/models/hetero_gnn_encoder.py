@@ -1,4 +1,9 @@
-"""Heterogeneous-graph state encoder: per-type input projections, gated attention layers, masked readout."""
+"""Heterogeneous-graph state encoder: per-type input projections, gated attention layers, masked readout.
+
+A node type whose features hold image or text blocks (``GraphSpec.modalities``) gets a
+:class:`~agentic_ray.models.multimodal_node_encoder.MultimodalNodeEncoder` as its input projection (per-modality
+sub-encoders, gated cross-attention fusion with the task text as query) unless ``modality_fusion="flat"``, which
+keeps the one ``Linear`` over the concatenated columns (seed 000's flattening, for the comparison)."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from agentic_ray.graph_spec import GraphSpec
 from agentic_ray.models.batched_hetero_graph import BatchedHeteroGraph, HeteroGraphLayout, node_mask
 from agentic_ray.models.gated_hetero_attention_layer import GatedHeteroAttentionLayer
 from agentic_ray.models.hetero_edge_index import HeteroEdgeIndex
+from agentic_ray.models.multimodal_node_encoder import MultimodalNodeEncoder, TaskQuery, TextTokenEncoder
 from agentic_ray.models.pyg_gatv2_hetero_layer import PyGGATv2HeteroLayer
 from agentic_ray.models.reflection import ReflectionFn, readout_with_reflection
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
@@ -57,6 +63,9 @@ class HeteroGNNEncoder(nn.Module):
             ``"fused"`` is the default: :class:`GatedHeteroAttentionLayer`).
         reflection_dim: Width of the readout's failure input, ``obs["reflection"]`` (default: the spec's root
             causes; the AAAC policy feeds the diagnosis and the failure evidence there).
+        modality_fusion: ``"gated"``: node types with image or text blocks are encoded per modality and fused
+            (:class:`MultimodalNodeEncoder`); ``"flat"``: one ``Linear`` over all their columns. No effect on a
+            spec without modality blocks.
     """
 
     def __init__(
@@ -70,6 +79,7 @@ class HeteroGNNEncoder(nn.Module):
         compact_edges: bool | None = None,
         gnn_layer: Literal["fused", "pyg"] = "fused",
         reflection_dim: int | None = None,
+        modality_fusion: Literal["gated", "flat"] = "gated",
     ) -> None:
         super().__init__()
         self.spec = spec
@@ -77,12 +87,22 @@ class HeteroGNNEncoder(nn.Module):
         self.gnn_layer = gnn_layer
         self.hidden_dim = hidden_dim
         self.layout = HeteroGraphLayout(spec, add_reverse_relations)
+        fused = {b.node_type for b in spec.modalities} if modality_fusion == "gated" else set()
         self.input_proj = nn.ModuleDict(
             {
                 nt: nn.Sequential(nn.Linear(spec.feat_dims[nt], hidden_dim), nn.LayerNorm(hidden_dim))
                 for nt in spec.node_types
+                if nt not in fused
             }
         )
+        self.multimodal = nn.ModuleDict()
+        self.task_query: TaskQuery | None = None
+        if fused:
+            text = TextTokenEncoder(hidden_dim)
+            self.task_query = TaskQuery(spec, text, hidden_dim)
+            self.multimodal.update(
+                {nt: MultimodalNodeEncoder(spec, nt, hidden_dim, text, num_heads) for nt in sorted(fused)}
+            )
         layer_cls: type[GatedHeteroAttentionLayer] | type[PyGGATv2HeteroLayer] = (
             PyGGATv2HeteroLayer if gnn_layer == "pyg" else GatedHeteroAttentionLayer
         )
@@ -127,8 +147,18 @@ class HeteroGNNEncoder(nn.Module):
         h = {
             nt: self.input_proj[nt](obs[f"{nt}_x"].float().reshape(-1, self.spec.feat_dims[nt]))
             for nt in self.spec.node_types
+            if nt in self.input_proj
         }
+        modality_gates: dict[str, torch.Tensor] = {}
+        if self.task_query is not None:
+            query = self.task_query(obs, first.shape[0])
+            for nt, enc in self.multimodal.items():
+                h[nt], gates = enc(obs[f"{nt}_x"], query)
+                modality_gates.update({f"modality/{nt}/{k}": v for k, v in gates.items()})
+        h = {nt: h[nt] for nt in self.spec.node_types}  # the layers read the types in spec order
         debug: dict[str, dict[str, torch.Tensor]] = {"attention": {}, "gates": {}} if return_debug else {}
+        if return_debug:
+            debug["gates"].update(modality_gates)
         for i, layer in enumerate(self.layers):
             h, layer_debug = layer(h, graph, return_debug)
             for kind, per_rel in layer_debug.items():
@@ -138,5 +168,10 @@ class HeteroGNNEncoder(nn.Module):
         pooled = [masked_mean_max(nodes[nt], masks[nt]) for nt in self.spec.node_types]
         state, free = readout_with_reflection(self.readout, pooled, obs["reflection"].float(), reflection_fn)
         return StateEncoderOutput(
-            state=state, nodes=nodes, node_masks=masks, debug=debug, reflection_free_state=free
+            state=state,
+            nodes=nodes,
+            node_masks=masks,
+            debug=debug,
+            reflection_free_state=free,
+            modality_gates=modality_gates,
         )

@@ -27,8 +27,8 @@ slices, and about a third fewer kernels that compute (``addmm`` x 90):
 
 The training path keeps its maths: this is a second implementation of the same function, checked against it on
 every registered domain and action mode (``tests/unit/models/test_inference_policy.py``: logits and values within
-1e-5). What it does not cover falls back to the training path (:meth:`InferencePolicy.supports`): the flat
-encoder, PyG layers, a reflection head that reads the state, sequence slots.
+1e-5). What it does not cover falls back to the training path (:meth:`InferencePolicy.supports`): multimodal node
+encoders, the flat encoder, PyG layers, a reflection head that reads the state, sequence slots.
 
 Tool nodes are not cached as embeddings: their rows carry the episode's SLA, masks and call counts, and message
 passing mixes the whole graph into them, so only the parts that depend on no observation are precomputed.
@@ -631,6 +631,8 @@ class InferencePolicy:
             return "encoder 'flat'"
         if cfg.gnn_layer != "fused":
             return "gnn_layer 'pyg'"
+        if len(model.encoder.multimodal):
+            return "multimodal node encoders"
         if model.has_critics and cfg.separate_critic_encoders:
             for which in ("reward_critic", "risk_critic"):
                 if not isinstance(model.critic_encoder(which), HeteroGNNEncoder):

@@ -22,6 +22,8 @@ class StateEncoderOutput:
             head reads with ``reflection_source="predicted"``); None when the encoder was not asked for it.
         skill_prior: ``(B, K)`` added to the skill logits (and to each prototype's skill): the fix the reflection
             input proposes (:attr:`~agentic_ray.models.aaac_model.AAACModel.fix_prior`); None without one.
+        modality_gates: ``{"modality/<node type>/<modality>": (B, N_nt)}`` the per-modality gates of the
+            multimodal input projections (NaN where a node has not revealed that modality); empty without one.
     """
 
     state: torch.Tensor
@@ -30,3 +32,4 @@ class StateEncoderOutput:
     debug: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
     reflection_free_state: torch.Tensor | None = None
     skill_prior: torch.Tensor | None = None
+    modality_gates: dict[str, torch.Tensor] = field(default_factory=dict)

@@ -629,6 +629,7 @@ LEARNER_STATS = (
     keys.AAAC_LAMBDA_MEAN,
     keys.AAAC_REFLECTION_LOSS,
     keys.AAAC_REFLECTION_ACCURACY,
+    *(keys.GATE_PREFIX + k for k in keys.MODALITY_KINDS),  # the multimodal encoder's gates (issue 30)
 )
 
 

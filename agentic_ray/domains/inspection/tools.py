@@ -3,10 +3,13 @@
 Parameters arrive validated and clipped by the gateway (``configs/skills/inspection.yaml``); each handler checks the
 world's state and raises :class:`~agentic_ray.skills.backends.ToolError` with a typed code on a bad call.
 
-* ``line.list_parts``: the parts waiting on the line the request names, with each image's camera contrast.
+* ``line.list_parts``: the parts waiting on the line the request names, with each image's camera contrast and the
+  frame itself as a thumbnail (:func:`thumbnail`: the observation's image modality).
 * ``detect``: renders the part's image, checks its exposure, runs the frozen detector (:mod:`.detector`) with the
   call's parameters, writes the inspection to the database and logs the outcome beside the truth for the reward
-  layers. ``received`` keeps every parameter vector the detector was given (tests read it).
+  layers. It returns the frame's thumbnail too (a part the request names is never listed) and its
+  ``frame_focus``, the thumbnail's focus mask: 1 inside the boxes it reported. ``received`` keeps
+  every parameter vector the detector was given (tests read it).
 * ``ocr_extract``: reads the printed serial by template matching (:mod:`.ocr`), checks its check character and
   compares it with the shipping manifest. A world with ``ocr_garble_rate`` garbles a share of the replies inside
   a valid JSON shell (the fault seed 000 injects).
@@ -24,6 +27,7 @@ from agentic_ray.domains.inspection import detector as det
 from agentic_ray.domains.inspection.font import checksum_ok
 from agentic_ray.domains.inspection.images import DEFECT_CLASSES, IMAGE_SIZE, to_uint8
 from agentic_ray.domains.inspection.ocr import garble, read_serial
+from agentic_ray.domains.inspection.schema import THUMBNAIL
 from agentic_ray.domains.inspection.world import InspectionWorld, Part
 from agentic_ray.rewards.call_outcomes import DetectionOutcome, RankingOutcome
 from agentic_ray.skills.backends import ToolError
@@ -52,14 +56,39 @@ def _part(w: InspectionWorld, pid: str) -> Part:
     return p
 
 
+SCALE = IMAGE_SIZE // THUMBNAIL
+
+
+def thumbnail(pixels: Any) -> list[float]:
+    """A ``(64, 64)`` frame as ``THUMBNAIL²`` block means in [0, 1], row-major (what the listing returns)."""
+    t = pixels.reshape(THUMBNAIL, SCALE, THUMBNAIL, SCALE).mean(axis=(1, 3))
+    return [round(float(v), 3) for v in t.reshape(-1)]
+
+
+def focus_mask(boxes: list[tuple[float, float, float, float]]) -> list[float]:
+    """``THUMBNAIL²`` values, 1 on the thumbnail cells a reported box touches, else 0 (row-major)."""
+    m = [[0.0] * THUMBNAIL for _ in range(THUMBNAIL)]
+    for x0, y0, x1, y1 in boxes:
+        for y in range(max(0, int(y0 // SCALE)), min(THUMBNAIL, int(-(-y1 // SCALE)))):
+            for x in range(max(0, int(x0 // SCALE)), min(THUMBNAIL, int(-(-x1 // SCALE)))):
+                m[y][x] = 1.0
+    return [v for row in m for v in row]
+
+
 def list_parts(world: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """The parts waiting on a line, with their position and the camera contrast of their image."""
+    """The parts waiting on a line, with their position, the camera contrast and the frame (a thumbnail)."""
     w = _world(world)
     if params["line"].strip().upper() != w.line:
         raise ToolError("NOT_FOUND", f"no line {params['line']!r} at this station")
     return {
         "parts": [
-            {"id": p.id, "position": p.position, "contrast": round(p.spec.contrast, 3)} for p in w.parts
+            {
+                "id": p.id,
+                "position": p.position,
+                "contrast": round(p.spec.contrast, 3),
+                "frame": thumbnail(w.rendered(p.id).pixels),
+            }
+            for p in w.parts
         ]
     }
 
@@ -101,6 +130,8 @@ def detect(world: Any, params: dict[str, Any]) -> dict[str, Any]:
         "n_cracks": n_cracks,
         "n_scratches": n_scratches,
         "crack_severity": round(severity, 4),
+        "frame": thumbnail(r.pixels),
+        "frame_focus": focus_mask([d.box for d in found]),
         "detections": [
             {"class": d.cls, "box": list(d.box), "score": d.score, "severity": d.severity} for d in found
         ],

@@ -121,3 +121,27 @@ def test_trace_heatmaps_use_the_trace_names():
     assert sk["y"] == ["tool.a", "tool.b"] and sk["z"] == [[0.7, None], [0.2, 0.9]]
     assert figs["attention:x__rel__y"]["data"][0]["z"] == [[0.6, None]]
     assert figs["rewards"]["data"][0]["zmin"] == -2.0
+
+
+def test_modality_gates_are_plotted_and_a_gate_below_the_level_is_reported():
+    """Issue 30: the multimodal encoder's gates are a training panel; a gate under 0.1 is a report warning."""
+    rows = [dict(r) for r in ROWS]
+    rows[2] = {
+        **rows[2],
+        "learner": {**rows[2]["learner"], "gate_image": 0.4, "gate_text": 0.3, "gate_struct": 0.6},
+    }
+    rows[3] = {
+        **rows[3],
+        "learner": {**rows[3]["learner"], "gate_image": 0.5, "gate_text": 0.05, "gate_struct": 0.6},
+    }
+    fig = F.training_figure(rows)
+    named = {t["name"]: t["y"] for t in fig["data"]}
+    assert named["gate_image"] == [0.4, 0.5] and named["gate_text"] == [0.3, 0.05]
+    assert any(a["text"] == "unused below" for a in fig["layout"]["annotations"])
+    assert "no multimodal encoder in this run" in [
+        a["text"] for a in F.training_figure(ROWS)["layout"]["annotations"]
+    ]
+    panel = page_panel("training", rows, {}, EXPERT, {}, link_traces=False)["html"]
+    assert "gate_text = 0.050 &lt; 0.1: the encoder for the text modality is not used" in panel
+    assert "image modality is not used" not in panel
+    assert "is not used" not in page_panel("training", ROWS, {}, EXPERT, {}, link_traces=False)["html"]

@@ -127,6 +127,42 @@ def test_out_of_bounds_parameters_never_reach_the_detector(
         assert any(w.startswith(f"{name}=") for w in res.warnings) == (sent[name] != clipped)
 
 
+@functools.cache
+def _detect_env() -> tuple[AgentTaskEnv, dict[str, Any]]:
+    """An env one step before a ``detect`` call (the expert's), with that call's structured action."""
+    env = AgentTaskEnv(AgentTaskEnvConfig(domain="inspection", families=("disputed_batch",)))
+    env.reset(seed=4)
+    skill, params = env.domain.expert().plan(env.view())
+    assert skill == "detect"
+    return env, dict(env.encode_action(skill, params))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=3, max_size=3))
+def test_raw_policy_outputs_map_into_the_detectors_bounds_by_tanh(raw: list[float]) -> None:
+    """The policy's raw numeric outputs become ``low + (high - low)(tanh(x) + 1)/2`` (``x`` clipped to the Box):
+    any raw vector is a legal confidence and IoU threshold, and the detector receives exactly that."""
+    env, action = _detect_env()
+    contract = env.domain.contracts().by_name()["detect"]
+    numeric_names = [n for n, p in contract.input.items() if isinstance(p, FloatParam | IntParam)]
+    assert numeric_names == ["confidence_threshold", "iou_threshold", "max_detections"]
+    a = dict(action)
+    a["numeric"] = np.zeros_like(np.asarray(action["numeric"]), dtype=np.float32)
+    a["numeric"][: len(raw)] = raw
+    a["source"] = np.zeros_like(np.asarray(action["source"]))  # free values, not copies
+    _k, params, err, msg = env.codec.decode(a, env.task, env.knowledge)
+    assert err is None, msg
+    for i, name in enumerate(numeric_names):
+        p = contract.input[name]
+        x = max(-5.0, min(5.0, float(a["numeric"][i])))
+        want = p.min + (p.max - p.min) * (np.tanh(x) + 1.0) / 2.0
+        got = params[name]
+        assert p.min <= got <= p.max
+        assert got == (round(want) if isinstance(p, IntParam) else pytest.approx(want, abs=1e-4))
+    assert params["confidence_threshold"] >= detector.PARAM_BOUNDS["confidence_threshold"][0]
+    assert params["confidence_threshold"] <= detector.PARAM_BOUNDS["confidence_threshold"][1]
+
+
 def test_the_detector_itself_refuses_what_the_gateway_clips() -> None:
     """The crash seed 000 saw (a confidence of 1.2): without the gateway the detector raises."""
     cands = detector.detector().candidates(np.zeros((64, 64), dtype=np.float32))

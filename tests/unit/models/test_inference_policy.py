@@ -80,6 +80,11 @@ def test_inference_path_equals_training_path(domain: str, mode: str) -> None:
     env = AgentTaskEnv({"domain": domain, "action_mode": mode})
     env.action_space.seed(0)
     model = _model(env, prototype=mode == "prototype")
+    if env.graph_spec.modalities:
+        # A schema with image or text blocks gets the multimodal input projections, which the inference path
+        # does not cover (the training path runs them); the rest of the model is checked with the flat projection.
+        assert InferencePolicy.unsupported(model) == "multimodal node encoders"
+        model = _model(env, prototype=mode == "prototype", modality_fusion="flat")
     if model.policy_heads.packed.sequences:
         # Not covered yet: the inference path has no sequence (ordered list) slots, which the test plug-in domain
         # uses. Such a model must say so, and then runs the training path
@@ -103,7 +108,7 @@ def test_rebuilt_when_the_weights_change() -> None:
     env = AgentTaskEnv({"domain": "inspection"})
     obs = _observations(env)
     torch.manual_seed(0)
-    model = AAACModel(env.graph_spec, env.layout, TINY).eval()
+    model = AAACModel(env.graph_spec, env.layout, TINY.model_copy(update={"modality_fusion": "flat"})).eval()
     with torch.inference_mode():
         before = InferencePolicy.for_model(model)(obs).packed
     with torch.no_grad():

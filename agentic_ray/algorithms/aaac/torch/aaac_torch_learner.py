@@ -217,4 +217,15 @@ class AAACTorchLearner(AAACLearner, TorchLearner):
             key=module_id,
             window=1,
         )
+        gate_means = fwd_out.get(keys.MODALITY_GATE_MEANS)
+        if gate_means is not None:  # the multimodal encoder's gates (absent without modality blocks)
+            self.metrics.log_dict(
+                {
+                    keys.GATE_PREFIX + kind: g
+                    for kind, g in zip(keys.MODALITY_KINDS, gate_means.tolist(), strict=True)
+                    if g == g  # NaN: no node revealed that modality in this batch
+                },
+                key=module_id,
+                window=1,
+            )
         return total_loss
