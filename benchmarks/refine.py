@@ -156,6 +156,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--traffic", type=int, default=40, help="Served episodes with feedback.")
     ap.add_argument("--tasks-per-family", type=int, default=10, help="Validation tasks per family.")
     ap.add_argument("--canary-episodes", type=int, default=600, help="At most this many episodes per canary.")
+    ap.add_argument(
+        "--epochs", type=int, default=None, help="Epochs of the update (default: RefineConfig's)."
+    )
+    ap.add_argument(
+        "--lr", type=float, default=None, help="Learning rate of the update (default: RefineConfig's)."
+    )
     ap.add_argument("--pref-pairs", type=int, default=100, help="Annotated pairs the preference scorers fit.")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -191,8 +197,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         # the app's settings file: refine registers its candidate there, and the canary app starts from it
         app_file = work / "serve.yaml"
         app_file.write_text(yaml.safe_dump({**base, "canary": CANARY, "sla": CANARY_SLA}))
+        update = {k: v for k, v in (("epochs", args.epochs), ("lr", args.lr)) if v is not None}
         cfg = RefineConfig(
-            tasks_per_family=args.tasks_per_family, fix_memory=None, serve_config=str(app_file)
+            tasks_per_family=args.tasks_per_family, fix_memory=None, serve_config=str(app_file), **update
         )
         t1 = time.perf_counter()
         rep = refine(work / "serve.sqlite", run, cfg)
@@ -226,6 +233,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "validation_completion_after_ci95": [lo, hi],
             "validation_tasks": n_val,
             "gates_passed": u.get("passed"),
+            "update": {"samples": u.get("samples"), "epochs": cfg.epochs, "lr": cfg.lr},
             "hard_negative_share": ds.get("hard_negative_share"),
             "filtered_share": ds.get("filtered_share"),
             "promoted": promoted is not None and promoted["state"] == "promoted",
@@ -240,7 +248,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "refine_s": round(t_refine, 1),
             "wall_s": round(time.perf_counter() - t0, 1),
         }
-    publish("refine", [row], argv=sys.argv if argv is None else ["benchmarks/refine.py", *argv])
+    publish("refine", [row], argv=argv)
     return row
 
 
