@@ -275,10 +275,11 @@ def test_feedback_refine_and_the_canary_close_the_loop(served):
     its canary promotes it by itself (5% -> 10% -> 50% -> 100%) with no failed request. The rollback of a worse
     candidate is ``test_canary_rolls_back_a_random_candidate_without_failing_a_request``.
 
-    Measured on the shared 2-CPU box (load 5-15): in the fixture, the loop's 20 episodes with feedback 6.6 s and
-    refine 4.5 s (what the loop adds to the fixture, with ``good`` deployed once, after them, while the other three
-    applications start; redeploying ``good`` in this test instead took 140 s); this test 23 s, nearly all of it the
-    canary run, as for the hand-deployed candidate's promotion it replaces."""
+    Measured on the shared 2-CPU box (load 3-15, two runs): in the fixture, the loop's 20 episodes with feedback
+    3.9-6.6 s and refine 3.1-4.5 s, then ``good`` deployed in 41 s while bad and local were still starting (the
+    fixture's setup was 147 s in all at load 3; no same-load measurement of the old fixture, which deployed the four
+    at once, to subtract; redeploying ``good`` in this test instead took 140 s at load 20); this test 23-45 s,
+    nearly all of it the canary run to promotion, as for the hand-deployed candidate's promotion it replaces."""
     from collections import Counter
 
     from agentic_ray.eval.metrics import root_cause
