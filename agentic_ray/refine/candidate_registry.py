@@ -19,7 +19,7 @@ import yaml
 
 from agentic_ray.serving.settings import ArmSettings, ServeSettings
 
-__all__ = ["CANDIDATE_FILE", "register_candidate"]
+__all__ = ["CANDIDATE_FILE", "register_candidate", "served_checkpoint"]
 
 CANDIDATE_FILE = "candidate.json"
 
@@ -29,6 +29,38 @@ def _set_candidate(args: dict[str, Any], arm: dict[str, Any]) -> None:
     check the result as the app would."""
     args["candidate"] = {**(args.get("candidate") or {}), **arm}
     ServeSettings.model_validate(args)
+
+
+def _stable_args(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The settings (``args``) of every application of a Serve config that has a stable arm, or the document
+    itself when it is a ServeSettings file."""
+    if isinstance(doc.get("applications"), list):
+        return [
+            a["args"]
+            for a in doc["applications"]
+            if isinstance(a.get("args"), dict) and "stable" in a["args"]
+        ]
+    return [doc]
+
+
+def served_checkpoint(serve_config: str | None) -> Path | None:
+    """The policy module the Serve app serves as its stable policy (the policy an update must start from), read
+    from ``serve_config`` (see :func:`register_candidate`); None when there is no config.
+
+    Raises:
+        ValueError: no application with a stable arm, or applications serving different stable checkpoints.
+    """
+    if serve_config is None:
+        return None
+    doc = yaml.safe_load(Path(serve_config).read_text()) or {}
+    ckpts = {ServeSettings.model_validate(a).stable.checkpoint for a in _stable_args(doc)}
+    if len(ckpts) != 1:
+        raise ValueError(f"{serve_config}: expected one stable checkpoint, found {sorted(ckpts)}")
+    from agentic_ray.serving.policy_runner import resolve_module_dir
+
+    return resolve_module_dir(
+        ckpts.pop()
+    )  # a run directory, a stage checkpoint or a module, as the app reads it
 
 
 def register_candidate(run: Path, checkpoint: Path, serve_config: str | None, version: str) -> dict[str, Any]:

@@ -8,7 +8,9 @@
   (masked ones included: the env answers them with its masked error, as it would have), and the rule-based
   policy's call (the *fix*); every simulated episode is finished by the rule-based policy and re-scored with the
   reward layers (:class:`~agentic_ray.refine.rescoring.EpisodeRescorer`). The alternatives worse than the fix,
-  the ``hard_negatives`` worst first, are the window's hard negatives.
+  the ``hard_negatives`` worst first, are the window's hard negatives: first those the state's skill mask allows
+  (a masked one has zero probability under the policy, so its pairwise term in the update is exactly 0), then
+  masked ones where too few allowed ones are worse than the fix.
 * **Active sampling**: a window's information is how much the fix would have changed the return at its pivot
   (``|fix return - recorded return|``, the advantage of the correction). A window with no failed step whose
   information is below ``min_information`` shows the policy doing what the fix does, teaches nothing new, and is
@@ -107,6 +109,12 @@ class DatasetStats:
         }
 
 
+def _allowed(obs: dict[str, np.ndarray]) -> Any:
+    """Whether the state's skill mask allows an action's skill (True where the observation has no mask)."""
+    mask = obs.get("skill_mask")
+    return lambda a: mask is None or not isinstance(a, dict) or bool(mask[int(a["skill"])])
+
+
 def _alternatives(action: Any, num_skills: int, limit: int) -> list[Any]:
     """The recorded action with each other skill, in skill order after the recorded one (at most ``limit``)."""
     if not isinstance(action, dict) or "skill" not in action:
@@ -177,7 +185,12 @@ def build_dataset(
             if not failed_at and info < cfg.min_information:
                 dropped += 1
                 continue
-            worse = sorted((x for x in alts if x[1] < fix_value), key=lambda x: x[1])[: cfg.hard_negatives]
+            # the worst alternatives the policy can choose first (a masked one has zero probability: its pairwise
+            # term would be exactly 0), masked ones only where too few allowed ones are worse than the fix
+            allowed = _allowed(ep.obs[pivot])
+            worse = sorted((x for x in alts if x[1] < fix_value), key=lambda x: (not allowed(x[0]), x[1]))[
+                : cfg.hard_negatives
+            ]
             negatives += len(worse)
             st = rec.steps[pivot]
             kept.append(

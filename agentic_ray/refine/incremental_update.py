@@ -1,6 +1,8 @@
 """The trigger's incremental update: train the served policy on the dominant failure class, in reflection mode,
 with only its last layers trainable; validate it through the pipeline's gates; register it as the canary.
 
+* **Source**: the policy the Serve app serves as stable (the ``stable`` checkpoint of ``serve_config``), else the
+  run's most advanced stage checkpoint.
 * **Samples**: the kept windows of the episodes whose root cause is the dominant class (at most
   ``train_samples``): the observation at the pivot, the fix as the target, the hard negatives.
 * **Last layers**: the action loss (fix and hard negatives) is computed once and the parameterised layers (leaf
@@ -161,14 +163,14 @@ def run_update(
     run: Path, settings: ExperimentSettings, samples: Sequence[WindowSample], cause: str, cfg: RefineConfig
 ) -> dict[str, Any]:
     """The trigger's update for the dominant ``cause`` (see the module docstring); returns what it did."""
-    from agentic_ray.refine.candidate_registry import register_candidate
+    from agentic_ray.refine.candidate_registry import register_candidate, served_checkpoint
 
     chosen = [s for s in samples if s.cause == cause][: cfg.train_samples]
     out: dict[str, Any] = {"cause": cause, "samples": len(chosen), "promoted_to_candidate": False}
     if not chosen:
         out["reason"] = "no kept window of the dominant class"
         return out
-    source = pick_checkpoint(run)
+    source = served_checkpoint(cfg.serve_config) or pick_checkpoint(run)
     module = load_policy_module(source)
     val_env = validation_env_config(settings.env, settings.eval.fault_share)
     tasks = cfg.tasks_per_family or settings.eval.tasks_per_family

@@ -84,8 +84,9 @@ class RefineConfig(BaseModel):
     )
     serve_config: str | None = Field(
         default=None,
-        description="The Serve app's config (a Serve config YAML or a ServeSettings file): a validated update is "
-        "written there as its canary candidate (None: only RUN_DIR/refine/candidate.json).",
+        description="The Serve app's config (a Serve config YAML or a ServeSettings file): the update trains its "
+        "stable policy, and a validated update is written there as its canary candidate (None: the update trains "
+        "the run's most advanced checkpoint and is recorded only in RUN_DIR/refine/candidate.json).",
     )
 
     @model_validator(mode="after")

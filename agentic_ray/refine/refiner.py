@@ -25,6 +25,7 @@ from agentic_ray.parser.goal_parser import torch_threads
 from agentic_ray.refine.attribution import attribute, dominant_cause
 from agentic_ray.refine.incremental_dataset import WindowSample, build_dataset
 from agentic_ray.refine.incremental_update import run_update
+from agentic_ray.refine.preference import feedback_pairs
 from agentic_ray.refine.refine_config import RefineConfig
 from agentic_ray.refine.rescoring import EpisodeRescorer, pool_config_for
 from agentic_ray.refine.served_episodes import read_served_episodes, store_path
@@ -49,6 +50,7 @@ class RefineReport:
     dataset: dict[str, Any] = field(default_factory=dict)
     update: dict[str, Any] | None = None
     fix_pairs: int = 0
+    preference_pairs: int = 0
     samples: list[WindowSample] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -61,6 +63,7 @@ class RefineReport:
             "dataset": self.dataset,
             "update": self.update,
             "fix_pairs": self.fix_pairs,
+            "preference_pairs": self.preference_pairs,
         }
 
 
@@ -126,6 +129,7 @@ def refine(
         with torch_threads(cfg.torch_threads):
             records = {ep.session_id: ep.record for ep in episodes if ep.record is not None}
             report.attribution = attribute(records)
+            report.preference_pairs = len(feedback_pairs(episodes))
             report.dominant_cause = dominant_cause(report.attribution["cause_shares"], cfg.trigger_share)
             samples, stats = build_dataset(episodes, env, rescorer, cfg, consumed["windows"])
             report.rescored = _values(rescorer, episodes)

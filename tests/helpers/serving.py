@@ -90,17 +90,74 @@ CANARY_SLA = {"policy_timeout_ms": 20_000.0}
 
 @dataclass
 class Served:
-    """The shared Serve instance: its URL, each application's settings and the stage checkpoint every arm with the
-    trained policy serves."""
+    """The shared Serve instance: its URL, each application's settings, the stage checkpoint every arm with the
+    trained policy serves, and what the loop from main's feedback to good's candidate did (:func:`close_the_loop`)."""
 
     url: str
     settings: dict[str, Any]
     checkpoint: Path
+    loop: dict[str, Any]
 
     def client(self, prefix: str = "") -> Any:
         import httpx
 
         return httpx.Client(base_url=self.url + prefix, timeout=120)
+
+
+def stream_episode(c: Any, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """One agent-mode episode streamed from ``/v1/episodes``: its session id and its steps."""
+    r = c.post("/v1/episodes", json=body, headers=AUTH)
+    assert r.status_code == 200, r.text
+    events = [b.split("\n") for b in r.text.strip().split("\n\n")]
+    assert events[0][0] == "event: session", r.text[:500]
+    return json.loads(events[0][1][6:])["session_id"], [json.loads(e[1][6:]) for e in events[1:]]
+
+
+LOOP_TASKS = [(f, 20_000 + i) for i, f in enumerate(get_domain("ecommerce").families * 2)]
+"""The customer traffic of the loop: two tasks of every family, on seeds no other test uses."""
+
+
+def close_the_loop(url: str, run: Path, main: Any, good: Any, tmp: Path) -> tuple[Any, dict[str, Any]]:
+    """Issue 31's loop up to the candidate: agent-mode episodes streamed from the running ``main`` application
+    with feedback posted over HTTP (success when the episode completed, else a failure), then ``refine`` on
+    main's store and the pipeline ``run`` with ``good``'s Serve config, where it registers its update as the
+    candidate. Returns ``good``'s settings with that candidate and what happened (for the test to check)."""
+    import time
+
+    import httpx
+    import yaml
+
+    from agentic_ray.refine import RefineConfig, refine
+    from agentic_ray.serving.deploy import app_config
+    from agentic_ray.serving.settings import ServeSettings
+
+    t0 = time.monotonic()
+    sids, outcomes = [], []
+    with httpx.Client(base_url=url, timeout=120) as c:
+        for family, seed in LOOP_TASKS:
+            sid, steps = stream_episode(c, {"domain": "ecommerce", "family": family, "seed": seed})
+            ok = bool(steps[-1]["done"] and steps[-1]["completed"])
+            fb = {"trace_id": sid, "outcome": "success" if ok else "failure"}
+            if not ok:
+                fb["reason"] = "not_solved"
+            assert c.post("/v1/feedback", json=fb, headers=AUTH).status_code == 200
+            sids.append(sid)
+            outcomes.append(fb["outcome"])
+    t_traffic = time.monotonic() - t0
+    serve_yaml = tmp / "good.yaml"
+    serve_yaml.write_text(yaml.safe_dump({"applications": [app_config(good, "good")]}))
+    cfg = RefineConfig(max_alternatives=2, tasks_per_family=1, fix_memory=None, serve_config=str(serve_yaml))
+    rep = refine(main.feedback_db, run, cfg)
+    apps = yaml.safe_load(serve_yaml.read_text())["applications"]
+    loop = {
+        "sessions": sids,
+        "outcomes": outcomes,
+        "report": rep.to_dict(),
+        "serve_config": apps,
+        "traffic_s": round(t_traffic, 1),
+        "refine_s": round(time.monotonic() - t0 - t_traffic, 1),
+    }
+    return ServeSettings.model_validate(apps[0]["args"]), loop
 
 
 _SHARED: dict[str, Served] = {}
@@ -109,11 +166,15 @@ _SHARED: dict[str, Served] = {}
 def build_served(tmp: Path) -> Served:
     """Four applications on one Serve instance (the session's private Ray, its own free HTTP port), each a
     gateway plus its policy deployments: ``main`` (a tiny trained run as the stable policy), ``bad`` (the same
-    stable policy and a random policy as the canary candidate: an untrained module, sampled), ``good`` (a candidate
-    with the stable policy's own weights) and ``local`` (main's stable policy inside its gateway replica,
-    ``in_gateway``: no policy deployment)."""
+    stable policy and a random policy as the canary candidate: an untrained module, sampled), ``good`` (the same
+    stable policy and, as its candidate, the update ``refine`` trained from main's feedback:
+    :func:`close_the_loop`) and ``local`` (main's stable policy inside its gateway replica, ``in_gateway``: no
+    policy deployment). ``good`` is deployed last, once main has served the loop's traffic (the other three start
+    meanwhile)."""
+    import time
+
     from agentic_ray.eval.policy_loading import pick_checkpoint
-    from agentic_ray.serving.deploy import app_config, deploy
+    from agentic_ray.serving.deploy import app_config, deploy, wait_running
     from agentic_ray.serving.settings import ServeSettings
     from agentic_ray.skills.server import free_port
     from agentic_ray.stages.pipeline import run_pipeline
@@ -158,6 +219,7 @@ def build_served(tmp: Path) -> Served:
                 **common,
                 **canary,
                 "stable": stable,
+                # the arm refine's candidate fills (its checkpoint and version: close_the_loop)
                 "candidate": {**stable, "version": "tiny-again"},
                 "feedback_db": str(tmp / "good.sqlite"),
                 "route_prefix": "/good",
@@ -173,12 +235,17 @@ def build_served(tmp: Path) -> Served:
         ),
     }
     port = free_port()
-    deploy(
-        [app_config(s, name) for name, s in settings.items()],
-        http_options={"host": "127.0.0.1", "port": port},
-        timeout_s=900,
-    )
-    return Served(f"http://127.0.0.1:{port}", settings, served_ckpt)
+    url = f"http://127.0.0.1:{port}"
+    first = [app_config(s, name) for name, s in settings.items() if name != "good"]
+    deploy(first, http_options={"host": "127.0.0.1", "port": port}, wait=False)
+    wait_running("main", 900)
+    settings["good"], loop = close_the_loop(url, run, settings["main"], settings["good"], tmp)
+    t0 = time.monotonic()
+    deploy([app_config(settings["good"], "good")], timeout_s=900)
+    loop["good_deploy_s"] = round(time.monotonic() - t0, 1)
+    for a in first:
+        wait_running(a["name"], 900)
+    return Served(url, settings, served_ckpt, loop)
 
 
 def shared_served(request: Any, tmp_path_factory: Any) -> Iterator[Served]:

@@ -84,9 +84,12 @@ def test_counterfactual_hard_negatives_are_the_worst_alternatives_and_active_sam
     assert failed and {s.episode_id for s in failed} == weak  # the weak family's windows all hold a failure
     assert all(s.cause == "wrong_entity" for s in failed)
     for s in samples:
-        vals = [v for _a, v in s.negatives]
-        assert len(vals) <= 3 and vals == sorted(vals) and all(v < s.fix_value for v in vals)
+        # the worst alternatives the policy can choose first, then masked ones (zero probability, no pairwise term)
+        keys = [(not bool(s.obs["skill_mask"][int(a["skill"])]), v) for a, v in s.negatives]
+        assert len(keys) <= 3 and keys == sorted(keys) and all(v < s.fix_value for _m, v in keys)
         assert s.information >= SMALL.min_information or s.failed
+    # every failed window has a negative the policy could have chosen (all of them were masked ones before)
+    assert all(any(s.obs["skill_mask"][int(a["skill"])] for a, _v in s.negatives) for s in failed)
     assert (
         any(s.negatives for s in failed) and stats.dropped > 0
     )  # the expert-like windows carry no information

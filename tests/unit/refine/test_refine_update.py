@@ -4,7 +4,6 @@ pipeline's gates on the validation tasks, and the registration as the Serve app'
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import torch
@@ -56,22 +55,30 @@ def test_the_gates_reject_a_candidate_that_completes_less(served) -> None:
 def test_past_the_trigger_a_validated_update_becomes_the_canary_candidate(
     fresh_store, served_run, tmp_path
 ) -> None:
+    from tests.helpers.serving import save_untrained_module
+
+    # the app serves another policy than the run's most advanced checkpoint: the update starts from the served one
+    served_policy = save_untrained_module(tmp_path / "served_policy", seed=3)
+    doc = yaml.safe_load((REPO / "serve_apps" / "policy.yaml").read_text())
+    doc["applications"][0]["args"]["stable"]["checkpoint"] = str(served_policy)
     serve_yaml = tmp_path / "policy.yaml"
-    shutil.copy(REPO / "serve_apps" / "policy.yaml", serve_yaml)
+    serve_yaml.write_text(yaml.safe_dump(doc, sort_keys=False))
     rep = refine(fresh_store, served_run, FAST.model_copy(update={"serve_config": str(serve_yaml)}))
     u = rep.update
     assert u is not None and u["cause"] == "wrong_entity" and u["samples"] == 4 and u["passed"]
+    assert u["source"] == str(served_policy)
     assert u["promoted_to_candidate"] and Path(u["checkpoint"]).is_dir()
     app = yaml.safe_load(serve_yaml.read_text())["applications"][0]["args"]
     s = ServeSettings.model_validate(app)
     assert s.candidate is not None and s.candidate.checkpoint == u["checkpoint"]
-    assert s.candidate.version == "refine-0-wrong_entity" and s.stable.checkpoint == "runs/quickstart"
+    assert s.candidate.version == "refine-0-wrong_entity" and s.stable.checkpoint == str(served_policy)
     reg = json.loads((served_run / "refine" / "candidate.json").read_text())
     assert reg["checkpoint"] == u["checkpoint"] and reg["applications"] == ["policy"]
     cand = load_policy_module(u["checkpoint"])
-    src = load_policy_module(pick_checkpoint(served_run))
-    diff = [k for k, v in cand.state_dict().items() if not torch.equal(v, src.state_dict()[k])]
-    assert diff  # the served policy itself is untouched; the candidate is the trained copy
+    src = load_policy_module(served_policy).state_dict()
+    diff = [k for k, v in cand.state_dict().items() if not torch.equal(v, src[k])]
+    # the served policy itself is untouched; the candidate is its trained copy (only the last layers differ)
+    assert diff and all(any(k.startswith(f"{n}.") for n in u["train"]["trained_layers"]) for k in diff)
 
 
 def test_below_the_trigger_nothing_trains(fresh_store, served_run) -> None:
