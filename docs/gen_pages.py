@@ -197,7 +197,12 @@ API_PAGES: dict[str, tuple[str, list[str]]] = {
     ),
     "refine": (
         "Refine",
-        ["agentic_ray.refine.refiner", "agentic_ray.refine.refine_config", "agentic_ray.refine.fix_memory"],
+        [
+            "agentic_ray.refine.refiner",
+            "agentic_ray.refine.refine_config",
+            "agentic_ray.refine.fix_memory",
+            "agentic_ray.refine.preference",
+        ],
     ),
 }
 
