@@ -1,8 +1,10 @@
 """The session's shared tiny run: ``configs/tiny.yaml`` with the asynchronous reward pool and wandb offline.
 
 Trained once per session in the session's Ray (the ``tiny_run`` fixture in tests/conftest.py) and read by the
-pipeline-outputs test and the dashboard tests, which each trained their own (~33 s apiece in CI, 2026-12-04). Its
-directory ends in ``runs/tiny``, the relative path the README's examples use. Tests only read it.
+dashboard tests; a later test that needs a finished tiny run with the reward pool reads it instead of training its
+own (~33 s in CI, 2026-12-04). Not for timing-dependent claims: with the asynchronous pool, whether an iteration
+updates depends on how fast the scorers ran. Its directory ends in ``runs/tiny``, the relative path the README's
+examples use. Tests only read it.
 """
 
 from __future__ import annotations
