@@ -42,7 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from ray.rllib.core import DEFAULT_MODULE_ID
-from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_MODULE_STEPS_TRAINED,
+)
 
 from agentic_ray import keys
 from agentic_ray.algorithms.build import build_algo_config, current_module
@@ -634,7 +639,17 @@ LEARNER_STATS = (
 
 
 def _learner_stats(res: dict[str, Any]) -> dict[str, float]:
+    """The learner's statistics of one training iteration, none when the iteration made no learner update.
+
+    With asynchronous rewards an iteration whose episodes all wait for their scores makes no update
+    (``AAAC.training_step`` returns early); the first iteration of a stage after the previous stage's settling
+    checkpoint (which trained on everything the EnvRunners held) is one. RLlib still reports every learner key
+    it has seen, each reduced over an empty window to NaN, so the steps the iteration trained decide.
+    """
     m = res.get(LEARNER_RESULTS, {}).get(DEFAULT_MODULE_ID, {})
+    trained = m.get(NUM_MODULE_STEPS_TRAINED)
+    if not (isinstance(trained, numbers.Real) and float(trained) > 0):  # NaN (RLlib: no update) is not > 0
+        return {}
     return {k: float(m[k]) for k in LEARNER_STATS if isinstance(m.get(k), int | float)}
 
 
