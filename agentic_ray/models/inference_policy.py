@@ -21,14 +21,19 @@ slices, and about a third fewer kernels that compute (``addmm`` x 90):
   action and skill embeddings through their first layer, computed once per checkpoint); every query of every
   argument slot meets every key in one ``bmm``, and the packed distribution input is then one gather and one
   mask (no loop per pointer group or head);
+* **sequence slots** (ordered lists, lists with repeats, lists paired by position): every position of every slot
+  is one more query (the slot's list query plus its position embedding) in that ``bmm``, their stop logits one
+  linear; a follower's rank-``R`` factors are one ``addmm`` per node type with followers or leaders, and the gate
+  on its own factors one linear for all followers (no loop per slot);
 * the constants (transposed and stacked weights, gather indices, the embeddings through their first layers) are
   built once per set of weights and rebuilt when a parameter changes (:meth:`InferencePolicy.for_model` checks
   the parameters' version counters).
 
 The training path keeps its maths: this is a second implementation of the same function, checked against it on
 every registered domain and action mode (``tests/unit/models/test_inference_policy.py``: logits and values within
-1e-5). What it does not cover falls back to the training path (:meth:`InferencePolicy.supports`): multimodal node
-encoders, the flat encoder, PyG layers, a reflection head that reads the state, sequence slots.
+1e-5; on a model with sequence slots also the same greedy and seeded sampled sequences). What it does not cover
+falls back to the training path (:meth:`InferencePolicy.supports`): multimodal node encoders, the flat encoder, PyG
+layers, a reflection head that reads the state.
 
 Tool nodes are not cached as embeddings: their rows carry the episode's SLA, masks and call counts, and message
 passing mixes the whole graph into them, so only the parts that depend on no observation are precomputed.
@@ -510,6 +515,7 @@ class InferencePolicy:
         self.pk = pk
         spec = model.spec
         widths = [g.width for g in pk.pointer_groups] + [g.width for g in pk.set_groups]
+        widths += [q.width for q in pk.sequences]
         rows = max([*spec.max_nodes.values(), *widths])
         self.encoder = _FastEncoder(enc, rows, device)
         self.critic_encoders: dict[str, _FastEncoder] = {}
@@ -620,6 +626,7 @@ class InferencePolicy:
         self.num_keys = nk
         self.scale = 1.0 / math.sqrt(hd)
         self.fill = masked_fill_value(torch.float32)
+        self._build_sequences(model, device)
         self._build_packing(model, device)
 
     # -- what it covers ---------------------------------------------------------------------------------
@@ -639,8 +646,6 @@ class InferencePolicy:
                     return "a flat critic encoder"
         if cfg.reflection_head_input != "evidence" and model.predicts_reflection:
             return "a reflection head that reads the state"
-        if model.policy_heads.packed.sequences:
-            return "sequence slots"
         return None
 
     @classmethod
@@ -666,21 +671,109 @@ class InferencePolicy:
         object.__setattr__(model, "_inference_policy", (params, [p._version for p in params], policy))
         return policy
 
+    # -- sequence slots -----------------------------------------------------------------------------------
+    def _build_sequences(self, model: AAACModel, device: torch.device) -> None:
+        """The constants of the sequence slots (ordered lists), all slots at once.
+
+        A slot's position ``t`` queries with its list query plus the position embedding: these ``ΣT`` queries join
+        the others in the heads' one ``bmm`` against the keys (their item scores), and one linear gives their stop
+        logits. A follower's rank-``R`` factors: every node type's leader and follower factors are one ``addmm``
+        over its rows of the flat node table (nodes past the type's count: the bias), and its own factors are
+        gated by a linear of its slot's list query (one linear for all followers, one gather and one multiply).
+        """
+        heads, pk, q = model.policy_heads, self.pk, self.queries
+        seqs = pk.sequences
+        self.seq_count = len(seqs)
+        self.seq_positions = sum(s.length for s in seqs)
+        self.follower_count = 0
+        self.num_factors = 0
+        self.own_index = torch.zeros(0, dtype=torch.long, device=device)
+        if not seqs:
+            return
+
+        def index(values: list[int]) -> torch.Tensor:
+            return torch.tensor(values, dtype=torch.long, device=device)
+
+        list_row = [s.skill * q + pk.pointer_slots + s.slot for s in seqs]  # the slot's row of the queries
+        self.seq_query_rows = index([r for r, s in zip(list_row, seqs, strict=True) for _ in range(s.length)])
+        self.seq_position = torch.cat([_param(heads.seq_position)[i, : s.length] for i, s in enumerate(seqs)])
+        self.seq_stop_w = _param(heads.seq_stop.weight)  # (1, hd)
+        self.seq_stop_b = _param(heads.seq_stop.bias)
+        # the first position of each slot among the ΣT
+        self.seq_start = [sum(s.length for s in seqs[:i]) for i in range(len(seqs))]
+        followers = [i for i, s in enumerate(seqs) if s.leader >= 0]
+        self.follower_count = len(followers)
+        if not followers:
+            return
+        r = pk.rank
+        self.follow_gate_w = _param(heads.follow_gate.weight)
+        self.follow_gate_b = _param(heads.follow_gate.bias)
+        self.follower_rows = index([list_row[i] for i in followers])
+        # the factor table: per node type [leader factors R | follower factors R] of its nodes, then the biases
+        lead_kind = {t: _as(nn.Linear, m) for t, m in heads.follow_lead.items()}
+        own_kind = {t: _as(nn.Linear, m) for t, m in heads.follow_own.items()}
+        t_of = {t: i for i, t in enumerate(self.types)}
+        counts = self.encoder.counts
+        self.factor_linears: list[_TypeLinear] = []
+        # (kind: 0 leader / 1 follower, type, node) -> the first of its R columns
+        col: dict[tuple[int, str, int], int] = {}
+        bias: list[torch.Tensor] = []
+        offset = 0
+        for t in self.types:
+            kinds = [(j, lin) for j, lin in enumerate((lead_kind.get(t), own_kind.get(t))) if lin is not None]
+            if not kinds:
+                continue
+            i = t_of[t]
+            self.factor_linears.append(
+                _type_linear(
+                    i, [(lin, pos * r) for pos, (_, lin) in enumerate(kinds)], len(kinds) * r, device
+                )
+            )
+            for pos, (j, _lin) in enumerate(kinds):
+                for node in range(counts[i]):
+                    col[(j, t, node)] = offset + (node * len(kinds) + pos) * r
+            offset += counts[i] * len(kinds) * r
+        for t in self.types:
+            for j, lin in enumerate((lead_kind.get(t), own_kind.get(t))):
+                if lin is None:
+                    continue
+                for node in range(counts[t_of[t]], self.n):
+                    col[(j, t, node)] = offset + len(bias) * r
+                bias.append(lin.bias.detach())
+        self.factor_bias = torch.cat(bias)
+        self.factor_col = col
+        self.num_factors = offset + len(bias) * r
+        # a follower's own factors times its gate: (follower, node, rank) entries, node-major per follower
+        own_idx: list[int] = []
+        gate_idx: list[int] = []
+        self.own_start: dict[int, int] = {}
+        for f, i in enumerate(followers):
+            s = seqs[i]
+            self.own_start[i] = len(own_idx)
+            for node in range(s.width):
+                own_idx += [col[(1, s.node_type, node)] + c for c in range(r)]
+                gate_idx += [f * r + c for c in range(r)]
+        self.own_index = index(own_idx)
+        self.gate_index = index(gate_idx)
+
     # -- packing ------------------------------------------------------------------------------------------
     def _build_packing(self, model: AAACModel, device: torch.device) -> None:
         """The gather index of the packed logits into the value table and of their masks into the mask table."""
         pk, heads, full = self.pk, model.policy_heads, model.layout
         k, p, lt, ne, q = pk.num_skills, pk.pointer_slots, pk.list_slots, pk.numeric_slots, self.queries
         sel = [int(s) for s in heads.choice_skills] if heads.choice_skills is not None else list(range(k))
-        # value table: [skill (K) | scores (K·q, num_keys) | omit (K·P) | enum (K·E·Me) | free (K·N) |
-        #               mean (K·N) | log_std (K·N) | 0]
+        # value table: [skill (K) | scores (K·q + ΣT, num_keys) | omit (K·P) | enum (K·E·Me) | free (K·N) |
+        #               mean (K·N) | log_std (K·N) | stop (ΣT) | factors | gated own factors | 0]
         v_scores = k
-        v_omit = v_scores + k * q * self.num_keys
+        v_omit = v_scores + (k * q + self.seq_positions) * self.num_keys
         v_enum = v_omit + k * p
         v_free = v_enum + k * pk.enum_slots * pk.enum_choices
         v_mean = v_free + k * ne
         v_log_std = v_mean + k * ne
-        v_zero = v_log_std + k * ne
+        v_stop = v_log_std + k * ne
+        v_factor = v_stop + self.seq_positions
+        v_own = v_factor + self.num_factors
+        v_zero = v_own + len(self.own_index)
         # mask table: [choice mask (K) | pointer_mask (K_full·P_full·Mp1) | list_mask (K_full·L_full·Mp) |
         #               source_mask (S) | 1 | 0]
         mp = full.max_pointer
@@ -702,6 +795,9 @@ class InferencePolicy:
         def score(choice: int, query: int, key: int) -> int:
             return v_scores + (choice * q + query) * self.num_keys + key
 
+        def position_score(position: int, key: int) -> int:  # a sequence position's query (after the K·q)
+            return v_scores + (k * q + position) * self.num_keys + key
+
         t_of = {t: i for i, t in enumerate(self.types)}
         for g in pk.pointer_groups:
             for kk, pp in zip(g.skills, g.slots, strict=True):
@@ -715,6 +811,21 @@ class InferencePolicy:
                 for w in range(sg.width):
                     vidx.append(score(kk, p + ll, self.key_row[(1, t_of[sg.node_type], w)]))
                     midx.append(m_list + (sel[kk] * lf + ll) * mp + w)
+        r = pk.rank
+        for i, sq in enumerate(pk.sequences):  # items (T, W), stop (T), a follower's factors (W_A, R), (W, R)
+            first = self.seq_start[i]
+            for t in range(sq.length):
+                for w in range(sq.width):
+                    vidx.append(position_score(first + t, self.key_row[(1, t_of[sq.node_type], w)]))
+                    midx.append(m_list + (sel[sq.skill] * lf + sq.slot) * mp + w)
+            vidx += [v_stop + first + t for t in range(sq.length)]
+            midx += [m_one] * sq.length
+            if sq.leader >= 0:
+                lead_t = pk.sequences[sq.leader].node_type
+                for w in range(sq.lead_width):
+                    vidx += [v_factor + self.factor_col[(0, lead_t, w)] + c for c in range(r)]
+                vidx += [v_own + self.own_start[i] + e for e in range(sq.width * r)]
+                midx += [m_one] * ((sq.lead_width + sq.width) * r)
         enum_valid, enum_used = heads.enum_valid, heads.enum_used
         for kk in range(k):
             for e in range(pk.enum_slots):
@@ -819,19 +930,34 @@ class InferencePolicy:
         out = torch.addmm(self.ctx_b, ctx.reshape(b * k, hd), self.ctx_w).view(b, k, -1)
         nq = self.queries * hd
         queries = out[..., :nq].reshape(b, k * self.queries, hd)
+        seq_values: list[torch.Tensor] = []
+        if self.seq_count:
+            # every position of every sequence slot: its slot's list query plus the position embedding
+            positions = queries.index_select(1, self.seq_query_rows) + self.seq_position  # (B, ΣT, hd)
+            seq_values.append(F.linear(positions, self.seq_stop_w, self.seq_stop_b).view(b, -1))
+            all_queries = torch.cat([queries, positions], 1)
+        else:
+            all_queries = queries
         counts, starts = self.encoder.counts, graph.batch.starts
-        parts = [
-            torch.addmm(
-                kl.bias, flat[starts[kl.index] : starts[kl.index] + b * counts[kl.index]], kl.weight
-            ).view(b, -1, hd)
-            for kl in self.key_linears
-        ]
+
+        def on_rows(lin: _TypeLinear) -> torch.Tensor:
+            """``(B, nodes · out)``: a node type's linear over its rows of the flat table."""
+            rows = flat[starts[lin.index] : starts[lin.index] + b * counts[lin.index]]
+            return torch.addmm(lin.bias, rows, lin.weight).view(b, -1)
+
+        parts = [on_rows(kl).view(b, -1, hd) for kl in self.key_linears]
         node_keys = torch.cat(parts, 1) if len(parts) > 1 else parts[0]
         keys = [node_keys, self.key_bias.expand(b, -1, -1)]
         if self.num_sources:
             keys.append(node_keys.index_select(1, self.source_rows) + self.source_const)
         keys_all = torch.cat(keys, 1)
-        scores = torch.bmm(queries, keys_all.transpose(1, 2)) * self.scale  # (B, K·q, num_keys)
+        scores = torch.bmm(all_queries, keys_all.transpose(1, 2)) * self.scale  # (B, K·q + ΣT, num_keys)
+        if self.follower_count:
+            factors = torch.cat([*map(on_rows, self.factor_linears), self.factor_bias.expand(b, -1)], 1)
+            bases = queries.index_select(1, self.follower_rows)  # each follower's list query
+            gate = F.linear(bases, self.follow_gate_w, self.follow_gate_b).view(b, -1)
+            own = factors.index_select(1, self.own_index) * gate.index_select(1, self.gate_index)
+            seq_values += [factors, own]
         omit, enum, numeric, free = out[..., nq:].split(self.ctx_tail, dim=-1)
         raw = numeric.reshape(b, k, -1, 2)
         mean = NUMERIC_BOUND * torch.tanh(raw[..., 0] / NUMERIC_BOUND)
@@ -845,6 +971,7 @@ class InferencePolicy:
                 free.reshape(b, -1),
                 mean.reshape(b, -1),
                 log_std.reshape(b, -1),
+                *seq_values,
                 skill.new_zeros(b, 1),
             ],
             1,

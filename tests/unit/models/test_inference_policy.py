@@ -1,5 +1,7 @@
 """The inference path (InferencePolicy) computes what the training path computes: the same packed logits, state and
-critic values within 1e-5, on every registered domain and action mode, for each reflection source and ablation."""
+critic values within 1e-5, on every registered domain and the plug-in test domain (whose ordered lists are sequence
+slots, one paired with another), in every action mode, for each reflection source and ablation; and, where a model
+has sequence slots, the same greedy and seeded sampled sequences."""
 
 from __future__ import annotations
 
@@ -12,6 +14,10 @@ from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.graph_spec import random_observation
 from agentic_ray.models import AAACModel, stack_observations
 from agentic_ray.models.inference_policy import InferencePolicy
+from agentic_ray.models.sequence_functional import sequence_mode, sequence_sample
+from agentic_ray.models.skill_argument_functional import _sequences
+from tests.helpers.plugin_domain import NAME as PLUGIN
+from tests.helpers.plugin_domain import register
 from tests.unit.models.helpers import TINY, toy_batch
 
 ATOL = 1e-5
@@ -65,6 +71,29 @@ def _check(model: AAACModel, obs: dict[str, torch.Tensor], ctx: str) -> None:
         one = {k: v[:1] for k, v in obs.items()}  # batch 1, the serving case (other row tables)
         want = model.policy_logits(one, model.encode(one))["packed"]
         torch.testing.assert_close(fast(one).packed, want, atol=ATOL, rtol=0, msg=f"{ctx} batch 1")
+        if model.policy_heads.packed.sequences:
+            _check_sequence_decisions(model, model.policy_logits(obs, enc)["packed"], fast(obs).packed, ctx)
+
+
+def _check_sequence_decisions(model: AAACModel, want: torch.Tensor, got: torch.Tensor, ctx: str) -> None:
+    """Every sequence slot's greedy sequence, and its sequence sampled under one seed, are the same from both
+    paths' logits (for every row, whichever skill the row would choose; followers from their leader's)."""
+    layout = model.policy_heads.packed
+    want_parts, got_parts = layout.split(want), layout.split(got)
+    decoded = []
+    for decode in (sequence_mode, sequence_sample):
+        runs = []
+        for parts in (want_parts, got_parts):
+            torch.manual_seed(1)
+            runs.append(_sequences(parts, layout, decode))
+        for i, (w, g) in enumerate(zip(*runs, strict=True)):
+            assert w is not None and g is not None
+            assert torch.equal(g, w), f"{ctx}: {decode.__name__} of sequence slot {i}"
+            decoded.append(w)
+    # not vacuous: every slot chooses members in some row, greedy or sampled (the end marker is the width)
+    n = len(layout.sequences)
+    for i, q in enumerate(layout.sequences):
+        assert bool((decoded[i] < q.width).any() | (decoded[n + i] < q.width).any()), f"{ctx}: slot {i} empty"
 
 
 def _model(env: AgentTaskEnv, prototype: bool = False, **update: object) -> AAACModel:
@@ -75,8 +104,9 @@ def _model(env: AgentTaskEnv, prototype: bool = False, **update: object) -> AAAC
 
 
 @pytest.mark.parametrize("mode", ["structured", "prototype"])
-@pytest.mark.parametrize("domain", available_domains())
+@pytest.mark.parametrize("domain", sorted({*available_domains(), PLUGIN}))
 def test_inference_path_equals_training_path(domain: str, mode: str) -> None:
+    register()
     env = AgentTaskEnv({"domain": domain, "action_mode": mode})
     env.action_space.seed(0)
     model = _model(env, prototype=mode == "prototype")
@@ -85,12 +115,6 @@ def test_inference_path_equals_training_path(domain: str, mode: str) -> None:
         # does not cover (the training path runs them); the rest of the model is checked with the flat projection.
         assert InferencePolicy.unsupported(model) == "multimodal node encoders"
         model = _model(env, prototype=mode == "prototype", modality_fusion="flat")
-    if model.policy_heads.packed.sequences:
-        # Not covered yet: the inference path has no sequence (ordered list) slots, which the test plug-in domain
-        # uses. Such a model must say so, and then runs the training path
-        # (test_models_it_does_not_cover_fall_back_to_the_training_path).
-        assert InferencePolicy.unsupported(model) == "sequence slots"
-        return
     assert InferencePolicy.supports(model)
     _check(model, _observations(env), f"{domain}/{mode}")
 
@@ -121,19 +145,31 @@ def test_rebuilt_when_the_weights_change() -> None:
     torch.testing.assert_close(after, want, atol=ATOL, rtol=0)
 
 
+def test_inference_path_equals_training_path_on_the_toy_spec() -> None:
+    """The toy spec's sequence slots: a unique leader, a slot with repeats that may be empty (lo 0), and a
+    follower over another node type than its leader's."""
+    spec, layout, obs = toy_batch(6)
+    torch.manual_seed(0)
+    model = AAACModel(spec, layout, TINY).eval()
+    kinds = {(q.unique, q.lo == 0, q.leader >= 0) for q in model.policy_heads.packed.sequences}
+    assert kinds == {(True, False, False), (False, True, False), (False, False, True)}
+    assert InferencePolicy.supports(model)
+    _check(model, obs, "toy")
+
+
 def test_models_it_does_not_cover_fall_back_to_the_training_path() -> None:
     from ray.rllib.core.columns import Columns
 
     from agentic_ray.models.aaac_rl_module import AAACRLModule
 
-    spec, layout, obs = toy_batch(4)  # the toy spec has sequence slots
+    spec, layout, obs = toy_batch(4)
     torch.manual_seed(0)
     module = AAACRLModule(
         observation_space=None,
         action_space=layout.action_space(),
-        model_config={"graph_spec": spec, "action_layout": layout, **TINY.model_dump()},
+        model_config={"graph_spec": spec, "action_layout": layout, **TINY.model_dump(), "encoder": "flat"},
     ).eval()
-    assert InferencePolicy.unsupported(module.model) == "sequence slots"
+    assert InferencePolicy.unsupported(module.model) == "encoder 'flat'"
     with torch.no_grad():
         want = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
         got = module.forward_inference_fast({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
