@@ -359,7 +359,12 @@ HEADLINES: tuple[Headline, ...] = (
         "Env throughput, e-commerce", "env_throughput", ("steps_per_s", "expert_success", "random_success")
     ),
     Headline("Env throughput, help-desk", "env_throughput-helpdesk", ("steps_per_s", "expert_success")),
-    Headline("Async reward pool vs zero-latency rewards", "reward_pool", ("async_over_zero",)),
+    Headline(
+        "Async reward pool vs zero-latency rewards (800 ms judge)",
+        "reward_pool",
+        ("async_over_zero", "async_over_blocking", "zero_over_zero"),
+        ("judge_latency_ms", 800.0),
+    ),
     Headline("Serve latency", "serve_latency", ("handle_p50_ms", "http_p50_ms_c1", "errors")),
 )
 
