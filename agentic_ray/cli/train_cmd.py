@@ -69,24 +69,26 @@ def train(
             f"--set cannot be combined with --resume: the run continues with {resume}/settings.json as "
             "it started (start a new run with --config and --set to change settings)"
         )
+    local_run: Path | None = None  # the resumed run's local working copy (a URI run is pulled once)
     try:  # every check before Ray starts or a run directory exists
         if config is not None:
             if not config.exists():
                 raise UserError(f"config file {config} does not exist")
             settings = load_settings(config, overrides)
         elif resume is not None:
-            settings = load_resume(_local_run(resume, STATE_FILE))
+            local_run = _local_run(resume, STATE_FILE)
+            settings = load_resume(local_run)
         else:
             raise UserError("give --config CONFIG.yaml to start a run, or --resume RUN_DIR to continue one")
         check_env(settings)
     except (SettingsError, PreflightError) as e:
         raise UserError("; ".join(str(e).splitlines())) from e
     out = None
-    if resume is not None:
+    if resume is not None and local_run is not None:
         from agentic_ray.stages.pipeline import finished_run
         from agentic_ray.stages.run_storage import RunStorage
 
-        out = finished_run(_local_run(resume, STATE_FILE), list(settings.stages.run))
+        out = finished_run(local_run, list(settings.stages.run))
         if out is not None:
             out["run_dir"] = str(RunStorage(resume))
             typer.echo(
