@@ -60,6 +60,19 @@ def test_resuming_a_finished_run_starts_nothing(capsys, tmp_path, no_ray, status
     assert json.loads((run / "state.json").read_text())["status"] == status  # the state is left as it was
 
 
+def test_a_regressed_run_reports_the_kept_policy(capsys, tmp_path, no_ray):
+    """A rejected stage's policy did not go forward: the final metrics are the kept baseline's, as the run said."""
+    stages = list(load_settings(TINY).stages.run)
+    run = _run_dir(tmp_path, "regressed", stages)
+    state = json.loads((run / "state.json").read_text())
+    state.update(
+        regressions=["reflection"], baseline={"stage": "rl", "row": {"tcsr": 0.8, "completion": 0.625}}
+    )
+    (run / "state.json").write_text(json.dumps(state))
+    rc, out = _train_resume(capsys, run)
+    assert rc == 5 and "0.625" in out and "0.875" not in out, out
+
+
 @pytest.mark.parametrize(("status", "completed"), [("running", ["il"]), ("paused", ["il"]), ("finished", [])])
 def test_a_run_with_a_stage_left_starts_ray(tmp_path, no_ray, status, completed):
     run = _run_dir(tmp_path, status, completed)
