@@ -844,7 +844,8 @@ class AgentTaskEnv(gym.Env):
                 root_cause=cause,
             )
         )
-        if res is not None:  # the call was made: a key fact's slot it fills is a use (memory metrics, L4)
+        # The call was made: a key fact's slot it fills is a use (memory metrics, L4); most tasks have no key facts.
+        if res is not None and self._key_facts:
             self._record_fact_uses(len(self._steps) - 1, params)
         # Dynamics: simulated time and drift.
         if isinstance(self.clock, SimClock):
