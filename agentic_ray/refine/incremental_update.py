@@ -5,11 +5,14 @@ with only its last layers trainable; validate it through the pipeline's gates; r
   run's most advanced stage checkpoint.
 * **Samples**: the kept windows of the episodes whose root cause is the dominant class (at most
   ``train_samples``): the observation at the pivot, the fix as the target, the hard negatives.
-* **Last layers**: the action loss (fix and hard negatives) is computed once and the parameterised layers (leaf
-  modules with parameters) it reaches are listed in the module's order; only the last ``trainable_layers`` of
-  them train, the rest are frozen (a layer the action loss does not reach, such as a value or the reflection
-  head, registered after the policy head, would otherwise count as "last" and the policy would not move). The
-  root-cause term trains those layers only where it reaches them.
+* **Last layers**, per part of the action: the parameterised layers (leaf modules with parameters) that the
+  action loss (fix and hard negatives) reaches are listed in the module's order, once for the whole action and
+  once for the skill choice alone; the last ``trainable_layers`` of each list train, the rest are frozen. A layer
+  the action loss does not reach, such as a value or the reflection head registered after the policy head,
+  would otherwise count as "last" and the policy would not move; and the whole action's last layers are the
+  argument heads (on ``benchmarks/refine.py``: ``argument_context.3`` and ``enum_head``), so without the skill
+  choice's own last layers an update could never change which skill is called, the decision a skipped
+  prerequisite needs. The root-cause term trains those layers only where it reaches them.
 * **Loss**, in reflection mode (the diagnosis input on): the fix's negative log-likelihood, a pairwise term
   ``softplus(log π(negative) - log π(fix))`` per hard negative (weight ``hard_negative_coeff``), and the
   reflection head's root-cause cross-entropy (``reflection_coeff``), as the reflection stage trains it.
@@ -46,6 +49,31 @@ def _batch(module: Any, obs: Sequence[dict[str, np.ndarray]]) -> dict[str, torch
     from agentic_ray.eval.evaluator import stack_obs
 
     return stack_obs(list(obs), next(module.parameters()).device)
+
+
+def _skill_choice_loss(module: Any, samples: Sequence[WindowSample]) -> torch.Tensor:
+    """The fix's skill's negative log-likelihood under the skill logits alone (arguments left out)."""
+    from ray.rllib.core.columns import Columns
+
+    batch = _batch(module, [s.obs for s in samples])
+    out = module.forward_train({Columns.OBS: batch})
+    dist = module.get_train_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
+    fix = torch.as_tensor([int(s.fix["skill"]) for s in samples], device=dist.parts.skill.device)
+    return torch.nn.functional.cross_entropy(dist.parts.skill, fix)
+
+
+def _reached(module: Any, loss: torch.Tensor) -> list[str]:
+    """Leaf layers with parameters that ``loss``'s gradient reaches, in the module's order."""
+    module.zero_grad(set_to_none=True)
+    loss.backward()
+    reached = [
+        name
+        for name, m in module.named_modules()
+        if not list(m.children())
+        and any(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in m.parameters(recurse=False))
+    ]
+    module.zero_grad(set_to_none=True)
+    return reached
 
 
 def _loss(
@@ -87,18 +115,13 @@ def _loss(
 
 def last_layers(module: Any, samples: Sequence[WindowSample], cfg: RefineConfig, n: int) -> list[str]:
     """Names of the last ``n`` parameterised layers (leaf modules with parameters) that the update's action loss
-    (the fix and the hard negatives) reaches, in the module's order."""
-    module.zero_grad(set_to_none=True)
-    loss, _ = _loss(module, samples, cfg, reflection=False)
-    loss.backward()
-    reached = [
-        name
-        for name, m in module.named_modules()
-        if not list(m.children())
-        and any(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in m.parameters(recurse=False))
-    ]
-    module.zero_grad(set_to_none=True)
-    return reached[-n:]
+    (the fix and the hard negatives) reaches, and of the last ``n`` that the skill choice alone reaches, in the
+    module's order (see the module docstring)."""
+    whole = _reached(module, _loss(module, samples, cfg, reflection=False)[0])[-n:]
+    structured = all(isinstance(s.fix, dict) and "skill" in s.fix for s in samples)  # not a prototype index
+    skill = _reached(module, _skill_choice_loss(module, samples))[-n:] if structured else []
+    order = [name for name, _m in module.named_modules()]
+    return sorted(set(whole) | set(skill), key=order.index)
 
 
 def train_update(module: Any, samples: Sequence[WindowSample], cfg: RefineConfig) -> dict[str, Any]:

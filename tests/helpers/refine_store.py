@@ -31,6 +31,19 @@ def skips_first_step(env: AgentTaskEnv, t: int) -> Any:
     return a
 
 
+def hands_off_early(family: str) -> Policy:
+    """A policy with an injected weakness no step shows: the expert, except that on ``family`` its second call
+    hands off. Every call succeeds and the task fails (the decision that lost it is not a failed step)."""
+
+    def policy(env: AgentTaskEnv, t: int) -> Any:
+        assert env.task is not None
+        if env.task.family == family and t == 1:
+            return env.encode_action("human.handoff", {"reason": "complex"})
+        return expert(env, t)
+
+    return policy
+
+
 def record_sessions(
     path: Path,
     env_config: AgentTaskEnvConfig,

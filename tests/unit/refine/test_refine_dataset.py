@@ -108,6 +108,26 @@ def test_counterfactual_hard_negatives_are_the_worst_alternatives_and_active_sam
     r.close()
 
 
+def test_a_failure_without_a_failed_step_pivots_where_the_policy_left_the_fix(tmp_path) -> None:
+    from tests.helpers import refine_store as R
+
+    cfg = validation_env()
+    tasks = [(WEAK_FAMILY, 1000000000), (WEAK_FAMILY, 1000000001)]
+    recorded = R.record_sessions(tmp_path / "serve.sqlite", cfg, tasks, R.hands_off_early(WEAK_FAMILY))
+    assert all(not rec.completed and all(st.ok for st in rec.steps) for _s, rec in recorded)
+    env = AgentTaskEnv(cfg)
+    r = EpisodeRescorer(pool_config_for(None, cfg.domain, None), tmp_path / "ledger.sqlite")
+    samples, _stats = build_dataset(read_served_episodes(tmp_path, cfg), env, r, SMALL)
+    env.close()
+    r.close()
+    assert len(samples) == 2
+    for s in samples:
+        # the decision that lost the task (the handoff at step 1), not the first step where the policy did what
+        # the fix does: that sample would teach nothing
+        assert s.pivot == 1 and s.skill == "human.handoff" and s.fix_skill not in ("", "human.handoff")
+        assert s.fix_value > s.value and not s.failed
+
+
 def test_refine_reports_and_never_uses_a_window_twice(fresh_store, run_dir) -> None:
     rep = refine(fresh_store, run_dir, FAST, train=False)
     assert rep.episodes == 4 and rep.feedback == 4 and rep.dominant_cause == "wrong_entity"

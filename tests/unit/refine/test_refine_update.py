@@ -13,7 +13,7 @@ from agentic_ray.eval.evaluator import EvalResult
 from agentic_ray.eval.metrics import evaluate
 from agentic_ray.eval.policy_loading import load_policy_module, pick_checkpoint
 from agentic_ray.refine import RefineConfig, refine
-from agentic_ray.refine.incremental_update import train_update, validate
+from agentic_ray.refine.incremental_update import _skill_choice_loss, train_update, validate
 from agentic_ray.serving.settings import ServeSettings
 from agentic_ray.settings import load_settings
 from tests.helpers.serving import TINY
@@ -27,15 +27,44 @@ def test_only_the_last_layers_train_and_the_fix_becomes_likelier(fresh_store, se
     samples = [s for s in rep.samples if s.cause == rep.dominant_cause]
     module = load_policy_module(pick_checkpoint(served_run))
     before = {k: v.clone() for k, v in module.state_dict().items()}
+    skill_nll_before = float(_skill_choice_loss(module, samples))
     stats = train_update(module, samples, FAST.model_copy(update={"epochs": 20}))
     layers = stats["trained_layers"]
-    assert len(layers) == 2 and all(name.startswith("model.") for name in layers)
+    # the last two of the whole action's layers, and the last two of the skill choice's (the weakness here is a
+    # wrong skill: the whole action's last layers alone are argument heads, which cannot change the skill)
+    assert 2 <= len(layers) <= 4 and all(name.startswith("model.") for name in layers)
+    assert float(_skill_choice_loss(module, samples)) < skill_nll_before - 0.05
     after = module.state_dict()
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed and all(any(k.startswith(f"{name}.") for name in layers) for k in changed)
     nll = [h["fix_nll"] for h in stats["history"]]
     assert nll[-1] < nll[0]
     assert all(p.requires_grad for p in module.parameters())  # the freezing is undone
+
+
+def test_an_update_can_change_the_skill_where_no_step_failed(tmp_path) -> None:
+    """Without failure evidence the whole action's last layers are argument heads; the skill choice's own last
+    layers must train too, or a skipped prerequisite (the wrong skill) can never be fixed."""
+    from agentic_ray.envs.agent_task_env import AgentTaskEnv
+    from agentic_ray.refine.incremental_dataset import build_dataset
+    from agentic_ray.refine.rescoring import EpisodeRescorer, pool_config_for
+    from agentic_ray.refine.served_episodes import read_served_episodes
+    from tests.helpers import refine_store as R
+    from tests.helpers.serving import save_untrained_module, validation_env
+    from tests.unit.refine.conftest import WEAK_FAMILY
+
+    cfg = validation_env()
+    tasks = [(WEAK_FAMILY, 1000000000 + i) for i in range(3)]
+    R.record_sessions(tmp_path / "serve.sqlite", cfg, tasks, R.hands_off_early(WEAK_FAMILY))
+    env = AgentTaskEnv(cfg)
+    r = EpisodeRescorer(pool_config_for(None, cfg.domain, None), tmp_path / "ledger.sqlite")
+    samples, _ = build_dataset(read_served_episodes(tmp_path, cfg), env, r, FAST)
+    env.close()
+    r.close()
+    module = load_policy_module(save_untrained_module(tmp_path / "policy", seed=2))
+    nll = float(_skill_choice_loss(module, samples))
+    train_update(module, samples, FAST.model_copy(update={"epochs": 20}))
+    assert float(_skill_choice_loss(module, samples)) < nll - 0.05
 
 
 def test_the_gates_reject_a_candidate_that_completes_less(served) -> None:
