@@ -179,6 +179,13 @@ class ReflectionSettings(_Strict):
     correction_epochs: int = Field(
         default=24, ge=1, description="Epochs over the correction demonstrations (and imitation's)."
     )
+    fix_memory: str | None = Field(
+        default="refine/memory",
+        description="Error -> fix pairs that `agentic-ray refine` stored (a memory store folder, relative to the "
+        "run directory unless absolute): at the stage's start each pair is written into the policy's fix prior "
+        "(agentic_ray.refine.fix_memory.seed_fix_prior), so what production taught is the diagnosis's proposal "
+        "from the first iteration. Skipped when the folder does not exist (None: never read).",
+    )
     reflection_dropout: float = Field(
         default=0.3,
         ge=0,

@@ -10,19 +10,33 @@ skill, so :func:`read_fixes` reads exactly the pairs of one (cause, skill) witho
 over ``fix:<cause>`` ranks them by text. A pair's id is its (cause, skill, fix skill), so a second refine run
 replaces a pair instead of repeating it.
 
-The reflection stage reads them back with :func:`read_fixes` (by the cause its head predicts and the skill that
-failed).
+The reflection stage reads them back (``stages.reflection.fix_memory``): :func:`seed_fix_prior` writes each
+stored pair into the policy's fix prior (:class:`~agentic_ray.models.aaac_model.FixPrior`), so that the cause the
+reflection head predicts after the failed skill proposes the fix from the start of the stage, and RL then keeps
+or unlearns it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from agentic_ray.memory.memory_store import MemoryEntity, MemoryRecord, MemoryStore
 from agentic_ray.refine.incremental_dataset import WindowSample
 
-__all__ = ["FIX_PREFIX", "FixPair", "fix_pairs", "fix_records", "read_fixes", "write_fixes"]
+__all__ = [
+    "FIX_PREFIX",
+    "FixPair",
+    "fix_pairs",
+    "fix_records",
+    "read_all_fixes",
+    "read_fixes",
+    "seed_fix_prior",
+    "seed_from_store",
+    "write_fixes",
+]
 
 FIX_PREFIX = "fix:"
 """The memory namespace (``customer``) of a cause's pairs is this prefix and the cause."""
@@ -91,3 +105,61 @@ def read_fixes(store: MemoryStore, cause: str, skill: str | None = None) -> list
             FixPair(cause, r.episode, fix.id, float(f["value"]), float(f["fix_value"]), str(f["window"]))
         )
     return out
+
+
+def read_all_fixes(store: MemoryStore, causes: Sequence[str]) -> list[FixPair]:
+    """The stored pairs of every cause in ``causes``."""
+    return [p for c in causes for p in read_fixes(store, c)]
+
+
+def seed_fix_prior(module: Any, pairs: Sequence[FixPair], logit: float = 3.0) -> int:
+    """Write ``pairs`` into ``module``'s fix prior: the table entry of (cause, failed skill) -> fix skill is raised
+    to ``logit`` (the prior's skill-logit bonus when the diagnosis is certain of the cause), where it is lower.
+
+    Pairs that better the return only (``fix_value > value``) are written; causes and skills the module does not
+    know are skipped. Returns how many entries were set (0 for a module without a fix prior).
+    """
+    import torch
+
+    from agentic_ray.models.aaac_model import FIX_PRIOR_GAIN
+
+    model = getattr(module, "model", module)
+    prior = getattr(model, "fix_prior", None)
+    if prior is None:
+        return 0
+    causes = list(model.spec.root_causes)
+    skills = [s.name for s in model.layout.skills]
+    k = len(skills)
+    n = 0
+    with torch.no_grad():
+        for p in pairs:
+            if (
+                p.fix_value <= p.value
+                or p.cause not in causes
+                or p.skill not in skills
+                or p.fix_skill not in skills
+            ):
+                continue
+            row = causes.index(p.cause) * k + skills.index(p.skill)
+            col = skills.index(p.fix_skill)
+            target = logit / FIX_PRIOR_GAIN
+            if float(prior.table[row, col]) < target:
+                prior.table[row, col] = target
+                n += 1
+    return n
+
+
+def seed_from_store(module: Any, path: str | Path) -> tuple[int, int]:
+    """Read every pair stored at ``path`` (a memory store folder) and :func:`seed_fix_prior` ``module`` with them;
+    returns ``(pairs read, entries set)``, ``(0, 0)`` when the folder does not exist."""
+    if not Path(path).is_dir():
+        return 0, 0
+    from agentic_ray.memory.memory_config import MemoryConfig
+
+    model = getattr(module, "model", module)
+    store = MemoryStore(MemoryConfig(path=str(path)))
+    try:
+        pairs = read_all_fixes(store, model.spec.root_causes)
+    finally:
+        store.close()
+    return len(pairs), seed_fix_prior(module, pairs)

@@ -478,6 +478,20 @@ class Pipeline:
             f"demonstrations, NLL {stats['nll'][0]:.3f} → {stats['nll'][-1]:.3f} in {time.time() - t0:.0f}s"
         )
 
+    def _seed_stored_fixes(self) -> None:
+        """The error -> fix pairs that ``agentic-ray refine`` stored (``stages.reflection.fix_memory``), written
+        into the policy's fix prior (:func:`~agentic_ray.refine.fix_memory.seed_fix_prior`)."""
+        rel = self.s.stages.reflection.fix_memory
+        path = None if rel is None else (Path(rel) if Path(rel).is_absolute() else self.run_dir / rel)
+        if path is None or not path.is_dir():
+            return
+        from agentic_ray.refine.fix_memory import seed_from_store
+
+        read, n = seed_from_store(current_module(self.algo), path)
+        sync_env_runners(self.algo)
+        self._log({"stage": "reflection", "iteration": 0, "stored_fixes": read, "fixes_seeded": n})
+        self.say(f"[reflection] {read} stored error -> fix pairs read from {path}; {n} seeded the fix prior")
+
     def run_reflection(self) -> None:
         from agentic_ray.rollout.episode_callbacks import set_caller_error_share, set_training_progress
 
@@ -486,6 +500,8 @@ class Pipeline:
         set_reflection_input(self.algo, True)
         # Labelled failures for the root-cause head: the imitated policy rarely fails on its own.
         set_caller_error_share(self.algo, rf.caller_error_share)
+        if self.state.iteration == 0:
+            self._seed_stored_fixes()
         if rf.correction_demos and self.state.iteration == 0:
             self._correction_imitation()
 

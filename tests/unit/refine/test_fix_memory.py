@@ -44,3 +44,35 @@ def test_error_fix_pairs_are_stored_by_cause_and_skill_and_read_back(
         assert hit.record.episode == p.skill and hit.record.entities[0].id == p.fix_skill
     finally:
         store.close()
+
+
+def test_stored_fixes_seed_the_fix_prior_the_reflection_stage_starts_from(
+    fresh_store, run_dir, tmp_path, embedder
+) -> None:
+    import torch
+
+    from agentic_ray.eval.policy_loading import load_policy_module
+    from agentic_ray.refine.fix_memory import seed_from_store
+    from tests.helpers.serving import save_untrained_module
+
+    mem = tmp_path / "memory"
+    rep = refine(fresh_store, run_dir, RefineConfig(max_alternatives=1, fix_memory=str(mem)), train=False)
+    distinct = {(p.cause, p.skill, p.fix_skill) for p in fix_pairs(rep.samples)}
+    module = load_policy_module(save_untrained_module(tmp_path / "policy"))
+    model = module.model
+    causes, skills = list(model.spec.root_causes), [s.name for s in model.layout.skills]
+
+    def proposal(cause: str, skill: str) -> torch.Tensor:
+        r = torch.zeros(1, len(causes))
+        r[0, causes.index(cause)] = 1.0
+        f = torch.zeros(1, len(skills))
+        f[0, skills.index(skill)] = 1.0
+        return model.fix_prior(r, f)[0]
+
+    assert all(float(proposal(c, s).abs().max()) == 0.0 for c, s, _f in distinct)  # untrained: no proposal
+    assert seed_from_store(module, mem) == (rep.fix_pairs, len(distinct))
+    for c, s, fix in distinct:
+        # the diagnosis of a stored cause after its failed skill now proposes the stored fix
+        assert float(proposal(c, s)[skills.index(fix)]) == pytest.approx(3.0)
+    assert seed_from_store(module, mem) == (rep.fix_pairs, 0)  # already there: nothing set twice
+    assert seed_from_store(module, tmp_path / "no_store") == (0, 0)
