@@ -14,6 +14,9 @@ The scorer is the shape of L5's model (:mod:`~agentic_ray.rewards.ltv_model`): a
   pairwise label is the annotator's order of the two; the scalar labels are the two ratings themselves.
 * :func:`feedback_pairs`: the pairs the Serve store's feedback gives: two served episodes of the same task, one
   with success feedback and one with failure feedback.
+* :func:`preference_model`: L5's model refitted on such pairs with Bradley–Terry, in the shipped model's file
+  format, so that ``rewards.layers.long_term_value.params.model_path`` loads it. ``refine`` writes it when a pass
+  reads enough pairs (``RefineConfig.preference_min_pairs``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ __all__ = [
     "fit_bradley_terry",
     "fit_scalar",
     "pair_accuracy",
+    "preference_model",
 ]
 
 CONTEXT_COLUMNS = [ltv_model.FEATURES.index(f) for f in ltv_model.CONTEXT_FEATURES]
@@ -137,3 +141,40 @@ def feedback_pairs(episodes: Sequence[Any]) -> list[tuple[EpisodeRecord, Episode
             continue  # no replay, or contradicting feedback
         by_task[(ep.family, ep.seed)][outcomes.pop()].append(ep.record)
     return [(g, b) for o in by_task.values() for g in o["success"] for b in o["failure"]]
+
+
+def preference_model(
+    pairs: Sequence[tuple[EpisodeRecord, EpisodeRecord]], c: float = 1.0, base: Any = None
+) -> dict[str, Any]:
+    """L5's model with the process features' weights fitted by Bradley–Terry on ``(better, worse)`` episode pairs,
+    as a model file (the shipped one's format: :meth:`~agentic_ray.rewards.ltv_model.LTVModel.load`).
+
+    The two episodes of a pair are one task of one customer, so the customer columns (``CONTEXT_FEATURES``) do not
+    differ within a pair and pairs cannot identify their weights; those, the intercept and the base rate stay the
+    shipped model's (``base``). A feature that never differs within a pair keeps the shipped weight too. Under a
+    logistic process the pairwise log-odds have the scale of the outcome's log-odds, so the two sets of weights
+    are in one unit.
+    """
+    base = base or ltv_model.LTVModel.load()
+    better = np.stack([ltv_model.episode_features(g) for g, _b in pairs])
+    worse = np.stack([ltv_model.episode_features(b) for _g, b in pairs])
+    spread = np.abs(better - worse).max(0)
+    fitted = [i for i in range(len(ltv_model.FEATURES)) if i not in CONTEXT_COLUMNS and spread[i] > 0]
+    scale, coef = fit_bradley_terry(better[:, fitted], worse[:, fitted], c)
+    all_scale, all_coef = base.scale.astype(float).copy(), base.coef.astype(float).copy()
+    all_scale[fitted], all_coef[fitted] = scale, coef
+    return {
+        "version": f"ltv-bt-{len(pairs)}pairs",
+        "features": list(ltv_model.FEATURES),
+        "mean": base.mean.tolist(),
+        "scale": all_scale.tolist(),
+        "coef": all_coef.tolist(),
+        "intercept": base.intercept,
+        "base_rate": base.base_rate,
+        "train": {
+            "method": "bradley_terry",
+            "pairs": len(pairs),
+            "fitted_features": [ltv_model.FEATURES[i] for i in fitted],
+            "base_model": f"{base.version}@{base.digest}",
+        },
+    }

@@ -89,6 +89,17 @@ class RefineConfig(BaseModel):
         description="Where error -> fix pairs go: a memory store folder (Qdrant local mode), relative to RUN_DIR "
         "unless absolute (None: not written). Writing loads the sentence embedder (about 7 s).",
     )
+    preference_min_pairs: int = Field(
+        default=20,
+        ge=1,
+        description="Feedback pairs (two served episodes of one task, one with success and one with failure "
+        "feedback) a pass needs before it refits L5's model with Bradley-Terry.",
+    )
+    preference_model: str | None = Field(
+        default="refine/l5_preference.json",
+        description="Where the refitted L5 model goes, relative to RUN_DIR unless absolute (None: not fitted). "
+        "Training reads it with --set rewards.layers.long_term_value.params.model_path=PATH.",
+    )
     serve_config: str | None = Field(
         default=None,
         description="The Serve app's config (a Serve config YAML or a ServeSettings file): the update trains its "

@@ -51,6 +51,7 @@ class RefineReport:
     update: dict[str, Any] | None = None
     fix_pairs: int = 0
     preference_pairs: int = 0
+    preference_model: str | None = None
     samples: list[WindowSample] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -64,6 +65,7 @@ class RefineReport:
             "update": self.update,
             "fix_pairs": self.fix_pairs,
             "preference_pairs": self.preference_pairs,
+            "preference_model": self.preference_model,
         }
 
 
@@ -129,7 +131,10 @@ def refine(
         with torch_threads(cfg.torch_threads):
             records = {ep.session_id: ep.record for ep in episodes if ep.record is not None}
             report.attribution = attribute(records)
-            report.preference_pairs = len(feedback_pairs(episodes))
+            pairs = feedback_pairs(episodes)
+            report.preference_pairs = len(pairs)
+            if cfg.preference_model is not None and len(pairs) >= cfg.preference_min_pairs:
+                report.preference_model = _write_preference_model(run / cfg.preference_model, pairs)
             report.dominant_cause = dominant_cause(report.attribution["cause_shares"], cfg.trigger_share)
             samples, stats = build_dataset(episodes, env, rescorer, cfg, consumed["windows"])
             report.rescored = _values(rescorer, episodes)
@@ -152,6 +157,16 @@ def refine(
     n = len(list((run / REFINE_DIR).glob("report-*.json")))
     (run / REFINE_DIR / f"report-{n}.json").write_text(json.dumps(report.to_dict(), indent=1, default=str))
     return report
+
+
+def _write_preference_model(path: Path, pairs: list[Any]) -> str:
+    """Refit L5's model on the feedback ``pairs`` (:func:`~agentic_ray.refine.preference.preference_model`) and
+    write it to ``path``; returns the path."""
+    from agentic_ray.refine.preference import preference_model
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(preference_model(pairs), indent=1) + "\n")
+    return str(path)
 
 
 def _write_fixes(path: Path, samples: list[WindowSample]) -> int:
