@@ -7,11 +7,13 @@ now is recent. The earlier conversations sit in long-term memory, in the caller'
 look-alike memory (the same problem, the colleague's own asset) sits in another namespace. A ``memory.search``
 with the caller's words (request fact ``recall``) reveals the caller's remembered assets with their
 ``memory_score`` and ``memory_age_h``; the right one is the best hit. The goals are the warranty inquiry's: read
-the asset, then answer with its warranty days.
+the asset, then answer with its warranty days. Once the search has said which asset is meant, the agent writes that
+to memory (``memory.write``: the caller's words, the asset), so the next conversation finds it fresh.
 
-The key fact (what the caller means) is the task's ``key_facts`` entry, for the memory reward and metrics: slot ``asset_id``, the meant asset, stated before this
-conversation (turn 0), first needed by the asset read (turn 2 of the optimal plan: identify, recall, read), last
-confirmed when that earlier conversation took place (negative hours: before this one started).
+The key fact (what the caller means) is the task's ``key_facts`` entry, for the memory reward and metrics: slot
+``asset_id``, the meant asset, stated before this conversation (turn 0), first needed by the asset read (turn 3 of
+the optimal plan: identify, recall, write, read), last confirmed when that earlier conversation took place
+(negative hours: before this one started).
 
 Validation seeds are a fixed range disjoint from training (the help desk's convention).
 """
@@ -90,7 +92,7 @@ def generate_task(family: str, seed: int) -> tuple[HelpdeskMemoryWorld, Task]:
         "slot": "asset_id",
         "value": target.id,
         "stated_turn": 0,
-        "needed_turn": 2,
+        "needed_turn": 3,
         "confirmed_at_h": at_target,
     }
     task = Task(
@@ -101,7 +103,7 @@ def generate_task(family: str, seed: int) -> tuple[HelpdeskMemoryWorld, Task]:
             facts={**facts, RECALL_FACT: recall},
         ),
         goals=tuple(goals),
-        optimal_steps=4,  # identify, recall, read, answer
+        optimal_steps=5,  # identify, recall, write, read, answer
         relevant=(e.id, target.id),
         extra={"lookups": [("memory.search", e.id)]},
         key_facts=(fact,),
