@@ -69,6 +69,7 @@ from agentic_ray.envs.episode import (
     episode_record_dict,
     list_semantics,
     match_goals,
+    slide_window,
 )
 from agentic_ray.envs.failure_evidence import failure_evidence
 from agentic_ray.envs.faults import FaultScheduleConfig, backend_faults, draw_caller_error, draw_faults
@@ -891,6 +892,7 @@ class AgentTaskEnv(gym.Env):
             reward += rw.failure
         if completed or failed or truncated:
             reward -= self._shaping  # the shaping potential returns to 0 (see OutcomeRewards.informative)
+        slide_window(task, st.step, know)
         obs = self._observe()
         info: dict[str, Any] = {
             STEP_TRACE: {
