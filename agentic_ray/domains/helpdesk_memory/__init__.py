@@ -8,7 +8,9 @@ help-desk domain (same world, tools, contracts, rules and expert) plus:
   read in the caller's namespace), handled on the world's memory session (:mod:`.world`);
 * two asset fields memory reveals (``memory_score``, ``memory_age_h``), so the observation shows which recalled
   asset the caller's words match best and how long ago it was last talked about;
-* the task families of :mod:`.tasks`, whose key facts feed the memory reward and Entity Recall@5 / forgetting;
+* the task families of :mod:`.tasks`, whose key facts feed the memory reward and Entity Recall@5 / forgetting
+  (``ticket_said_earlier``: a fact stated early in the call, needed after the short-term window dropped it; up to
+  seven goals, so this domain's ``max_goals`` is 7);
 * its own ``data/``: action prototypes mined from its expert (``python -m agentic_ray.envs.prototypes
   helpdesk_memory``) and the vectors of its sentences; feature quantiles are the help desk's plus the memory
   fields' (:data:`MEMORY_QUANTILES`).
@@ -48,6 +50,7 @@ MEMORY_QUANTILES: dict[str, list[float]] = {
 
 SCHEMA = dataclasses.replace(
     HELPDESK_SCHEMA,
+    max_goals=7,  # ticket_said_earlier: verify, reset, up to three stolen devices, read, set the priority
     entity_types=tuple(
         dataclasses.replace(et, fields=(*et.fields, *MEMORY_FIELDS)) if et.name in MEMORY_TYPES else et
         for et in HELPDESK_SCHEMA.entity_types
