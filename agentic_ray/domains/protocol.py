@@ -427,8 +427,12 @@ class Domain(Protocol):
     """A task domain (see the module docstring). Attributes are read-only; methods are pure unless noted.
 
     Optional members, read with ``getattr``: ``options_model`` (a pydantic model class validating
-    ``env.domain_options``, see :func:`domain_options`) and the caller-error hooks of
-    :class:`CallerErrorRefinement`."""
+    ``env.domain_options``, see :func:`domain_options`), the caller-error hooks of
+    :class:`CallerErrorRefinement`, and, for a domain whose worlds keep a memory, ``open_memory(config)`` (a
+    long-term store for a :class:`~agentic_ray.memory.memory_config.MemoryConfig`) and
+    ``attach_memory(world, store, episode, start_h)`` (the world's memory reads and writes that store, as
+    conversation ``episode`` starting at ``start_h`` hours on the store's clock): Serve's agent-mode sessions
+    share one store through them (``agent.memory``)."""
 
     name: str
     """Registry name, e.g. ``ecommerce`` (env id ``agentic_ray/<name>-v1``)."""
