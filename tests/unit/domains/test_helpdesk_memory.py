@@ -125,8 +125,8 @@ def test_the_memory_config_switches_the_l4_memory_layer_on_and_it_credits_the_re
     assert "memory" in s.rewards.enabled_layers()
     _, rec = _expert_episode(_env(), D.validation_seeds(FAMILY, 1)[0])
     credit = MemoryLayer().score(EpisodeRecord.from_dict(rec))
-    # fresh, on the turn the agent first put the asset in its slot: the write that follows the recall
-    assert credit[2] == pytest.approx(1.0) and credit.sum() == pytest.approx(1.0)
+    # fresh, on the read's turn (the write that follows the recall notes the asset, it does not reuse it)
+    assert credit[3] == pytest.approx(1.0) and credit.sum() == pytest.approx(1.0)
 
 
 def test_a_listing_guess_is_forgetting_and_no_recall() -> None:

@@ -16,10 +16,13 @@ from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.eval.memory_metrics import entity_recall_at_k, forgetting
 from agentic_ray.eval.metrics import evaluate
 from agentic_ray.graph_spec import LABEL_OBS_KEYS
-from agentic_ray.keys import EPISODE_RECORD
+from agentic_ray.keys import CONTEXT_MEMORY_FACTS, EPISODE_RECORD
+from agentic_ray.memory.functional import memory_step_credit
 from agentic_ray.memory.memory_episode import FactEvent, KeyFact, MemoryEpisode
 from agentic_ray.memory.memory_skills import HIT_AGE, HIT_SCORE, SEARCH, WRITE
 from agentic_ray.memory.short_term_window import DEFAULT_K
+from agentic_ray.rewards.episode_record import EpisodeRecord
+from agentic_ray.rewards.layers.memory_layer import MemoryLayer
 
 D = get_domain("helpdesk_memory")
 FAMILY = "ticket_said_earlier"
@@ -92,6 +95,10 @@ def test_the_expert_writes_early_recalls_late_and_solves_every_validation_task()
         search = skills.index(SEARCH)
         assert search >= DEFAULT_K and 5 <= fact["needed_turn"] - fact["stated_turn"] <= 10
         assert steps[1 + 1][2]["trace"]["args"]["ticket_id"] == fact["value"]  # the write named the meant one
+        events = rec["context"][CONTEXT_MEMORY_FACTS]["events"]
+        assert [(e["turn"], e["kind"]) for e in events][:1] == [(1, "write")]
+        credit = MemoryLayer().score(EpisodeRecord.from_dict(rec))  # L4: on the read, the recall's reuse
+        assert credit[fact["needed_turn"]] == pytest.approx(1.0) and credit.sum() == pytest.approx(1.0)
         records.append(rec)
     m = evaluate(records)
     assert (m.completion, m.entity_recall_at_5, m.entity_recall_at_5_n, m.forgetting) == (1.0, 1.0, 10, 0.0)
@@ -170,7 +177,7 @@ def test_er5_and_forgetting_on_hand_built_episodes_of_the_family() -> None:
     m_guess = evaluate([info[EPISODE_RECORD]])
     assert (m_expert.entity_recall_at_5, m_expert.forgetting) == (1.0, 0.0)
     assert (m_guess.completion, m_guess.entity_recall_at_5, m_guess.forgetting) == (0.0, 0.0, 1.0)
-    written = FactEvent(turn=1, slot=fact.slot, kind="use", value=fact.value)
+    written = FactEvent(turn=1, slot=fact.slot, kind="write", value=fact.value)
     late = MemoryEpisode(
         facts=[fact],
         events=[written, FactEvent(turn=fact.needed_turn + 6, slot=fact.slot, kind="use", value=fact.value)],
@@ -183,4 +190,11 @@ def test_er5_and_forgetting_on_hand_built_episodes_of_the_family() -> None:
         ],
     )
     assert (entity_recall_at_k([late]), forgetting([late])) == (0.0, 0.0)
+    # a right note and then a wrong reuse: no recall, forgetting, and no L4 credit for the note
+    noted_wrong = MemoryEpisode(
+        facts=[fact],
+        events=[written, FactEvent(turn=fact.needed_turn, slot=fact.slot, kind="use", value=wrong)],
+    )
+    assert (entity_recall_at_k([noted_wrong]), forgetting([noted_wrong])) == (0.0, 1.0)
+    assert memory_step_credit(noted_wrong, fact.needed_turn + 2).sum() == 0.0
     assert (entity_recall_at_k([asked]), forgetting([asked])) == (1.0, 1.0)
