@@ -16,7 +16,8 @@ Prints one JSON line through :func:`results_record.publish`:
 Goals: ``retrieve_p50_ms`` < 5, ``recall_at_5`` >= 0.97.
 
 The training half (``--train``, or ``--train-only`` without the storage half; phase 2) trains ``configs/memory.yaml``
-(quickstart-sized, on ``helpdesk_memory``: the caller means an asset from an earlier call) through ``agentic-ray
+(quickstart-sized, on ``helpdesk_memory``: the caller means an asset from an earlier call, or a ticket they named
+early in this call, needed after the short-term window dropped it) through ``agentic-ray
 train`` and prints a second JSON line (record variant ``train``) with the trained policy's figures on the
 validation tasks: ``entity_recall_at_5``, ``forgetting``, ``completion``, and ``no_memory_completion`` (the same
 policy with ``memory.search`` / ``memory.write`` masked in every step, env option ``skills_off``); the expert's

@@ -2,12 +2,13 @@
 
 :class:`Knowledge` holds, per entity type, the entities known so far in the order they were revealed (that order
 is the node order of the observation, so a pointer index means the same entity for the whole episode) and the
-fields revealed for each. :func:`reveal_result` applies one successful tool result to it, driven only by the
-contract's typed output fields (see :class:`~agentic_ray.skills.contracts.OutputField`): an ``entity`` field
-reveals that entity (a nested object with its declared ``id_field`` reveals its fields too), an ``entity_list``
-field the listed ones and an ``entity_map`` field the ids it is keyed by (each with the fields its object
-carries), and ``of: <name>`` attaches a value to the entity the input parameter or output field ``<name>`` refers
-to.
+fields revealed for each, and which entities the request names (:attr:`Knowledge.mentioned`, until a task's
+short-term window drops the request: :meth:`Knowledge.forget_mentions`). :func:`reveal_result` applies one
+successful tool result to it, driven only by the contract's typed output fields (see
+:class:`~agentic_ray.skills.contracts.OutputField`): an ``entity`` field reveals that entity (a nested object with
+its declared ``id_field`` reveals its fields too), an ``entity_list`` field the listed ones and an ``entity_map``
+field the ids it is keyed by (each with the fields its object carries), and ``of: <name>`` attaches a value to the
+entity the input parameter or output field ``<name>`` refers to.
 
 The env and the Serve endpoint rebuild knowledge with the same two calls, from the request and the transcript,
 so an observation is a pure function of (request, transcript, SLA state).
@@ -57,6 +58,14 @@ class Knowledge:
         """The request names this entity: it is known (without fields) from the start."""
         self.mentioned.add((entity_type, str(entity_id)))
         self.reveal(entity_type, entity_id)
+
+    def forget_mentions(self) -> None:
+        """The request has left the short-term window (``Task.short_term_window``): its entities stay known but
+        are no longer marked as named by the request."""
+        for ref in self.mentioned:
+            self.version += 1
+            self.entity_version[ref] = self.version
+        self.mentioned.clear()
 
     def ids(self, entity_type: str) -> list[str]:
         """Known ids of a type, in reveal order."""

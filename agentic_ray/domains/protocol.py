@@ -297,6 +297,13 @@ class Task:
             episode's start, negative for an earlier conversation). Ground truth for the L4 memory reward and the
             Entity Recall@5 / forgetting metrics, never observed: the env records each call's use of a slot and
             writes both into the episode record's context.
+        short_term_window: ``k``, the conversation's short-term window in turns (the request is turn 0, each step
+            adds one): once ``k`` steps have passed, the request has left the window and what it said leaves the
+            observation: the entities it names are no longer marked as named and no goal links to them as the
+            request's choice. They stay known (their ids were seen); which of them a goal means must then be
+            recalled (a memory search). What tools revealed stays, and so do masks that follow the call history
+            (see :func:`~agentic_ray.envs.episode.slide_window`). None (every task without memory): the request
+            stays in the observation for the whole episode.
     """
 
     family: str
@@ -311,8 +318,13 @@ class Task:
     extra: dict[str, Any] = field(default_factory=dict)
     end_skill: str | None = None
     key_facts: tuple[Mapping[str, Any], ...] = ()
+    short_term_window: int | None = None
 
     def __post_init__(self) -> None:
+        if self.short_term_window is not None and self.short_term_window < 1:
+            raise ValueError(
+                f"task {self.family}/{self.seed}: short_term_window must be >= 1, got {self.short_term_window}"
+            )
         if not self.goals and self.end_skill is None:
             raise ValueError(
                 f"task {self.family}/{self.seed} has no goal and declares no end: give it an end_skill (the answer "
@@ -415,8 +427,12 @@ class Domain(Protocol):
     """A task domain (see the module docstring). Attributes are read-only; methods are pure unless noted.
 
     Optional members, read with ``getattr``: ``options_model`` (a pydantic model class validating
-    ``env.domain_options``, see :func:`domain_options`) and the caller-error hooks of
-    :class:`CallerErrorRefinement`."""
+    ``env.domain_options``, see :func:`domain_options`), the caller-error hooks of
+    :class:`CallerErrorRefinement`, and, for a domain whose worlds keep a memory, ``open_memory(config)`` (a
+    long-term store for a :class:`~agentic_ray.memory.memory_config.MemoryConfig`) and
+    ``attach_memory(world, store, episode, start_h)`` (the world's memory reads and writes that store, as
+    conversation ``episode`` starting at ``start_h`` hours on the store's clock): Serve's agent-mode sessions
+    share one store through them (``agent.memory``)."""
 
     name: str
     """Registry name, e.g. ``ecommerce`` (env id ``agentic_ray/<name>-v1``)."""

@@ -69,6 +69,7 @@ from agentic_ray.envs.episode import (
     episode_record_dict,
     list_semantics,
     match_goals,
+    slide_window,
 )
 from agentic_ray.envs.failure_evidence import failure_evidence
 from agentic_ray.envs.faults import FaultScheduleConfig, backend_faults, draw_caller_error, draw_faults
@@ -84,7 +85,7 @@ from agentic_ray.keys import (
     MASK_REASONS,
     STEP_TRACE,
 )
-from agentic_ray.memory.memory_episode import FactEvent, KeyFact, MemoryEpisode
+from agentic_ray.memory.memory_episode import WRITE_SKILL, FactEvent, KeyFact, MemoryEpisode
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
 from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
 from agentic_ray.skills.contracts import EntityListParam, EntityParam, StringParam, load_contracts
@@ -846,7 +847,7 @@ class AgentTaskEnv(gym.Env):
         )
         # The call was made: a key fact's slot it fills is a use (memory metrics, L4); most tasks have no key facts.
         if res is not None and self._key_facts:
-            self._record_fact_uses(len(self._steps) - 1, params)
+            self._record_fact_uses(len(self._steps) - 1, skill, params)
         # Dynamics: simulated time and drift.
         if isinstance(self.clock, SimClock):
             self.clock.advance(max(self.config.step_time_s, latency / 1000.0))
@@ -891,6 +892,7 @@ class AgentTaskEnv(gym.Env):
             reward += rw.failure
         if completed or failed or truncated:
             reward -= self._shaping  # the shaping potential returns to 0 (see OutcomeRewards.informative)
+        slide_window(task, st.step, know)
         obs = self._observe()
         info: dict[str, Any] = {
             STEP_TRACE: {
@@ -1021,14 +1023,16 @@ class AgentTaskEnv(gym.Env):
                     return True
         return False
 
-    def _record_fact_uses(self, turn: int, params: dict[str, Any]) -> None:
-        """One ``use`` event per key-fact slot this call's parameters fill (its value as sent), at the simulated
-        time since the episode started (hours, the clock of the facts' ``confirmed_at_h``)."""
+    def _record_fact_uses(self, turn: int, skill: str, params: dict[str, Any]) -> None:
+        """One ``use`` event (a ``write`` for a memory note) per key-fact slot this call's parameters fill (its
+        value as sent), at the simulated time since the episode started (hours, the clock of the facts'
+        ``confirmed_at_h``)."""
         at_h = (self.clock.now() - self._t0_s) / 3600.0
+        kind: Literal["use", "write"] = "write" if skill == WRITE_SKILL else "use"
         for slot in dict.fromkeys(f.slot for f in self._key_facts):
             v = params.get(slot)
             if isinstance(v, str | int):
-                self._fact_events.append(FactEvent(turn=turn, slot=slot, kind="use", value=str(v), at_h=at_h))
+                self._fact_events.append(FactEvent(turn=turn, slot=slot, kind=kind, value=str(v), at_h=at_h))
 
     def _episode_record(self, completed: bool, failed: bool, truncated: bool) -> EpisodeRecord:
         assert self.task is not None and self.state is not None

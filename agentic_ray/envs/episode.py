@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from agentic_ray.domains.goal_dag import ListSemantics
+from agentic_ray.domains.knowledge import Knowledge
 from agentic_ray.domains.protocol import LastStep, Task
 from agentic_ray.graph_spec import ROOT_CAUSES, evidence_width
 from agentic_ray.rewards.episode_record import EpisodeRecord
@@ -21,7 +22,14 @@ from agentic_ray.skills.contracts import DomainContracts, EntityListParam
 from agentic_ray.skills.executor import CALLER_ERRORS
 from agentic_ray.skills.preconditions import Call
 
-__all__ = ["EpisodeState", "attribute_root_cause", "episode_record_dict", "list_semantics", "match_goals"]
+__all__ = [
+    "EpisodeState",
+    "attribute_root_cause",
+    "episode_record_dict",
+    "list_semantics",
+    "match_goals",
+    "slide_window",
+]
 
 CAUSE_INDEX = {c: i for i, c in enumerate(ROOT_CAUSES)}
 
@@ -79,6 +87,18 @@ def list_semantics(contracts: DomainContracts) -> dict[str, dict[str, ListSemant
         }
         for c in contracts.skills
     }
+
+
+def slide_window(task: Task, steps: int, knowledge: Knowledge) -> None:
+    """Move the task's short-term window (:attr:`~agentic_ray.domains.protocol.Task.short_term_window`, ``k``
+    turns: the request is turn 0, step ``i``'s result turn ``i + 1``) to ``steps`` steps taken: once
+    ``steps >= k`` the request has left it, and so have its marks on the entities it names (and the goals' links to
+    them as the request's choice); the entities stay known. The env after each step, and a server replaying a
+    transcript, call this alike.
+    """
+    k = task.short_term_window
+    if k is not None and steps >= k and knowledge.mentioned:
+        knowledge.forget_mentions()
 
 
 def match_goals(

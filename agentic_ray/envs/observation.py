@@ -38,6 +38,8 @@ goal links to an entity argument the request names (the customer said which orde
 request does not name, to every known entity of the argument's type that revealed fields tie to an entity the
 request names (the items of the named order, once ``order.get``-like lookups listed them), directly or through
 other tied entities. Which of those candidates the goal means is the policy's choice (with the goal's hints).
+Once a task's short-term window has dropped the request (``Task.short_term_window``), the entities it named are no
+longer marked as named, and an argument it named links like one it did not.
 """
 
 from __future__ import annotations
@@ -575,13 +577,17 @@ class ObservationBuilder:
             key = f"{lk.src}__{lk.rel}__{lk.dst}"
             out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, pairs)
         per_role: dict[str, list[tuple[int, int]]] = {key: [] for key in self.goal_relations}
+        open_now = list(self._goal_open)
         for gi, key, t, v in self._goal_refs:
+            if (t, str(v)) not in knowledge.mentioned:  # the short-term window dropped the request's words
+                open_now.append((gi, key, t))
+                continue
             j = self.node_index[t].get(str(v))
             if j is not None:
                 per_role[key].append((gi, j))
-        if self._goal_open:
+        if open_now:
             tied = request_tied(knowledge.mentioned, links)
-            for gi, key, t in self._goal_open:
+            for gi, key, t in open_now:
                 per_role[key] += [(gi, j) for e, j in self.node_index[t].items() if (t, e) in tied]
         for key, pairs in per_role.items():
             out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, list(dict.fromkeys(pairs)))

@@ -5,7 +5,8 @@
 transcript through the env's own code, so any replica rebuilds the same observation and a request can be
 replayed:
 
-* knowledge grows by :func:`~agentic_ray.domains.knowledge.reveal_result` on every successful, non-degraded call;
+* knowledge grows by :func:`~agentic_ray.domains.knowledge.reveal_result` on every successful, non-degraded call,
+  and the task's short-term window moves as in the env (:func:`~agentic_ray.envs.episode.slide_window`);
 * goal bookkeeping by :func:`~agentic_ray.envs.episode.match_goals`; masks by the same
   :class:`~agentic_ray.envs.masks.MaskComputer` (preconditions through the shared tracker);
 * the observation by the same :class:`~agentic_ray.envs.observation.ObservationBuilder`.
@@ -30,7 +31,7 @@ from agentic_ray.domains.knowledge import Knowledge, reveal_result
 from agentic_ray.domains.protocol import EpisodeView, LastStep, Task
 from agentic_ray.envs.action_codec import ActionCodec
 from agentic_ray.envs.agent_task_env import AgentTaskEnv
-from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, match_goals
+from agentic_ray.envs.episode import EpisodeState, attribute_root_cause, match_goals, slide_window
 from agentic_ray.envs.failure_evidence import failure_evidence
 from agentic_ray.envs.masks import Masks
 from agentic_ray.skills.executor import CALLER_ERRORS
@@ -153,6 +154,7 @@ class TranscriptState:
             len(env.skills), k, contract, call.params, call.result_code, self.knowledge
         )
         st.last = LastStep(call.skill, dict(call.params), call.result_code, cause)
+        slide_window(task, st.step, self.knowledge)
 
     def masks(self, sla: dict[str, np.ndarray] | None = None, now: float = 0.0) -> Masks:
         """The masks of the current state (``sla``: live SLA arrays, default :func:`neutral_sla`)."""

@@ -5,7 +5,8 @@
 * **Forgetting** (seed 000: ≤ 0.05): the share of facts given earlier that the agent asks for again, or uses
   with a wrong value, after the customer gave them.
 
-Both pool facts over episodes (micro average) and are ``None`` when no episode carries a key fact.
+Both pool facts over episodes (micro average) and are ``None`` when no episode carries a key fact. A memory note of a
+fact (a ``write`` event) is neither a reuse nor a wrong use: what counts is the call that needs it.
 """
 
 from __future__ import annotations

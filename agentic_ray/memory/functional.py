@@ -37,7 +37,8 @@ def freshness(
 def fact_credit(episode: MemoryEpisode, fact: KeyFact, recall_weight: float = 0.5) -> tuple[float, int]:
     """The L4 credit of one key fact and the turn it belongs to.
 
-    The agent's first use of the fact's slot after it was stated decides: a correct value earns ``recall_weight``
+    The agent's first use of the fact's slot after it was stated decides (a memory note of it is no use): a correct
+    value earns ``recall_weight``
     for recall plus ``(1 - recall_weight) * freshness(use time - last confirmation)``; a wrong value, an ask
     before any use (the customer repeats themselves) or no use at all earns 0.
 
@@ -45,7 +46,11 @@ def fact_credit(episode: MemoryEpisode, fact: KeyFact, recall_weight: float = 0.
         ``(credit in [0, 1], turn)``: the turn of the deciding event, or ``needed_turn`` when there was none.
     """
     events = sorted(
-        (e for e in episode.events if e.slot == fact.slot and e.turn > fact.stated_turn),
+        (
+            e
+            for e in episode.events
+            if e.slot == fact.slot and e.turn > fact.stated_turn and e.kind != "write"
+        ),
         key=lambda e: (e.turn, e.kind != "ask"),
     )
     if not events:

@@ -15,6 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+WRITE_SKILL = "memory.write"
+"""The memory write skill (:mod:`agentic_ray.memory.memory_skills`): a call of it that fills a key fact's slot is a
+``write`` event (the agent noted the fact), not a ``use``; this module names it so that the env can tell without
+importing the memory store."""
+
 
 class KeyFact(BaseModel):
     """One fact the customer stated that a later call needs (an order id, the item they mean, an address)."""
@@ -35,20 +40,24 @@ class KeyFact(BaseModel):
 
 
 class FactEvent(BaseModel):
-    """What the agent did with a slot at one turn: put ``value`` into it (``use``) or asked the customer (``ask``)."""
+    """What the agent did with a slot at one turn: put ``value`` into a call (``use``), into a memory note
+    (``write``: noted for later, not reused; the reward and the metrics read uses and asks only), or asked the
+    customer (``ask``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     turn: int = Field(ge=0, description="Turn of the event.")
     slot: str = Field(min_length=1, description="The slot used or asked for.")
-    kind: Literal["use", "ask"] = Field(description="`use`: a call argument was filled; `ask`: asked again.")
+    kind: Literal["use", "write", "ask"] = Field(
+        description="`use`: a call argument was filled; `write`: a memory note named it; `ask`: asked again."
+    )
     value: str | None = Field(default=None, description="The value used (None for an ask).")
     at_h: float = Field(default=0.0, description="Simulated time (hours) of the event.")
 
     @model_validator(mode="after")
     def _value(self) -> FactEvent:
-        if (self.kind == "use") != (self.value is not None):
-            raise ValueError("a `use` carries the value used, an `ask` none")
+        if (self.kind != "ask") != (self.value is not None):
+            raise ValueError("a `use` or `write` carries the value, an `ask` none")
         return self
 
 

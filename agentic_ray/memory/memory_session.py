@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from agentic_ray.memory.entity_graph import EntityGraph
 from agentic_ray.memory.memory_store import MemoryEntity, MemoryHit, MemoryRecord
-from agentic_ray.memory.short_term_window import ShortTermWindow
+from agentic_ray.memory.short_term_window import DEFAULT_K, ShortTermWindow
 
 
 class LongTermMemory(Protocol):
@@ -61,7 +61,7 @@ class MemorySession:
     customer: str
     episode: str
     graph: EntityGraph = field(default_factory=EntityGraph)
-    window: ShortTermWindow = field(default_factory=lambda: ShortTermWindow(6))
+    window: ShortTermWindow = field(default_factory=lambda: ShortTermWindow(DEFAULT_K))
     episode_only: bool = False
     now_h: float = 0.0
     turn: int = 0

@@ -20,13 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agentic_ray.memory.memory_episode import WRITE_SKILL
 from agentic_ray.memory.memory_session import MemorySession
 from agentic_ray.memory.memory_store import MemoryEntity
 from agentic_ray.skills.backends import Handler, ToolError
 from agentic_ray.skills.contracts import SkillContract
 
 SEARCH = "memory.search"
-WRITE = "memory.write"
+WRITE = WRITE_SKILL
 HIT_SCORE = "memory_score"
 HIT_AGE = "memory_age_h"
 

@@ -1,13 +1,17 @@
 """The short-term window: the last k turns of the conversation, which is what the observation holds.
 
 Older turns leave the window; what they said stays reachable only through long-term memory and the entity graph,
-which is what makes recall an action worth learning.
+which is what makes recall an action worth learning. A task whose request should leave the observation the same
+way sets ``Task.short_term_window`` (the env moves it with :func:`~agentic_ray.envs.episode.slide_window`).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+
+DEFAULT_K = 6
+"""Turns the short-term window holds by default."""
 
 
 @dataclass(frozen=True)

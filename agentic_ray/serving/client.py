@@ -32,6 +32,7 @@ def task_body(task: Task, budget: int | None = None) -> dict[str, Any]:
         "relevant": list(task.relevant),
         "family": task.family,
         "extra": _jsonable(task.extra),
+        **({"short_term_window": task.short_term_window} if task.short_term_window is not None else {}),
     }
 
 

@@ -117,6 +117,7 @@ def check_act_request(body: ActRequest, env: AgentTaskEnv) -> CheckedRequest:
         optimal_steps=t.optimal_steps or len(t.goals),
         relevant=tuple(t.relevant),
         extra=dict(t.extra),
+        short_term_window=t.short_term_window,
     )
     if env.config.risk_mode == "soft":
         task = task.without_safety_checks()

@@ -151,6 +151,12 @@ class TaskIn(_Body):
         default_factory=list, max_length=64, description="Ids of the entities the task is about."
     )
     family: str = Field(default="request", max_length=64, description="Task family label (free text).")
+    short_term_window: Annotated[int, Field(ge=1, le=256), BeforeValidator(_integral)] | None = Field(
+        default=None,
+        description="Turns the request stays in the observation (the task's short-term window, as the env "
+        "applies it in training: after that many calls, the entities it names are no longer marked as named). "
+        "Absent: the whole conversation.",
+    )
     extra: JsonObject = Field(
         default_factory=dict, description="Domain data for the rule-based policy (never read by the model)."
     )

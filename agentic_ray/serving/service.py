@@ -102,7 +102,12 @@ class PolicyService:
         )
         a = settings.agent
         self.sessions = SessionManager(
-            self.pool, a.max_sessions, a.session_ttl_s, settings.quotas.sessions_per_client, self.store
+            self.pool,
+            a.max_sessions,
+            a.session_ttl_s,
+            settings.quotas.sessions_per_client,
+            self.store,
+            a.memory,
         )
         self.metrics = LiveMetrics(sink)
         self.text = TextParser(self.domain)
@@ -486,6 +491,7 @@ class PolicyService:
     def close(self) -> None:
         self.store.close()
         self.text.close()
+        self.sessions.close_memory()
 
 
 def _task_key(body: ActRequest) -> str:

@@ -11,6 +11,11 @@ Each client (bearer token) holds at most ``sessions_per_client`` open sessions, 
 ``max_sessions``: a 429 beyond either, with ``Retry-After`` set to when the client's (or the service's) least
 recently used session idles out.
 
+With ``agent.memory`` set, the sessions share one long-term memory store: each session's world reads and writes it
+(the domain's ``attach_memory``), in the customer's namespace, as conversation ``<session id>``, on a clock of hours
+since the Unix epoch; so what a customer's session wrote (``memory.write``) is found by their next session's
+``memory.search``, with its real age, and survives a gateway restart in the store's folder.
+
 Sessions survive a gateway restart: the store keeps each session's task and the action of every step, written
 before the step is answered. A replica that does not hold a session it is asked for resumes it from the store by
 replaying those actions on a fresh env from the same task seed (the env is deterministic given its seed and the
@@ -33,6 +38,7 @@ import numpy as np
 from agentic_ray.domains.protocol import Task
 from agentic_ray.envs.agent_task_env import AgentTaskEnv
 from agentic_ray.keys import EPISODE_RECORD, STEP_TRACE
+from agentic_ray.memory.memory_config import MemoryConfig
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.serving.decision_store import DecisionStore, StoredSession
 from agentic_ray.serving.decisions import EnvPool
@@ -150,6 +156,10 @@ class SessionManager:
         ttl_s: idle time after which a session is closed.
         per_client: open sessions at most per client (429 beyond).
         store: where sessions are kept across restarts (None: in memory only).
+        memory: the customers' long-term memory every session shares (None: each world keeps its own).
+
+    Raises:
+        ValueError: ``memory`` is set but the served domain has no memory hooks.
     """
 
     def __init__(
@@ -159,6 +169,7 @@ class SessionManager:
         ttl_s: float,
         per_client: int | None = None,
         store: DecisionStore | None = None,
+        memory: MemoryConfig | None = None,
     ) -> None:
         self.pool = pool
         self.max_sessions = max_sessions
@@ -175,6 +186,17 @@ class SessionManager:
         self._next = 0
         self._seed_index: dict[str, int] = {}
         t = pool.template
+        self.memory: Any = None
+        """The shared long-term store (None: each session's world keeps its own)."""
+        self._attach: Callable[[Any, Any, str, float], None] | None = None
+        if memory is not None:
+            open_memory, attach = (
+                getattr(t.domain, "open_memory", None),
+                getattr(t.domain, "attach_memory", None),
+            )
+            if open_memory is None or attach is None:
+                raise ValueError(f"agent.memory is set, but domain {t.domain.name!r} keeps no memory")
+            self.memory, self._attach = open_memory(memory), attach
         self.families = tuple(t.families)
         self._seeds = {f: t.domain.validation_seeds(f, t.config.validation_per_family) for f in self.families}
         self.expire()
@@ -233,6 +255,8 @@ class SessionManager:
         env = self.pool.acquire()
         try:
             s = AgentSession(session_id, env, family, seed, arm, client, given)
+            if self._attach is not None:  # before the first step: the customer's memory the sessions share
+                self._attach(env.world, self.memory, session_id, time.time() / 3600.0)
         except Exception:
             self.pool.release(env)
             raise
@@ -290,6 +314,12 @@ class SessionManager:
         s.last_used = time.time()
         self.resumed += 1
         return s
+
+    def close_memory(self) -> None:
+        """Release the shared memory store (an embedded one's folder lock)."""
+        if self.memory is not None:
+            self.memory.close()
+            self.memory = None
 
     def step(self, s: AgentSession, action: Any, decider: str) -> StepResult:
         """Execute a step of ``s`` and store its action before it is answered."""

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
+from agentic_ray.memory.memory_config import MemoryConfig
 
 StrategyMode = Literal["learned", "rules"]
 ArmName = Literal["stable", "candidate"]
@@ -246,6 +247,22 @@ class AgentSettings(_Strict):
         default=256, ge=1, description="Open sessions at most, over every client (429 beyond)."
     )
     session_ttl_s: float = Field(default=600.0, gt=0, description="Idle sessions are closed after this.")
+    memory: MemoryConfig | None = Field(
+        default=None,
+        description="The customers' long-term memory, shared by every session so that a returning customer's "
+        "facts are there in the next one: an embedded store at `path` (e.g. inside the app's data directory; local "
+        "mode allows one process per path, so one gateway replica) or a Qdrant server at `url`. For a domain with "
+        "memory hooks (open_memory / attach_memory) and backend=python (the memory skills run in the gateway's "
+        "process). None: each session's world keeps a memory of its own, as in training.",
+    )
+
+    @model_validator(mode="after")
+    def _memory_in_process(self) -> AgentSettings:
+        if self.memory is not None and self.backend != "python":
+            raise ValueError(
+                "agent.memory needs backend=python: the memory skills run in the gateway's process"
+            )
+        return self
 
 
 class ServeSettings(_Strict):

@@ -61,10 +61,16 @@ class _Ctx:
 
 
 def _password_reset(c: _Ctx) -> tuple[list[Goal], str]:
-    e = c.world.caller
-    e.status = "locked" if c.r.random() < 0.7 else "active"
+    goals, where = password_reset_goals(c.world.caller, c.r)
+    return goals, f"I am locked out of my account. Please reset my password and send the new one {where}."
+
+
+def password_reset_goals(e: Any, r: random.Random) -> tuple[list[Goal], str]:
+    """Lock caller ``e`` out (or not) and return the goals verify, then reset, and where the caller wants the new
+    password sent, as words ("by SMS", "to my manager")."""
+    e.status = "locked" if r.random() < 0.7 else "active"
     method = "mfa_push" if e.mfa_enrolled else "manager_callback"
-    delivery = c.r.choice(("sms", "manager_email"))
+    delivery = r.choice(("sms", "manager_email"))
     goals = [
         Goal(
             "verify",
@@ -82,8 +88,7 @@ def _password_reset(c: _Ctx) -> tuple[list[Goal], str]:
             description="reset the password",
         ),
     ]
-    where = "by SMS" if delivery == "sms" else "to my manager"
-    return goals, f"I am locked out of my account. Please reset my password and send the new one {where}."
+    return goals, "by SMS" if delivery == "sms" else "to my manager"
 
 
 def _disabled_account(c: _Ctx) -> tuple[list[Goal], str]:

@@ -8,7 +8,12 @@ help-desk domain (same world, tools, contracts, rules and expert) plus:
   read in the caller's namespace), handled on the world's memory session (:mod:`.world`);
 * two asset fields memory reveals (``memory_score``, ``memory_age_h``), so the observation shows which recalled
   asset the caller's words match best and how long ago it was last talked about;
-* the task families of :mod:`.tasks`, whose key facts feed the memory reward and Entity Recall@5 / forgetting;
+* the task families of :mod:`.tasks`, whose key facts feed the memory reward and Entity Recall@5 / forgetting
+  (``ticket_said_earlier``: a fact stated early in the call, needed after the short-term window dropped it; up to
+  seven goals, so this domain's ``max_goals`` is 7);
+* the optional memory hooks ``open_memory`` / ``attach_memory``: Serve's agent-mode sessions then share one
+  long-term store (``agent.memory`` of the serve settings), so a returning caller's facts are there in the next
+  session;
 * its own ``data/``: action prototypes mined from its expert (``python -m agentic_ray.envs.prototypes
   helpdesk_memory``) and the vectors of its sentences; feature quantiles are the help desk's plus the memory
   fields' (:data:`MEMORY_QUANTILES`).
@@ -32,7 +37,12 @@ from agentic_ray.domains.helpdesk.schema import SCHEMA as HELPDESK_SCHEMA
 from agentic_ray.domains.helpdesk.world import perturb_desk
 from agentic_ray.domains.helpdesk_memory import tasks
 from agentic_ray.domains.helpdesk_memory.expert import HelpdeskMemoryExpert
-from agentic_ray.domains.helpdesk_memory.world import MEMORY_TYPES, HelpdeskMemoryWorld
+from agentic_ray.domains.helpdesk_memory.world import (
+    MEMORY_TYPES,
+    HelpdeskMemoryWorld,
+    attach_memory,
+    open_memory,
+)
 from agentic_ray.domains.protocol import DomainSchema, FieldSpec, Task
 from agentic_ray.domains.quantile_map import QuantileMap
 from agentic_ray.memory.memory_skills import HIT_AGE, HIT_SCORE, memory_skill_contracts
@@ -48,6 +58,7 @@ MEMORY_QUANTILES: dict[str, list[float]] = {
 
 SCHEMA = dataclasses.replace(
     HELPDESK_SCHEMA,
+    max_goals=7,  # ticket_said_earlier: verify, reset, up to three stolen devices, read, set the priority
     entity_types=tuple(
         dataclasses.replace(et, fields=(*et.fields, *MEMORY_FIELDS)) if et.name in MEMORY_TYPES else et
         for et in HELPDESK_SCHEMA.entity_types
@@ -113,6 +124,14 @@ class HelpdeskMemoryDomain(HelpdeskDomain):
 
     def expert(self) -> HelpdeskMemoryExpert:
         return HelpdeskMemoryExpert()
+
+    def open_memory(self, config: Any) -> Any:
+        """A store that Serve's agent-mode sessions share (:func:`.world.open_memory`)."""
+        return open_memory(config)
+
+    def attach_memory(self, world: Any, store: Any, episode: str, start_h: float) -> None:
+        """Point a session's world at the shared store (:func:`.world.attach_memory`)."""
+        attach_memory(world, store, episode, start_h)
 
     @functools.cache  # noqa: B019
     def quantiles(self) -> QuantileMap:

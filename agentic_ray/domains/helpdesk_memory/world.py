@@ -108,15 +108,47 @@ def build_vectors(texts: Sequence[str], path: Path = VECTORS) -> None:
 
 def memory_session(world: HelpdeskMemoryWorld) -> Any:
     """The world's :class:`~agentic_ray.memory.memory_session.MemorySession` (built on first use, see the module
-    docstring), its clock and turn set from the world's tick."""
+    docstring, unless :func:`attach_memory` gave it one), its clock and turn set from the world's tick."""
     from agentic_ray.memory.memory_config import MemoryConfig
-    from agentic_ray.memory.memory_session import MemorySession
-    from agentic_ray.memory.memory_store import MemoryEntity, MemoryRecord, MemoryStore
+    from agentic_ray.memory.memory_store import MemoryStore
 
     s = world.__dict__.get("_memory")
     if s is None:
-        store = MemoryStore(MemoryConfig(), embedder=memo_embedder())
-        records = [
+        s = _session(world, MemoryStore(MemoryConfig(), embedder=memo_embedder()), world.conversation, 0.0)
+    s.now_h = world.__dict__.get("_memory_start_h", 0.0) + world.tick * HOURS_PER_TICK
+    s.turn = world.tick
+    return s
+
+
+def open_memory(config: Any) -> Any:
+    """A long-term store for :func:`attach_memory` (``config``: a
+    :class:`~agentic_ray.memory.memory_config.MemoryConfig`), embedding with the shipped vectors' memo."""
+    from agentic_ray.memory.memory_store import MemoryStore
+
+    return MemoryStore(config, embedder=memo_embedder())
+
+
+def attach_memory(world: HelpdeskMemoryWorld, store: Any, episode: str, start_h: float) -> None:
+    """Serve's agent mode: the world's memory session reads and writes ``store``, which every session of the served
+    app shares, instead of a store of its own, so a returning caller's facts are there in the next session.
+
+    The world's earlier conversations are written into it (their ids derive from customer, episode and text, so
+    writing them again replaces them); this conversation is episode ``episode``; the clock starts at ``start_h``
+    (the store's clock, e.g. hours since the Unix epoch), so what an earlier session wrote is found with its real
+    age; the entity graph holds every entity the caller's memories name, earlier sessions' included.
+    """
+    _session(world, store, episode, start_h)
+    world.__dict__["_memory_start_h"] = start_h
+
+
+def _session(world: HelpdeskMemoryWorld, store: Any, episode: str, start_h: float) -> Any:
+    """A memory session of the world's caller over ``store``, holding the world's earlier conversations (their
+    simulated hours shifted by ``start_h``), set as the world's."""
+    from agentic_ray.memory.memory_session import MemorySession
+    from agentic_ray.memory.memory_store import MemoryEntity, MemoryRecord
+
+    store.write(
+        [
             MemoryRecord(
                 h["customer"],
                 h["episode"],
@@ -124,19 +156,16 @@ def memory_session(world: HelpdeskMemoryWorld) -> Any:
                 tuple(MemoryEntity(e["id"], e["node_type"]) for e in h["entities"]),
                 "customer",
                 int(h.get("turn", 0)),
-                float(h["at_h"]),
+                start_h + float(h["at_h"]),
             )
             for h in world.history
         ]
-        store.write(records)
-        s = MemorySession(store, customer=world.customer, episode=world.conversation)
-        for r in records:
-            if r.customer == world.customer:
-                for e in r.entities:
-                    s.graph.mention(e.id, e.node_type, source=r.source, at_h=r.at_h, turn=r.turn)
-        world.__dict__["_memory"] = s
-    s.now_h = world.tick * HOURS_PER_TICK
-    s.turn = world.tick
+    )
+    s = MemorySession(store, customer=world.customer, episode=episode)
+    for r in store.records(world.customer, None, None):
+        for e in r.entities:
+            s.graph.mention(e.id, e.node_type, source=r.source, at_h=r.at_h, turn=r.turn)
+    world.__dict__["_memory"] = s
     return s
 
 

@@ -213,9 +213,10 @@ def test_every_shipped_domain_has_a_prototype_for_every_skill(domain: str) -> No
     )
 
 
-@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk"])
+@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk", "helpdesk_memory"])
 def test_transcript_replay_rebuilds_the_envs_observations_and_masks(domain: str) -> None:
-    """What the stateless server does, checked at every step of expert episodes on both domains."""
+    """What the stateless server does, checked at every step of expert episodes (on helpdesk_memory: through
+    memory skills, and a short-term window that drops the request mid-episode)."""
     from agentic_ray.envs.transcript import TranscriptCall, TranscriptState
 
     env = AgentTaskEnv(

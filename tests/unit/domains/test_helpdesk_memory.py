@@ -92,7 +92,7 @@ def test_the_best_memory_hit_is_the_asset_the_caller_means(seed: int) -> None:
     )
 
 
-def test_the_expert_recalls_and_solves_every_validation_task_and_er5_forgetting_are_reported() -> None:
+def test_the_expert_recalls_writes_and_solves_every_validation_task_and_er5_forgetting_are_reported() -> None:
     env = _env()
     records = []
     for seed in D.validation_seeds(FAMILY, 10):
@@ -100,12 +100,21 @@ def test_the_expert_recalls_and_solves_every_validation_task_and_er5_forgetting_
         assert skills == [
             "lookup_employee_by_email" if "email" in env.task.request.facts else "lookup_employee_by_badge",
             SEARCH,
+            WRITE,
             "asset.get",
             "answer_warranty",
         ]
         assert rec["completed"] and len(skills) == env.task.optimal_steps
         assert CONTEXT_MEMORY_FACTS in rec["context"]
         records.append(rec)
+        # the write went through the gateway and its audit, and reached this episode's namespace in memory
+        meant, words = env.task.goals[0].args["asset_id"], env.task.request.facts[RECALL_FACT]
+        (audited,) = env.executor.audit.rows("skill = ?", (WRITE,))[-1:]
+        assert audited["result_code"] == "OK" and meant in audited["params"] and words in audited["params"]
+        session = env.world.__dict__["_memory"]
+        (note,) = session.store.records(env.world.customer, env.world.conversation, None)
+        assert (note.text, [e.id for e in note.entities], note.source) == (words, [meant], "agent")
+        assert session.graph.node(meant)["last_confirmed_h"] >= 0  # confirmed again in this conversation
     m = evaluate(records)
     assert (m.completion, m.entity_recall_at_5, m.entity_recall_at_5_n, m.forgetting) == (1.0, 1.0, 10, 0.0)
 
@@ -116,7 +125,8 @@ def test_the_memory_config_switches_the_l4_memory_layer_on_and_it_credits_the_re
     assert "memory" in s.rewards.enabled_layers()
     _, rec = _expert_episode(_env(), D.validation_seeds(FAMILY, 1)[0])
     credit = MemoryLayer().score(EpisodeRecord.from_dict(rec))
-    assert credit[2] == pytest.approx(1.0) and credit.sum() == pytest.approx(1.0)  # fresh, on the read's turn
+    # fresh, on the read's turn (the write that follows the recall notes the asset, it does not reuse it)
+    assert credit[3] == pytest.approx(1.0) and credit.sum() == pytest.approx(1.0)
 
 
 def test_a_listing_guess_is_forgetting_and_no_recall() -> None:

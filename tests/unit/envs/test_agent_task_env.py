@@ -187,14 +187,22 @@ def test_episode_record_contents_and_fast_dict(domain: str) -> None:
     assert rec.domain == domain
     assert episode_record_dict(rec) == rec.to_dict()
     # Lookups that first reveal a task entity net +0.5 (success + redundant + informative), goals +1, and the
-    # last step gives the shaping back: the episode's total is what it is without the shaping bonus.
+    # last step gives the shaping back: the episode's total is what it is without the shaping bonus. A note the
+    # expert writes to memory (a call that reveals nothing and satisfies no goal) nets success + redundant.
     rw = env.config.rewards
     steps = [info[STEP_TRACE] for *_x, info in rows]
-    lookups = [r for r, t in zip((row[1] for row in rows), steps, strict=True) if not t["goals_satisfied"]]
+    side = [
+        (r, bool(t["revealed"]))
+        for r, t in zip((row[1] for row in rows), steps, strict=True)
+        if not t["goals_satisfied"]
+    ]
+    lookups = [r for r, revealed in side if revealed]
+    notes = [r for r, revealed in side if not revealed]
     assert lookups and all(r == pytest.approx(1.0 + rw.redundant + rw.informative) for r in lookups), lookups
+    assert all(r == pytest.approx(1.0 + rw.redundant) for r in notes), notes
     assert rows[-1][1] == pytest.approx(3.0 - rw.informative * len(lookups))
     assert sum(row[1] for row in rows) == pytest.approx(
-        (len(rows) - len(lookups)) + len(lookups) * (1.0 + rw.redundant) + rw.completion
+        (len(rows) - len(side)) + len(side) * (1.0 + rw.redundant) + rw.completion
     )
     for *_x, info in rows[:-1]:
         assert EPISODE_RECORD not in info

@@ -19,6 +19,10 @@ def _use(turn: int, slot: str, value: str, at_h: float = 0.0) -> FactEvent:
     return FactEvent(turn=turn, slot=slot, kind="use", value=value, at_h=at_h)
 
 
+def _write(turn: int, slot: str, value: str) -> FactEvent:
+    return FactEvent(turn=turn, slot=slot, kind="write", value=value)
+
+
 def _ask(turn: int, slot: str) -> FactEvent:
     return FactEvent(turn=turn, slot=slot, kind="ask")
 
@@ -74,7 +78,7 @@ def _credit_ref(ep: MemoryEpisode, num_steps: int, w: float) -> np.ndarray:
     for f in ep.facts:
         first = None
         for e in ep.events:
-            if e.slot != f.slot or e.turn <= f.stated_turn:
+            if e.slot != f.slot or e.turn <= f.stated_turn or e.kind == "write":  # a note is no use
                 continue
             if first is None or e.turn < first.turn or (e.turn == first.turn and e.kind == "ask"):
                 first = e
@@ -104,6 +108,8 @@ def test_memory_credit_matches_a_loop_reference() -> None:
         events = [
             _ask(int(rng.integers(0, 12)), f"s{rng.integers(0, 3)}")
             if rng.random() < 0.3
+            else _write(int(rng.integers(0, 12)), f"s{rng.integers(0, 3)}", str(rng.choice(["v", "w"])))
+            if rng.random() < 0.3
             else _use(
                 int(rng.integers(0, 12)),
                 f"s{rng.integers(0, 3)}",
@@ -126,6 +132,16 @@ def test_hand_computed_credit() -> None:
     # asking and using on the same turn: the customer was asked again, no credit
     same_turn = MemoryEpisode(facts=EP_A.facts[:1], events=[_use(6, "order_id", "o1"), _ask(6, "order_id")])
     assert memory_step_credit(same_turn, 7).sum() == 0.0
+    # a memory note of the fact is no reuse: the use after it decides, and a note alone earns nothing
+    noted = MemoryEpisode(
+        facts=EP_A.facts[:1], events=[_write(2, "order_id", "o1"), _use(6, "order_id", "o1")]
+    )
+    assert memory_step_credit(noted, 7).tolist() == [0, 0, 0, 0, 0, 0, 1.0]
+    only = MemoryEpisode(facts=EP_A.facts[:1], events=[_write(2, "order_id", "o1")])
+    assert memory_step_credit(only, 7).sum() == 0.0
+    assert (entity_recall_at_k([only]), forgetting([only])) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="carries the value"):
+        FactEvent(turn=2, slot="order_id", kind="write")
 
 
 def _record(context: dict) -> EpisodeRecord:

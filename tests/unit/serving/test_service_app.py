@@ -356,3 +356,52 @@ def test_metrics_report_latency_traffic_and_canary(app):
     assert m["latency_ms"]["/v1/act"]["count"] == 1 and m["latency_ms"]["/v1/act"]["p50"] > 0
     assert m["requests"]["/v1/act 200"] == 1 and m["traffic_split"]["stable"] == 1.0
     assert m["canary"]["state"] == "off" and m["models"] == {"stable": "untrained-0"}
+
+
+def test_agent_mode_sessions_share_the_customers_memory_across_sessions_and_restarts(tmp_path):
+    """A returning caller (helpdesk_memory's ticket_said_earlier, the same task again): the first session, played by
+    the expert, writes which ticket they mean; the next session of the same caller finds it with memory.search before
+    writing anything, and so does one after a restart (the store reopened from its folder). Without agent.memory
+    each session's world keeps its own memory, and the next session does not find it."""
+    from agentic_ray.domains.helpdesk_memory.tasks import RECALL_FACT
+    from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
+    from agentic_ray.memory.memory_config import MemoryConfig
+    from agentic_ray.memory.memory_skills import HIT_AGE, HIT_SCORE, SEARCH
+    from agentic_ray.serving.decisions import EnvPool
+    from agentic_ray.serving.sessions import SessionManager
+    from agentic_ray.serving.settings import AgentSettings
+
+    pool = EnvPool(AgentTaskEnvConfig(domain="helpdesk_memory"))
+    family = "ticket_said_earlier"
+    seed = get_domain("helpdesk_memory").validation_seeds(family, 1)[0]
+    cfg = MemoryConfig(path=str(tmp_path / "memory"))
+
+    def recall(sessions: SessionManager, sid: str) -> tuple[str, dict]:
+        s = sessions.create(sid, family, seed, "stable")
+        sessions.step(s, s.rules_action(), "rules")  # identify the caller
+        task = s.env.task
+        query = {"query": task.request.facts[RECALL_FACT]}
+        res = sessions.step(s, s.env.encode_action(SEARCH, query), "rules")
+        assert res.result_code == "OK"
+        sessions.close(sid)
+        return task.key_facts[0]["value"], {h["id"]: h for h in res.payload["ticket_hits"]}
+
+    sessions = SessionManager(pool, 8, 600.0, memory=cfg)
+    s = sessions.create("first", family, seed, "stable")
+    while not (res := sessions.step(s, s.rules_action(), "rules")).done:
+        pass
+    assert res.completed
+    sessions.close("first")
+    meant, hits = recall(sessions, "second")
+    assert hits[meant][HIT_SCORE] > 0.99 and hits[meant][HIT_AGE] < 1.0  # the first session's note
+    sessions.close_memory()
+    restarted = SessionManager(pool, 8, 600.0, memory=cfg)
+    meant, hits = recall(restarted, "after-restart")
+    assert meant in hits
+    restarted.close_memory()
+    meant, hits = recall(SessionManager(pool, 8, 600.0), "no-shared-memory")
+    assert hits and meant not in hits
+    with pytest.raises(ValueError, match="keeps no memory"):
+        SessionManager(EnvPool(AgentTaskEnvConfig(domain="ecommerce")), 8, 600.0, memory=cfg)
+    with pytest.raises(ValueError, match="backend=python"):
+        AgentSettings(backend="http", http_url="http://skills:8000", memory=cfg)

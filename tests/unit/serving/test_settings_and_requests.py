@@ -100,6 +100,16 @@ def test_a_request_body_becomes_the_domains_task(domain, family):
     assert req.transcript == [] and not req.sla["calls"].any()
 
 
+def test_a_tasks_short_term_window_travels_in_the_request_body():
+    """/v1/act rebuilds the observation of a windowed task as the env does only if the window comes along."""
+    _w, task = get_domain("helpdesk_memory").make_task("ticket_said_earlier", 5)
+    body = json.loads(json.dumps(act_body("helpdesk_memory", task)))
+    req = check_act_request(ActRequest.model_validate(body), AgentTaskEnv({"domain": "helpdesk_memory"}))
+    assert req.task.short_term_window == task.short_term_window == 6
+    _w, plain = get_domain("helpdesk").make_task("merge_duplicates", 5)
+    assert "short_term_window" not in act_body("helpdesk", plain)["task"]
+
+
 def test_a_goal_conditional_on_an_answer_needs_the_question_among_its_deps():
     _w, task = get_domain(RETAIL).make_task("expedite_order", 5)
     body = act_body(RETAIL, task)
