@@ -15,7 +15,8 @@ Per line: ``cu`` (fix rate with the diagnosis minus with the evidence alone: see
 ``cu_pairs_dropped`` (tasks whose first failures differed), ``cu_fix_on``/``cu_fix_off``, ``cu_by_cause`` (pairs
 and fix rates per root cause), ``completion`` (the final policy on the run's validation tasks), ``oracle``
 (whether the policy read the env's privileged root cause), ``seed`` (or ``seeds`` for the pooled line, whose
-figures pool every seed's pairs) and ``wall_s``. Goal: CU ≥ 0.40 on this definition.
+figures pool the pairs of those seeds; ``seeds_without_cu`` names a seed whose run ended before its reflection
+stage, such as a failed RL gate, with its status) and ``wall_s``. Goal: CU ≥ 0.40 on this definition.
 
 Measured on the earlier definition (the reflection input on against off, when the evidence reached the policy only
 through the diagnosis, with the env's root cause as the policy's diagnosis): ``--seeds 0``: 0.424 [0.341, 0.508]
@@ -126,6 +127,7 @@ def main() -> None:
     dropped = {st: {"cu": 0, "evidence": 0} for st in ("il", "reflection")}
     channel = True
     oracle = False
+    unmeasured: dict[int, str] = {}  # seeds whose run ended before its reflection stage's CU (their status)
     for seed in a.seeds:
         t0 = time.time()
         # The pipeline's own CU pass is left out: it runs here, once, on the final policy (pairs kept to pool).
@@ -151,6 +153,8 @@ def main() -> None:
                 dropped[stage][part] += getattr(split, part).dropped
             channel = channel and split.evidence_channel
             line.update(cu_line(split) if stage == "reflection" else {"after_il": cu_line(split)})
+        if r.get("cu_reflection") is None:
+            unmeasured[seed] = r["status"]
         line["wall_s"] = round(time.time() - t0, 1)
         print(json.dumps(line), flush=True)
 
@@ -158,7 +162,12 @@ def main() -> None:
         cu, ev = (correction_uplift_paired(pooled[stage][p], dropped[stage][p]) for p in ("cu", "evidence"))
         return CorrectionSplit(cu, ev, channel)
 
-    final = {"seeds": a.seeds, "oracle": oracle, **cu_line(pooled_split("reflection"))}
+    final = {
+        "seeds": [x for x in a.seeds if x not in unmeasured],
+        "seeds_without_cu": {str(k): v for k, v in unmeasured.items()},
+        "oracle": oracle,
+        **cu_line(pooled_split("reflection")),
+    }
     if pooled["il"]["cu"] or pooled["il"]["evidence"]:
         final["after_il"] = cu_line(pooled_split("il"))
     final["wall_s"] = round(time.time() - t_all, 1)

@@ -354,7 +354,11 @@ HEADLINES: tuple[Headline, ...] = (
         ("first_pass_completion", "high_risk_share"),
         ("algo", "ppo"),
     ),
-    Headline("Correction Uplift (3 seeds)", "correction_uplift", ("cu", "cu_ci", "evidence_uplift", "pairs")),
+    Headline(
+        "Correction Uplift (quickstart, seeds pooled)",
+        "correction_uplift",
+        ("cu", "cu_ci", "evidence_uplift", "pairs"),
+    ),
     Headline(
         "Env throughput, e-commerce", "env_throughput", ("steps_per_s", "expert_success", "random_success")
     ),
