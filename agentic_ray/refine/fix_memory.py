@@ -130,6 +130,7 @@ def seed_fix_prior(module: Any, pairs: Sequence[FixPair], logit: float = 3.0) ->
     causes = list(model.spec.root_causes)
     skills = [s.name for s in model.layout.skills]
     k = len(skills)
+    target = logit / FIX_PRIOR_GAIN
     n = 0
     with torch.no_grad():
         for p in pairs:
@@ -142,7 +143,6 @@ def seed_fix_prior(module: Any, pairs: Sequence[FixPair], logit: float = 3.0) ->
                 continue
             row = causes.index(p.cause) * k + skills.index(p.skill)
             col = skills.index(p.fix_skill)
-            target = logit / FIX_PRIOR_GAIN
             if float(prior.table[row, col]) < target:
                 prior.table[row, col] = target
                 n += 1

@@ -138,18 +138,21 @@ def _skill_of(action: Any) -> int | None:
     return int(action["skill"]) if isinstance(action, dict) and "skill" in action else None
 
 
-def _pivot(env: AgentTaskEnv, ep: ServedEpisode, failed: int | None, start: int, n: int) -> tuple[int, Any]:
-    """The window's pivot step and the rule-based policy's action there (see the module docstring); leaves
-    ``env`` replayed to the pivot."""
-    if failed is None:
-        for t in range(start, start + n):
-            replay_prefix(env, ep, t)
-            fix = expert_action(env)
-            if _skill_of(fix) != _skill_of(ep.actions[t]):
-                return t, fix
-    pivot = start if failed is None else failed
-    replay_prefix(env, ep, pivot)
-    return pivot, expert_action(env)
+def _first_departure(env: AgentTaskEnv, ep: ServedEpisode, start: int, n: int) -> tuple[int, Any]:
+    """The first of steps ``start .. start + n - 1`` whose recorded skill is not the rule-based policy's, with
+    that policy's action there; else ``start`` and its action there. Replays the prefix once and steps the
+    recorded actions forward (one replay per window, not one per step)."""
+    replay_prefix(env, ep, start)
+    first: tuple[int, Any] | None = None
+    for t in range(start, start + n):
+        fix = expert_action(env)
+        if first is None:
+            first = (t, fix)
+        if _skill_of(fix) != _skill_of(ep.actions[t]):
+            return t, fix
+        env.step(ep.actions[t])
+    assert first is not None  # n >= 1: a window holds at least one step
+    return first
 
 
 def build_dataset(
@@ -183,7 +186,12 @@ def build_dataset(
             windows += 1
             steps = rec.steps[s : s + cfg.window]
             failed_at = [s + i for i, st in enumerate(steps) if not st.ok]
-            pivot, fix = _pivot(env, ep, failed_at[0] if failed_at else None, s, len(steps))
+            if failed_at:
+                pivot = failed_at[0]
+                replay_prefix(env, ep, pivot)
+                fix = expert_action(env)
+            else:
+                pivot, fix = _first_departure(env, ep, s, len(steps))
             fix_skill = env.skills[int(fix["skill"])] if isinstance(fix, dict) and "skill" in fix else ""
             sims: list[tuple[str, Any]] = [("fix", fix)]
             sims += [

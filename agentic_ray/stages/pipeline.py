@@ -482,7 +482,7 @@ class Pipeline:
         """The error -> fix pairs that ``agentic-ray refine`` stored (``stages.reflection.fix_memory``), written
         into the policy's fix prior (:func:`~agentic_ray.refine.fix_memory.seed_fix_prior`)."""
         rel = self.s.stages.reflection.fix_memory
-        path = None if rel is None else (Path(rel) if Path(rel).is_absolute() else self.run_dir / rel)
+        path = None if rel is None else self.run_dir / rel  # an absolute `rel` replaces run_dir
         if path is None or not path.is_dir():
             return
         from agentic_ray.refine.fix_memory import seed_from_store
