@@ -96,6 +96,7 @@ logger = logging.getLogger(__name__)
 TOOL_FEATURES = 10
 SESSION_FEATURES = 6
 ENTITY_FLAGS = 2  # mentioned, looked up
+EDGE_CACHE_MAX = 50_000  # memoised edge arrays (a few hundred bytes each) before the memo starts over
 
 
 @dataclass(frozen=True)
@@ -359,6 +360,12 @@ class ObservationBuilder:
 
     Per episode, :meth:`begin_episode` caches what is static (goal features and goal edges); per step only the
     entity rows whose knowledge changed, the tools and the session are rewritten.
+
+    Speed (issue 32): edge arrays are memoised on their pairs, a type's rows are reused while its nodes and their
+    versions repeat, the goal rows are rebuilt only when the goal status changes, and the session row is one write
+    into a per-episode template. Measured on help-desk (microbenchmarks, alternating with main on a loaded box):
+    a rebuilt entity part ~81 -> 38-54 us, ``begin_episode`` ~93-119 -> 54-67 us. The golden trajectories
+    (``tests/unit/envs/test_env_golden.py``) pin the output bit for bit.
     """
 
     def __init__(
@@ -419,6 +426,15 @@ class ObservationBuilder:
                 if e is None
                 else (e[0], list(e[1].choices) if isinstance(e[1], EnumParam) else ["False", "True"])
             )
+        # Observation keys, formatted once rather than per step.
+        self._type_keys = {t: (f"{t}_x", f"{t}_mask", f"{TOOL_NODE_TYPE}__operates__{t}") for t in self.types}
+        self._link_keys = [f"{lk.src}__{lk.rel}__{lk.dst}" for lk in schema.links]
+        self._uses_key = f"{SESSION_NODE_TYPE}__uses__{TOOL_NODE_TYPE}"
+        self._edge_cache: dict[tuple[str, tuple[tuple[int, int], ...]], tuple[np.ndarray, np.ndarray]] = {}
+        self._type_cache: dict[str, tuple[list[str], list[int], np.ndarray]] = {}
+        self._goal_key: bytes | None = None
+        self._goal_x: np.ndarray = np.zeros((0, 0), dtype=np.float32)
+        self._session_row = np.zeros((1, spec.feat_dims[SESSION_NODE_TYPE]), dtype=np.float32)
         self._sla_key: object = None
         self._tool_sla = self.tool_static
         self._used_key = b""
@@ -443,6 +459,15 @@ class ObservationBuilder:
 
     # ------------------------------------------------------------------ helpers
     def _edges(self, key: str, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The padded ``(2, max_edges)`` edge index and ``(max_edges,)`` mask of relation ``key``.
+
+        Memoised on ``(key, pairs)``, read-only and shared (:meth:`build` hands out copies): the same few edge
+        sets recur across steps and episodes, and building them (two allocations, a transpose, two writes) was
+        3-4% of env time on both built-in domains (py-spy, random masked policy)."""
+        ck = (key, tuple(pairs))
+        hit = self._edge_cache.get(ck)
+        if hit is not None:
+            return hit
         r = self._rel[key]
         ei = np.zeros((2, r.max_edges), dtype=np.int64)
         m = np.zeros(r.max_edges, dtype=np.int8)
@@ -451,6 +476,10 @@ class ObservationBuilder:
             n = len(pairs)
             ei[:, :n] = np.asarray(pairs, dtype=np.int64).T
             m[:n] = 1
+        ei.flags.writeable = m.flags.writeable = False
+        if len(self._edge_cache) >= EDGE_CACHE_MAX:
+            self._edge_cache.clear()
+        self._edge_cache[ck] = (ei, m)
         return ei, m
 
     def begin_episode(self, task: Task) -> None:
@@ -460,6 +489,8 @@ class ObservationBuilder:
         self._know_version = (-1, -1)
         self.past_cap = {}
         self._row_cache = {}
+        self._type_cache = {}
+        self._goal_key = None
         gx = np.zeros((sp.max_nodes[GOAL_NODE_TYPE], sp.feat_dims[GOAL_NODE_TYPE]), dtype=np.float32)
         gidx = task.goal_index()
         for i, g in enumerate(task.goals):
@@ -473,12 +504,14 @@ class ObservationBuilder:
                 _onehot_into(gx[i], c, h.choices, g.hints.get(h.name))
                 c += h.width
         self._goal_static = gx
-        self._task_text = np.zeros(
-            sp.feat_dims[SESSION_NODE_TYPE] - SESSION_FEATURES, dtype=np.float32
-        )  # the request's text block (empty without task_text_tokens)
+        self._session_row = np.zeros(
+            (1, sp.feat_dims[SESSION_NODE_TYPE]), dtype=np.float32
+        )  # the session's features, then the request's text block (none without task_text_tokens)
         if self.schema.task_text_tokens:
-            self._task_text[0] = 1.0
-            text_into(self._task_text, 1, self.schema.task_text_tokens, task.request.text)
+            self._session_row[0, SESSION_FEATURES] = 1.0
+            text_into(
+                self._session_row[0], SESSION_FEATURES + 1, self.schema.task_text_tokens, task.request.text
+            )
         n = len(task.goals)
         self.goal_prereq = np.zeros((max(n, 1), max(n, 1)), dtype=bool)
         self._ready_key: bytes | None = None
@@ -541,31 +574,38 @@ class ObservationBuilder:
             return self._entity_cache
         out: dict[str, np.ndarray] = {}
         sp = self.spec
-        for t in self.types:
+        versions = knowledge.entity_version
+        for t, (kx, kmask, key) in self._type_keys.items():
             known = knowledge.ids(t)
             if len(known) > sp.max_nodes[t]:
                 self._note_past_cap(t, len(known) - sp.max_nodes[t])
             ids = known[: sp.max_nodes[t]]
             self.node_ids[t] = ids
             self.node_index[t] = {e: i for i, e in enumerate(ids)}
-            x = np.zeros((sp.max_nodes[t], sp.feat_dims[t]), dtype=np.float32)
-            for i, eid in enumerate(ids):
-                x[i] = self._row(knowledge, t, eid)
+            # A type's rows are reused while its nodes and their versions repeat: a reveal usually changes one
+            # type (measured: the row loop was ~2.5% of env time on help-desk, 45% of whose steps reveal).
+            ver = [versions.get((t, e), 0) for e in ids]
+            hit = self._type_cache.get(t)
+            if hit is not None and hit[0] == ids and hit[1] == ver:
+                x = hit[2]
+            else:
+                x = np.zeros((sp.max_nodes[t], sp.feat_dims[t]), dtype=np.float32)
+                for i, eid in enumerate(ids):
+                    x[i] = self._row(knowledge, t, eid)
+                self._type_cache[t] = (ids, ver, x)
             n = len(ids)
             cached = self._count_cache.get((t, n))
             if cached is None:
                 m = np.zeros(sp.max_nodes[t], dtype=np.int8)
                 m[:n] = 1
-                key = f"{TOOL_NODE_TYPE}__operates__{t}"
                 cached = self._count_cache[(t, n)] = (
                     m,
                     *self._edges(key, [(a, b) for a in self.tools_of_type[t] for b in range(n)]),
                 )
-            key = f"{TOOL_NODE_TYPE}__operates__{t}"
-            out[f"{t}_x"], out[f"{t}_mask"] = x, cached[0]
+            out[kx], out[kmask] = x, cached[0]
             out[f"{key}_ei"], out[f"{key}_mask"] = cached[1], cached[2]
         links: list[tuple[str, str, str, str]] = []  # (src type, src id, dst type, dst id) of revealed links
-        for lk in self.schema.links:
+        for lk, key in zip(self.schema.links, self._link_keys, strict=True):
             src_idx, dst_idx = self.node_index[lk.src], self.node_index[lk.dst]
             pairs = []
             for sid, i in src_idx.items():
@@ -574,7 +614,6 @@ class ObservationBuilder:
                     if isinstance(d, str) and d in dst_idx:
                         pairs.append((i, dst_idx[d]))
                         links.append((lk.src, sid, lk.dst, d))
-            key = f"{lk.src}__{lk.rel}__{lk.dst}"
             out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, pairs)
         per_role: dict[str, list[tuple[int, int]]] = {key: [] for key in self.goal_relations}
         open_now = list(self._goal_open)
@@ -683,7 +722,8 @@ class ObservationBuilder:
             self.begin_episode(task)
         k = self.k
         obs: dict[str, np.ndarray] = {key: v.copy() for key, v in self._static.items()}
-        obs.update({key: v.copy() for key, v in self._entities(knowledge).items()})
+        for key, v in self._entities(knowledge).items():
+            obs[key] = v.copy()
         if sla_key is None or sla_key != self._sla_key:
             tx = self.tool_static.copy()
             lat = self.qm(TOOL_LATENCY, np.rint(np.concatenate((sla["p50"], sla["p95"]))))
@@ -700,26 +740,28 @@ class ObservationBuilder:
         tx[:, k + 9] = np.minimum(state.calls, 5) / 5.0
         obs[f"{TOOL_NODE_TYPE}_x"] = tx
         bud = max(state.budget, 1)
-        ng = len(state.goal_done)
-        session = np.array(
-            [
-                min(1.0, state.step / bud),
-                max(0.0, (bud - state.step) / bud),
-                np.count_nonzero(state.goal_done) / ng if ng else 1.0,
-                float(state.last_ok),
-                float(state.last_failed),
-                min(1.0, state.consecutive_failures / 5.0),
-            ],
-            dtype=np.float32,
+        done = state.goal_done
+        ng = len(done)
+        sx = self._session_row.copy()  # one write of the six session features (was np.array + concatenate)
+        sx[0, :SESSION_FEATURES] = (
+            min(1.0, state.step / bud),
+            max(0.0, (bud - state.step) / bud),
+            np.count_nonzero(done) / ng if ng else 1.0,
+            float(state.last_ok),
+            float(state.last_failed),
+            min(1.0, state.consecutive_failures / 5.0),
         )
-        obs[f"{SESSION_NODE_TYPE}_x"] = np.concatenate((session, self._task_text))[None]
-        gx = self._goal_static.copy()
-        ready = self.goal_ready(state.goal_done)
-        gx[:ng, k] = ~state.goal_done & ~ready
-        gx[:ng, k + 1] = ready
-        gx[:ng, k + 2] = state.goal_done
-        obs[f"{GOAL_NODE_TYPE}_x"] = gx
-        key = f"{SESSION_NODE_TYPE}__uses__{TOOL_NODE_TYPE}"
+        obs[f"{SESSION_NODE_TYPE}_x"] = sx
+        gkey = done.tobytes()
+        if gkey != self._goal_key:  # the goal rows change only with the goal status (a few steps an episode)
+            gx = self._goal_static.copy()
+            ready = self.goal_ready(done)
+            gx[:ng, k] = ~done & ~ready
+            gx[:ng, k + 1] = ready
+            gx[:ng, k + 2] = done
+            self._goal_x, self._goal_key = gx, gkey
+        obs[f"{GOAL_NODE_TYPE}_x"] = self._goal_x.copy()
+        key = self._uses_key
         used = (state.calls > 0).tobytes()
         if used != self._used_key:
             self._used_key = used
