@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from agentic_ray.domains.tool_health import health_tick
+
 CATEGORIES: tuple[str, ...] = ("electronics", "apparel", "home", "beauty")
 DEVICES: tuple[str, ...] = ("ios", "android", "web")
 ORDER_STATUSES: tuple[str, ...] = ("paid", "shipped", "delivered", "cancelled", "exchange_pending")
@@ -185,10 +187,7 @@ class ShopWorld:
         fr = rng.normal(0.0, 0.002, len(hs)).tolist()
         # Ornstein-Uhlenbeck-style drift: wanders, but reverts to the base (no divergence over long training).
         for h, a, b in zip(hs, lat, fr, strict=True):
-            rel = (h.latency_ms / h.base_latency_ms) ** 0.98
-            h.latency_ms = max(1.0, h.base_latency_ms * rel * a)
-            fr_dev = (h.failure_rate - h.base_failure_rate) * 0.98
-            h.failure_rate = min(0.5, max(0.0, h.base_failure_rate + fr_dev + b))
+            h.latency_ms, h.failure_rate = health_tick(h, a, b)  # the shared tick, the same float operations
 
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
