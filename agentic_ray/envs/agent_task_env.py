@@ -557,7 +557,12 @@ class AgentTaskEnv(gym.Env):
         t1 = time.perf_counter()
         st = self.state
         m = self.masks.compute(
-            self.knowledge, self.builder.node_ids, sla, self.clock.now(), st.last_call_time
+            self.knowledge,
+            self.builder.node_ids,
+            sla,
+            self.clock.now(),
+            st.last_call_time,
+            sla_key=(id(self), self._sla_token),
         )
         t2 = time.perf_counter()
         if self._off:
