@@ -15,6 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+_PARAMS_JSON = json.JSONEncoder(default=str)
+"""What ``json.dumps(params, default=str)`` uses, built once: ``dumps`` with a keyword builds a new encoder per
+call, and the audit row of every env step paid for it (~1.5% of env time on e-commerce, py-spy)."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -92,7 +96,7 @@ class AuditLog:
             intent_id,
             trace_id,
             skill,
-            json.dumps(params, default=str),
+            _PARAMS_JSON.encode(params),
             result_code,
             latency_ms,
             attempts,
