@@ -429,6 +429,7 @@ class ObservationBuilder:
         # Observation keys, formatted once rather than per step.
         self._type_keys = {t: (f"{t}_x", f"{t}_mask", f"{TOOL_NODE_TYPE}__operates__{t}") for t in self.types}
         self._link_keys = [f"{lk.src}__{lk.rel}__{lk.dst}" for lk in schema.links]
+        self._num_sources = spec.num_sources
         self._uses_key = f"{SESSION_NODE_TYPE}__uses__{TOOL_NODE_TYPE}"
         self._edge_cache: dict[tuple[str, tuple[tuple[int, int], ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._type_cache: dict[str, tuple[list[str], list[int], np.ndarray]] = {}
@@ -517,7 +518,8 @@ class ObservationBuilder:
         self.goal_prereq = np.zeros((max(n, 1), max(n, 1)), dtype=bool)
         self._ready_key: bytes | None = None
         for i, g in enumerate(task.goals):
-            self.goal_prereq[i, [gidx[d] for d in g.deps]] = True
+            if g.deps:  # most goals have none: no fancy-index write for them
+                self.goal_prereq[i, [gidx[d] for d in g.deps]] = True
         self._static: dict[str, np.ndarray] = {}
         for key, pairs in (
             (f"{TOOL_NODE_TYPE}__depends__{TOOL_NODE_TYPE}", self.tool_deps),
@@ -631,11 +633,11 @@ class ObservationBuilder:
                 per_role[key] += [(gi, j) for e, j in self.node_index[t].items() if (t, e) in tied]
         for key, pairs in per_role.items():
             out[f"{key}_ei"], out[f"{key}_mask"] = self._edges(key, list(dict.fromkeys(pairs)))
-        src = np.zeros(max(sp.num_sources, 1), dtype=np.int8)
+        src = np.zeros(max(self._num_sources, 1), dtype=np.int8)
         c = 0
         for s in sp.numeric_sources:
             n = len(self.node_ids[s.node_type])
-            src[c : c + n] = out[f"{s.node_type}_x"][:n, s.known_col] > 0
+            src[c : c + n] = out[self._type_keys[s.node_type][0]][:n, s.known_col] > 0
             c += sp.max_nodes[s.node_type]
         out["source_mask"] = src
         self._entity_cache, self._know_version = out, (id(knowledge), knowledge.version)
