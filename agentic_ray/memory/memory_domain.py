@@ -63,6 +63,7 @@ def memory_contracts(
     node_types: Sequence[str],
     recall_fact: str,
     identify: Sequence[str],
+    recalled_fields: dict[str, dict[str, str]] | None = None,
 ) -> DomainContracts:
     """``base``'s contracts, renamed ``domain``, with ``memory.search`` / ``memory.write`` appended (after the
     base's skills, so the base's skill order is kept).
@@ -72,12 +73,15 @@ def memory_contracts(
         recall_fact: the request fact a search query and a written note are copied from (the customer's words).
         identify: the skills that identify the customer; memory is read in the customer's namespace, so either
             memory skill is allowed after one of them.
+        recalled_fields: per node type, the fields memory may hold and a search reveals
+            (:func:`~agentic_ray.memory.memory_skills.memory_skill_contracts`).
     """
     memory = memory_skill_contracts(
         node_types,
         query_source=f"request.{recall_fact}",
         note_source=f"request.{recall_fact}",
         handler_module=HANDLER_MODULE,
+        recalled_fields=recalled_fields,
         preconditions=[
             {
                 "any_of": list(identify),
@@ -131,8 +135,9 @@ class MemoryDomain:
     @functools.cache  # noqa: B019 - one instance per process; contracts are immutable
     def contracts(self) -> DomainContracts:
         base = super().contracts()  # type: ignore[misc]
-        types = self.world_class.memory_types
-        return memory_contracts(base, self.name, types, self.task_module.RECALL_FACT, self.identify_skills)
+        w = self.world_class
+        fact = self.task_module.RECALL_FACT
+        return memory_contracts(base, self.name, w.memory_types, fact, self.identify_skills, w.memory_fields)
 
     def make_task(self, family: str, seed: int) -> tuple[Any, Task]:
         return self.task_module.generate_task(family, seed)  # type: ignore[no-any-return]

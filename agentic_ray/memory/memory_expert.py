@@ -14,6 +14,10 @@ only on an identifiable entity:
   entity of that kind and cannot say which one is meant; the search reveals the remembered ones with the best hit
   first.
 
+A key fact that is a value rather than an entity (its slot is no entity pointer: an address preference, the
+``source`` of a delivery address) is searched for once, before the call that needs it, where the base expert would
+fill that slot with it (the search reveals what memory holds about the recalled entities); it is not written.
+
 Otherwise (and after a failed search too) the base expert's step stands.
 """
 
@@ -42,7 +46,14 @@ def memory_step(
         return step
     searched = any(c.skill == SEARCH for c in view.history)
     for f in view.task.key_facts:
-        node_type, value = str(f["slot"]).removesuffix("_id"), str(f["value"])
+        slot, value = str(f["slot"]), str(f["value"])
+        node_type = slot.removesuffix("_id")
+        if (
+            node_type not in k.entity_types
+        ):  # a value fact (an address preference): memory holds it, search once
+            if step[1].get(slot) == value and not searched and view.allowed(SEARCH):
+                return SEARCH, {"query": facts[recall_fact]}
+            continue
         pointer = pointer_param(node_type)
         named = (node_type, value) in k.mentioned or HIT_SCORE in k.fields(node_type, value)
         if named and not view.succeeded(WRITE, **{pointer: value}) and view.allowed(WRITE):

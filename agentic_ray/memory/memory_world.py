@@ -56,6 +56,9 @@ class MemoryWorld:
     """Node types memory may point at and reveal."""
     memory_vectors: ClassVar[Path | None] = None
     """The shipped model's vectors of every sentence the world's task families write or query."""
+    memory_fields: ClassVar[dict[str, dict[str, str]]] = {}
+    """Per node type, fields memory may hold and reveal (``{field: output type}``: the memory contracts'
+    ``recalled_fields``)."""
 
     @property
     def clock_tick(self) -> int:
@@ -86,18 +89,44 @@ def with_memory(cls: type[W], base: Any, d: dict[str, Any]) -> W:
 
 
 def memory_record(
-    customer: str, episode: str, text: str, node_type: str, entity: str, at_h: float
+    customer: str,
+    episode: str,
+    text: str,
+    node_type: str,
+    entity: str,
+    at_h: float,
+    fields: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One memory of ``history``: ``text`` said by ``customer`` in conversation ``episode``, naming one entity, at
-    ``at_h`` hours (negative: before this conversation)."""
+    """One memory of ``history``: ``text`` said by ``customer`` in conversation ``episode``, naming one entity (with
+    the ``fields`` it states about it, if any), at ``at_h`` hours (negative: before this conversation)."""
     return {
         "customer": customer,
         "episode": episode,
         "text": text,
-        "entities": [{"id": entity, "node_type": node_type}],
+        "entities": [{"id": entity, "node_type": node_type} | ({"fields": dict(fields)} if fields else {})],
         "at_h": at_h,
         "turn": 0,
     }
+
+
+def key_fact(
+    slot: str,
+    value: str,
+    needed_turn: int,
+    confirmed_at_h: float,
+    distractors: Sequence[str] | None = None,
+    stated_turn: int = 0,
+) -> dict[str, Any]:
+    """A task's key fact as ``Task.key_facts`` holds it (a :class:`~agentic_ray.memory.memory_episode.KeyFact` as a
+    dict; ``distractors`` only when given)."""
+    out: dict[str, Any] = {
+        "slot": slot,
+        "value": value,
+        "stated_turn": stated_turn,
+        "needed_turn": needed_turn,
+        "confirmed_at_h": confirmed_at_h,
+    }
+    return out | ({"distractors": list(distractors)} if distractors is not None else {})
 
 
 def earlier_memories(
@@ -208,7 +237,9 @@ def _session(world: MemoryWorld, store: Any, episode: str, start_h: float) -> An
                 h["customer"],
                 h["episode"],
                 h["text"],
-                tuple(MemoryEntity(e["id"], e["node_type"]) for e in h["entities"]),
+                tuple(
+                    MemoryEntity(e["id"], e["node_type"], dict(e.get("fields", {}))) for e in h["entities"]
+                ),
                 "customer",
                 int(h.get("turn", 0)),
                 start_h + float(h["at_h"]),
@@ -219,30 +250,35 @@ def _session(world: MemoryWorld, store: Any, episode: str, start_h: float) -> An
     s = MemorySession(store, customer=world.customer, episode=episode)
     for r in store.records(world.customer, None, None):
         for e in r.entities:
-            s.graph.mention(e.id, e.node_type, source=r.source, at_h=r.at_h, turn=r.turn)
+            s.graph.mention(e.id, e.node_type, source=r.source, at_h=r.at_h, turn=r.turn, fields=e.fields)
     world.__dict__[MEMORY_STATE] = s
     return s
 
 
 @functools.cache
-def _handlers(node_types: tuple[str, ...]) -> dict[str, Any]:
+def _handlers(node_types: tuple[str, ...], fields: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, Any]:
     from agentic_ray.memory.memory_skills import memory_handlers
 
-    return memory_handlers(memory_session, node_types)
+    return memory_handlers(memory_session, node_types, recalled_fields=dict(fields))
+
+
+def _world_handlers(world: MemoryWorld) -> dict[str, Any]:
+    cls = type(world)
+    return _handlers(cls.memory_types, tuple((t, tuple(fs)) for t, fs in cls.memory_fields.items()))
 
 
 def memory_search(world: MemoryWorld, params: dict[str, Any]) -> dict[str, Any]:
     """``memory.search`` on the world's memory session (the contracts' handler)."""
     from agentic_ray.memory.memory_skills import SEARCH
 
-    return _handlers(type(world).memory_types)[SEARCH](world, params)  # type: ignore[no-any-return]
+    return _world_handlers(world)[SEARCH](world, params)  # type: ignore[no-any-return]
 
 
 def memory_write(world: MemoryWorld, params: dict[str, Any]) -> dict[str, Any]:
     """``memory.write`` on the world's memory session (the contracts' handler)."""
     from agentic_ray.memory.memory_skills import WRITE
 
-    return _handlers(type(world).memory_types)[WRITE](world, params)  # type: ignore[no-any-return]
+    return _world_handlers(world)[WRITE](world, params)  # type: ignore[no-any-return]
 
 
 def main() -> None:  # pragma: no cover - maintenance entry point

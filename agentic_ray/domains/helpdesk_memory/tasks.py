@@ -46,7 +46,7 @@ from agentic_ray.domains.helpdesk.tasks import password_reset_goals, warranty_go
 from agentic_ray.domains.helpdesk.world import ASSET_KINDS, Asset, add_ticket, make_world
 from agentic_ray.domains.helpdesk_memory.world import HelpdeskMemoryWorld
 from agentic_ray.domains.protocol import EntityRef, Request, Task
-from agentic_ray.memory.memory_world import earlier_memories, memory_record
+from agentic_ray.memory.memory_world import earlier_memories, key_fact, memory_record
 from agentic_ray.memory.short_term_window import DEFAULT_K
 
 FAMILIES: tuple[str, ...] = ("asset_recall", "ticket_said_earlier")
@@ -113,13 +113,7 @@ def _asset_recall(w: HelpdeskMemoryWorld, r: random.Random, family: str, seed: i
     recall = refer.format(kind=kind)
     goals = warranty_goals(target)
     facts = {"email": e.email} if r.random() < 0.7 else {"badge": e.badge}
-    fact = {
-        "slot": "asset_id",
-        "value": target.id,
-        "stated_turn": 0,
-        "needed_turn": 3,
-        "confirmed_at_h": at_target,
-    }
+    fact = key_fact("asset_id", target.id, 3, at_target)
     return Task(
         family=family,
         seed=seed,
@@ -219,13 +213,7 @@ def _ticket_said_earlier(w: HelpdeskMemoryWorld, r: random.Random, family: str, 
         f"stolen last night: please lock them. I am also locked out: reset my password and send the new one {where}. "
         f"After that, raise the ticket about {recall} to {target_priority}."
     )
-    fact = {
-        "slot": "ticket_id",
-        "value": ticket.id,
-        "stated_turn": 0,
-        "needed_turn": optimal - 2,  # the read
-        "confirmed_at_h": 0.0,
-    }
+    fact = key_fact("ticket_id", ticket.id, optimal - 2, 0.0)  # needed by the read
     return Task(
         family=family,
         seed=seed,
