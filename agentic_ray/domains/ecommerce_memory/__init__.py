@@ -8,12 +8,14 @@ e-commerce domain (same world, tools, contracts, rules and expert) plus:
   memory_contracts`, appended after the e-commerce skills, allowed once the customer is identified: memory is read
   in the customer's namespace), handled on the world's memory session (:mod:`agentic_ray.memory.memory_world`);
 * two order and product fields memory reveals (``memory_score``, ``memory_age_h``), so the observation shows which
-  recalled order the customer's words match best and how long ago it was last talked about;
+  recalled order the customer's words match best and how long ago it was last talked about, and one field memory
+  holds about an earlier order (``delivered_to``: where it went, the profile address or the parcel locker);
 * room for six orders (the e-commerce schema has four): a customer who names three look-alike orders, one with a
   wrong item, and an older order that memory recalls;
 * the task families of :mod:`.tasks` (``order_from_last_time``: the order the customer talked about last time;
   ``order_said_earlier``: an order named at the start of the conversation and needed after the short-term window
-  dropped it), whose key facts feed the memory reward and Entity Recall@5 / forgetting;
+  dropped it; ``same_place_as_last_time``: an address preference, "the same place as my last parcel"), whose key
+  facts feed the memory reward and Entity Recall@5 / forgetting;
 * the optional memory hooks ``open_memory`` / ``attach_memory``: Serve's agent-mode sessions then share one
   long-term store, so a returning customer's facts are there in the next session;
 * its own ``data/``: action prototypes mined from its expert (``python -m agentic_ray.envs.prototypes
@@ -38,17 +40,22 @@ from agentic_ray.domains.ecommerce.schema import SCHEMA as ECOMMERCE_SCHEMA
 from agentic_ray.domains.ecommerce_memory import tasks
 from agentic_ray.domains.ecommerce_memory.expert import ShopMemoryExpert
 from agentic_ray.domains.ecommerce_memory.world import MEMORY_TYPES, ShopMemoryWorld
-from agentic_ray.domains.protocol import DomainSchema
+from agentic_ray.domains.protocol import DomainSchema, FieldSpec
 from agentic_ray.memory.memory_domain import MemoryDomain, memory_schema
 
 MAX_ORDERS = 6
 """Orders one task may reveal (order_said_earlier: three named, the wrong item's, the older one memory recalls)."""
 
+RECALLED_PLACE = FieldSpec(tasks.DELIVERED_TO, "category", tuple(tasks.PLACES))
+"""Where an earlier order was delivered, as memory holds it (same_place_as_last_time)."""
+
 SCHEMA = memory_schema(
     dataclasses.replace(
         ECOMMERCE_SCHEMA,
         entity_types=tuple(
-            dataclasses.replace(et, max_nodes=MAX_ORDERS) if et.name == "order" else et
+            dataclasses.replace(et, max_nodes=MAX_ORDERS, fields=(*et.fields, RECALLED_PLACE))
+            if et.name == "order"
+            else et
             for et in ECOMMERCE_SCHEMA.entity_types
         ),
         links=tuple(

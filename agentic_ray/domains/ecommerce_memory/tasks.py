@@ -31,6 +31,11 @@ read (turn 8 of the optimal plan: identify, write, check, exchange, pickup, wayb
 sync, SMS), confirmed at the start of this conversation; its ``distractors`` are the other named orders and the
 older one, so the exchange's calls on the wrong item's order are not uses of it (neither recall nor forgetting).
 
+``same_place_as_last_time``: "The address on order O1 is wrong: please send it to the same place as my last
+parcel." An address preference from an earlier conversation: the parcel locker or the profile address, which the
+request does not state (a hidden goal argument) and memory holds about the customer's earlier orders, beside an
+older, different preference (see :func:`_same_place_as_last_time`).
+
 Validation seeds are a fixed range disjoint from training (the e-commerce convention).
 """
 
@@ -41,14 +46,14 @@ import random
 import numpy as np
 
 from agentic_ray.domains.ecommerce.tasks import SIMPLE, _Ctx
-from agentic_ray.domains.ecommerce.world import Order, ShopWorld, make_world
-from agentic_ray.domains.ecommerce_memory.world import ShopMemoryWorld
+from agentic_ray.domains.ecommerce.world import ADDRESSES, Order, ShopWorld, make_world
+from agentic_ray.domains.ecommerce_memory.world import DELIVERED_TO, ShopMemoryWorld
 from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.protocol import EntityRef, Request, Task
-from agentic_ray.memory.memory_world import earlier_memories, memory_record, with_memory
+from agentic_ray.memory.memory_world import earlier_memories, key_fact, memory_record, with_memory
 from agentic_ray.memory.short_term_window import DEFAULT_K
 
-FAMILIES: tuple[str, ...] = ("order_from_last_time", "order_said_earlier")
+FAMILIES: tuple[str, ...] = ("order_from_last_time", "order_said_earlier", "same_place_as_last_time")
 
 RECALL_FACT = "recall"
 """Request fact holding the customer's words about what they mean (a memory search's query, a note)."""
@@ -67,6 +72,19 @@ RECENT_H = (2.0, 20.0)
 """Hours before this conversation that the meant order was last talked about."""
 OLDER_H = (100.0, 600.0)
 """Hours before this conversation of the other conversations (older distractors)."""
+PLACES: dict[str, tuple[str, ...]] = {
+    # what the customer said when they asked for an earlier parcel to go there, per address source
+    "pickup_point": (
+        "Please leave the parcel with my {item} in the parcel locker at the community gate.",
+        "I would rather pick up the {item} from the parcel locker by the gate.",
+    ),
+    "profile": (
+        "Please deliver the {item} to my home address, not the locker.",
+        "Send the {item} to the address in my profile, I will be at home.",
+    ),
+}
+SAME_PLACE = "the same place as my last parcel"
+"""How the customer refers to the address they want now (the memory search's query)."""
 OLD_ORDER_H = 700.0
 """Age of the conversation about the older order with the same problem (order_said_earlier)."""
 
@@ -78,10 +96,14 @@ def generate_task(family: str, seed: int) -> tuple[ShopMemoryWorld, Task]:
     rng = np.random.default_rng([seed, 9_000 + FAMILIES.index(family)])
     r = random.Random(int(rng.integers(1 << 62)))
     n_alike = r.choice((2, 3))
-    n_orders = 3 if family == "order_from_last_time" else n_alike + 2  # + the wrong item's, + the older one
+    n_orders = n_alike + 2 if family == "order_said_earlier" else 3  # + the wrong item's, + the older one
     base = make_world(rng, n_orders=n_orders)
     w = with_memory(ShopMemoryWorld, base, {"customer": base.user.id, "conversation": f"{family}/{seed}"})
-    make = _order_from_last_time if family == "order_from_last_time" else _order_said_earlier
+    make = {
+        "order_from_last_time": _order_from_last_time,
+        "order_said_earlier": _order_said_earlier,
+        "same_place_as_last_time": _same_place_as_last_time,
+    }[family]
     return w, make(w, rng, r, family, int(seed), n_alike)
 
 
@@ -148,14 +170,7 @@ def _order_from_last_time(
         memory_record(other, f"{family}/{seed}/other", said.format(item=item), "order", theirs, at_target)
     )
     recall = refer.format(item=item)
-    fact = {
-        "slot": "order_id",
-        "value": target.id,
-        "stated_turn": 0,
-        "needed_turn": 3,
-        "confirmed_at_h": at_target,
-        "distractors": [o.id for o in same if o is not target],
-    }
+    fact = key_fact("order_id", target.id, 3, at_target, [o.id for o in same if o is not target])
     return Task(
         family=family,
         seed=seed,
@@ -208,15 +223,9 @@ def _order_said_earlier(
         f"My orders {ids} have not shipped yet; {target.id} is the one with {recall}. First, {exchange_text[0].lower()}"
         f"{exchange_text[1:]} After that, please cancel the order with {recall}."
     )
-    fact = {
-        "slot": "order_id",
-        "value": target.id,
-        "stated_turn": 0,
-        "needed_turn": optimal - 4,  # the read
-        "confirmed_at_h": 0.0,
-        # the look-alikes: the other named orders and the older one (the wrong item's order is another request)
-        "distractors": [o.id for o in [*named, old] if o is not target],
-    }
+    # needed by the read; the look-alikes: the other named orders and the older one (the wrong item's order is
+    # another request)
+    fact = key_fact("order_id", target.id, optimal - 4, 0.0, [o.id for o in [*named, old] if o is not target])
     assert wrong.id in {m.id for m in ctx.mentioned}
     return Task(
         family=family,
@@ -240,6 +249,80 @@ def _order_said_earlier(
     )
 
 
+def _same_place_as_last_time(
+    w: ShopMemoryWorld, rng: np.random.Generator, r: random.Random, family: str, seed: int, n: int
+) -> Task:
+    """``same_place_as_last_time``: "The address on order O1 is wrong: please send it to the same place as my last
+    parcel." The customer's two earlier orders went to different places (one to the parcel locker, one to the
+    profile address, in random order); the conversation about the more recent one is recent (2-20 h), the other old
+    (100-600 h: the older address preference, a distractor), and another customer's conversation with the other
+    preference sits in another namespace. The address source is a goal argument the request does not state
+    (``Goal.hidden_args``): only memory says it, a search revealing what memory holds about the earlier orders
+    (``order_recalled``: ``delivered_to``) beside their hits' ages. The goals are the address fix's: verify, change the
+    address, sync, confirm. The key fact: slot ``source`` (a value, not an entity), needed by the address change
+    (turn 3 of the optimal plan: identify, verify, recall, change, sync, SMS), its distractor the other source."""
+    u, item = w.user, r.choice(ITEMS)
+    o, earlier = w.orders[0], w.orders[1:3]
+    o.status, o.tracking = "paid", "none"
+    o.address = next(a for a in ADDRESSES if a != u.address)
+    for e in earlier:
+        e.status, e.tracking = "delivered", "delivered"
+    sources = r.sample(list(PLACES), 2)  # the recent conversation's source first
+    at = [-round(r.uniform(*RECENT_H), 2), -round(r.uniform(*OLDER_H), 2)]
+    for i, (e, src, at_h) in enumerate(zip(earlier, sources, at, strict=True)):
+        said = r.choice(PLACES[src]).format(item=item)
+        w.history.append(
+            memory_record(
+                u.id, f"{family}/{seed}/earlier-{i}", said, "order", e.id, at_h, {DELIVERED_TO: src}
+            )
+        )
+    other, theirs = _other_customer(w, r)
+    said = r.choice(PLACES[sources[1]]).format(item=item)
+    w.history.append(
+        memory_record(
+            other, f"{family}/{seed}/other", said, "order", theirs, -1.0, {DELIVERED_TO: sources[1]}
+        )
+    )
+    source = sources[0]
+    goals = [
+        Goal("verify", "user.verify", {"user_id": u.id}, description="verify the customer"),
+        Goal(
+            "address",
+            "order.update_address",
+            {"order_id": o.id, "source": source},
+            deps=("verify",),
+            hidden_args=("source",),
+            description="send it where the last parcel went",
+        ),
+        Goal("erp", "erp.sync", {"order_id": o.id}, deps=("address",), description="sync the ERP"),
+        Goal(
+            "sms",
+            "sms.send",
+            {"user_id": u.id, "template": "address_confirm"},
+            deps=("erp",),
+            description="confirm by SMS",
+        ),
+    ]
+    fact = key_fact("source", source, 3, at[0], [sources[1]])
+    return Task(
+        family=family,
+        seed=seed,
+        request=Request(
+            text=f"The address on order {o.id} is wrong: please send it to {SAME_PLACE}.",
+            facts={**_identity(w, r), RECALL_FACT: SAME_PLACE},
+            mentioned=(EntityRef("order", o.id),),
+        ),
+        goals=tuple(goals),
+        optimal_steps=6,  # identify, verify, recall, change the address, sync, SMS
+        relevant=(u.id, o.id, *(e.id for e in earlier)),
+        extra={"lookups": [("memory.search", u.id)]},
+        key_facts=(fact,),
+    )
+
+
 def sentences() -> list[str]:
     """Every sentence the families write to memory or search it with."""
-    return [x.format(item=i) for i in ITEMS for pair in ISSUES for x in pair]
+    places = [x for said in PLACES.values() for x in said]
+    return [x.format(item=i) for i in ITEMS for x in (*(x for pair in ISSUES for x in pair), *places)] + [
+        SAME_PLACE
+    ]

@@ -16,6 +16,9 @@ from agentic_ray.memory.memory_world import MemoryWorld, with_memory
 MEMORY_TYPES: tuple[str, ...] = ("order", "product")
 """Node types memory may point at and reveal."""
 
+DELIVERED_TO = "delivered_to"
+"""What memory may hold about an earlier order: where the customer had it delivered (an address source)."""
+
 VECTORS = Path(__file__).resolve().parent / "data" / "memory_vectors.npz"
 """The shipped model's vectors of every sentence the task families write or query (rebuild:
 ``python -m agentic_ray.memory.memory_world ecommerce_memory``)."""
@@ -28,6 +31,7 @@ class ShopMemoryWorld(ShopWorld, MemoryWorld):
 
     memory_types: ClassVar[tuple[str, ...]] = MEMORY_TYPES
     memory_vectors: ClassVar[Path | None] = VECTORS
+    memory_fields: ClassVar[dict[str, dict[str, str]]] = {"order": {DELIVERED_TO: "string"}}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ShopMemoryWorld:

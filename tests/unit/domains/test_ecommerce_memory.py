@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from agentic_ray.domains import get_domain
-from agentic_ray.domains.ecommerce_memory.tasks import RECALL_FACT
+from agentic_ray.domains.ecommerce_memory.tasks import PLACES, RECALL_FACT
+from agentic_ray.domains.ecommerce_memory.world import DELIVERED_TO
 from agentic_ray.domains.protocol import Task
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.eval.metrics import evaluate
@@ -23,9 +24,10 @@ from tests.helpers.memory_episodes import equal_from_window_end, run_episode, sa
 
 NAME = "ecommerce_memory"
 D = get_domain(NAME)
-LAST_TIME, SAID_EARLIER = "order_from_last_time", "order_said_earlier"
+LAST_TIME, SAID_EARLIER, SAME_PLACE = "order_from_last_time", "order_said_earlier", "same_place_as_last_time"
 IDENTIFY = ("user.find", "lookup_customer_by_name")
 CANCEL = ["order.get", "order.cancel", "erp.sync", "sms.send"]
+ADDRESS = ["order.update_address", "erp.sync", "sms.send"]
 EXCHANGE = ["inventory.check", "exchange.create", "express.contact", "waybill.generate", "sms.send"]
 
 
@@ -54,7 +56,7 @@ def _other_order_meant(task: Task) -> Task:
 
 
 def test_tasks_are_deterministic_and_carry_their_memory_and_distractors() -> None:
-    for family in D.families:
+    for family in (LAST_TIME, SAID_EARLIER):
         (w1, t1), (w2, t2) = D.make_task(family, 11), D.make_task(family, 11)
         assert w1.to_dict() == w2.to_dict() and t1 == t2
         assert D.world_from_dict(w1.to_dict()).to_dict() == w1.to_dict()
@@ -87,7 +89,7 @@ def test_memory_skills_follow_the_shops_and_are_masked_until_the_customer_is_ide
     assert info["trace"]["skill"] in IDENTIFY and env.skill_mask[names.index(SEARCH)]
 
 
-@pytest.mark.parametrize("family", [LAST_TIME, SAID_EARLIER])
+@pytest.mark.parametrize("family", [LAST_TIME, SAID_EARLIER, SAME_PLACE])
 def test_the_expert_solves_every_validation_task_with_memory_at_the_optimal_length(family: str) -> None:
     env = _env()
     records = []
@@ -96,26 +98,33 @@ def test_the_expert_solves_every_validation_task_with_memory_at_the_optimal_leng
         assert env.task is not None
         (fact,) = env.task.key_facts
         identify = "user.find" if "email" in env.task.request.facts else "lookup_customer_by_name"
-        if family == LAST_TIME:
-            plan = [identify, SEARCH, WRITE, *CANCEL]
-        else:
-            plan = [
+        plan = {
+            LAST_TIME: [identify, SEARCH, WRITE, *CANCEL],
+            SAID_EARLIER: [
                 identify,
                 WRITE,
                 *EXCHANGE,
                 SEARCH,
                 *CANCEL,
-            ]  # the write while the request names the order
+            ],  # the write while the request names it
+            SAME_PLACE: [
+                identify,
+                "user.verify",
+                SEARCH,
+                *ADDRESS,
+            ],  # a value, not an entity: nothing to write
+        }[family]
         rec = steps[-1][2][EPISODE_RECORD]
         assert _skills(steps) == plan and rec["completed"] and len(plan) == env.task.optimal_steps
-        assert _skills(steps).index("order.get") == fact["needed_turn"]
-        write = steps[1 + _skills(steps).index(WRITE)][2]["trace"]["args"]
-        assert (write["order_id"], write["note"]) == (fact["value"], env.task.request.facts[RECALL_FACT])
+        first_use = "order.update_address" if family == SAME_PLACE else "order.get"
+        assert _skills(steps).index(first_use) == fact["needed_turn"]
+        if WRITE in plan:
+            write = steps[1 + _skills(steps).index(WRITE)][2]["trace"]["args"]
+            assert (write["order_id"], write["note"]) == (fact["value"], env.task.request.facts[RECALL_FACT])
         assert CONTEXT_MEMORY_FACTS in rec["context"]
-        credit = MemoryLayer().score(EpisodeRecord.from_dict(rec))  # L4: on the read, the recall's reuse
-        assert credit[fact["needed_turn"]] > 0.5 and credit.sum() == pytest.approx(
-            credit[fact["needed_turn"]]
-        )
+        credit = MemoryLayer().score(EpisodeRecord.from_dict(rec))  # L4: on the first use, the recall's reuse
+        assert credit[fact["needed_turn"]] > 0.5
+        assert credit.sum() == pytest.approx(credit[fact["needed_turn"]])
         records.append(rec)
     m = evaluate(records)
     assert (m.completion, m.entity_recall_at_5, m.entity_recall_at_5_n, m.forgetting) == (1.0, 1.0, 10, 0.0)
@@ -186,3 +195,60 @@ def test_memory_finds_the_named_order_only_if_it_was_written_while_named() -> No
     assert hits[meant][HIT_AGE] < 1.0 < min(h[HIT_AGE] for o, h in hits.items() if o != meant)
     meant, hits = seen[True]  # without the write: the earlier conversations' orders only, not the meant one
     assert hits and meant not in hits
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_same_place_as_last_time_is_where_the_most_recent_earlier_order_went(seed: int) -> None:
+    """same_place_as_last_time: the search reveals where each of the customer's earlier orders went (memory holds
+    it) and how old each memory is; the recent one's place is the meant address source, the older one (the older
+    address) the other; another customer's memory stays out."""
+    w, task = D.make_task(SAME_PLACE, seed)
+    (fact,) = task.key_facts
+    assert fact["slot"] == "source" and fact["distractors"] == [next(p for p in PLACES if p != fact["value"])]
+    assert "source" in next(g for g in task.goals if g.skill == "order.update_address").hidden_args
+    assert D.world_from_dict(w.to_dict()).to_dict() == w.to_dict()
+    env = _env()
+    env.reset(seed=0, options={"family": SAME_PLACE, "task_seed": seed})
+    env.step(env.encode_action(*D.expert().plan(env.view())))
+    _, _, _, _, info = env.step(env.encode_action(SEARCH, {"query": task.request.facts[RECALL_FACT]}))
+    assert info["trace"]["result_code"] == "OK"
+    k = env.knowledge
+    places = {o: k.fields("order", o) for o in k.ids("order") if DELIVERED_TO in k.fields("order", o)}
+    assert len(places) == 2 and set(places) <= {o.id for o in env.world.orders}
+    assert {p[DELIVERED_TO] for p in places.values()} == set(PLACES)
+    recent = min(places, key=lambda o: places[o][HIT_AGE])
+    assert places[recent][DELIVERED_TO] == fact["value"] and places[recent][HIT_AGE] < 24
+    assert max(p[HIT_AGE] for p in places.values()) > 72
+
+
+def test_without_memory_no_policy_tells_which_place_the_customer_means() -> None:
+    """Two same_place_as_last_time tasks that differ only in the place the customer means, played with the same
+    calls and the memory skills masked: every observation is equal, so a policy without memory acts alike on both,
+    and the address change that completes one satisfies nothing in the other."""
+    seed = D.validation_seeds(SAME_PLACE, 1)[0]
+    steps = run_episode(_env(), SAME_PLACE, seed)
+    plain = [x for (_, x, _), s in zip(steps[1:], _skills(steps), strict=True) if s != SEARCH]
+
+    def other_place(task: Task) -> Task:
+        (fact,) = task.key_facts
+        other = fact["distractors"][0]
+        goals = tuple(
+            dataclasses.replace(g, args={**g.args, "source": other}) if "source" in g.args else g
+            for g in task.goals
+        )
+        return dataclasses.replace(
+            task, goals=goals, key_facts=({**fact, "value": other, "distractors": [fact["value"]]},)
+        )
+
+    a, b = _env(skills_off=[SEARCH, WRITE]), _env(skills_off=[SEARCH, WRITE])
+    steps_a = run_episode(a, SAME_PLACE, seed, actions=plain)
+    steps_b = run_episode(b, SAME_PLACE, seed, given=other_place, actions=plain)
+    assert a.task is not None and b.task is not None and a.task.key_facts != b.task.key_facts
+    for (oa, _, ia), (ob, _, ib) in zip(steps_a, steps_b, strict=True):
+        if ia and ia["trace"]["skill"] == "order.update_address":  # the call made on equal observations
+            assert ia["trace"]["goals_satisfied"] == ["address"] and ib["trace"]["goals_satisfied"] == []
+            break
+        assert same_observation(oa, ob)
+    else:
+        raise AssertionError("no address change")
+    assert steps_a[-1][2][EPISODE_RECORD]["completed"]
