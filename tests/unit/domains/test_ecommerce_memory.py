@@ -5,6 +5,7 @@ generic env with the real memory skills, the real embedded Qdrant and the shippe
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +21,10 @@ from agentic_ray.memory.memory_skills import HIT_AGE, HIT_SCORE, SEARCH, WRITE
 from agentic_ray.memory.short_term_window import DEFAULT_K
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.memory_layer import MemoryLayer
+from agentic_ray.settings import load_settings
 from tests.helpers.memory_episodes import equal_from_window_end, run_episode, same_observation
 
+REPO = Path(__file__).resolve().parents[3]
 NAME = "ecommerce_memory"
 D = get_domain(NAME)
 LAST_TIME, SAID_EARLIER, SAME_PLACE = "order_from_last_time", "order_said_earlier", "same_place_as_last_time"
@@ -195,6 +198,13 @@ def test_memory_finds_the_named_order_only_if_it_was_written_while_named() -> No
     assert hits[meant][HIT_AGE] < 1.0 < min(h[HIT_AGE] for o, h in hits.items() if o != meant)
     meant, hits = seen[True]  # without the write: the earlier conversations' orders only, not the meant one
     assert hits and meant not in hits
+
+
+def test_the_memory_ecommerce_config_is_the_memory_config_on_the_shop() -> None:
+    s, base = (load_settings(REPO / "configs" / f) for f in ("memory_ecommerce.yaml", "memory.yaml"))
+    assert s.env.domain == NAME and s.rewards is not None and "memory" in s.rewards.enabled_layers()
+    assert s.model_dump(exclude={"name", "env"}) == base.model_dump(exclude={"name", "env"})
+    assert s.env.model_dump(exclude={"domain"}) == base.env.model_dump(exclude={"domain"})
 
 
 @pytest.mark.parametrize("seed", range(6))
