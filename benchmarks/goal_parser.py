@@ -84,7 +84,7 @@ def _last(ex: Example) -> tuple[str, tuple[str, ...]]:
     return ex.turns[-1], ex.turns[:-1]
 
 
-def train_policy(config: str, il_demos: int, out: Path) -> Path:
+def train_policy(config: str, il_demos: int, out: Path, overrides: dict[str, Any]) -> Path:
     """The imitation checkpoint of a pipeline run of ``config`` with ``il_demos`` demonstrations x 8 epochs (the
     shared Serve fixture's recipe, :func:`tests.helpers.serving.build_served`); starts a local Ray."""
     from agentic_ray.cli.common import init_ray
@@ -94,7 +94,7 @@ def train_policy(config: str, il_demos: int, out: Path) -> Path:
 
     init_ray(None, 2)
     il = {"stages.il.demos": il_demos, "stages.il.epochs": 8, "wandb.mode": "disabled"}
-    run_pipeline(load_settings(config, il), run_dir=out, progress=lambda _m: None)
+    run_pipeline(load_settings(config, {**overrides, **il}), run_dir=out, progress=lambda _m: None)
     return pick_checkpoint(out, "il")
 
 
@@ -122,7 +122,12 @@ def _episode(env: Any, policy: Any, family: str, seed: int, given: Any = None) -
 
 
 def completion(
-    domain_name: str, checkpoint: Path, config: str, tasks_per_family: int, seed: int
+    domain_name: str,
+    checkpoint: Path,
+    config: str,
+    tasks_per_family: int,
+    seed: int,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``completion_from_goal`` and ``completion_from_text`` (see the module docstring)."""
     from agentic_ray.envs.agent_task_env import AgentTaskEnv
@@ -130,10 +135,11 @@ def completion(
     from agentic_ray.eval.policy_loading import load_policy_module
     from agentic_ray.settings import load_settings
 
-    settings = load_settings(config)
+    settings = load_settings(config, overrides)
     if settings.env.domain != domain_name:
         raise SystemExit(
-            f"{config} trains domain {settings.env.domain!r}, not {domain_name!r}: pass --config"
+            f"{config} trains domain {settings.env.domain!r}, not {domain_name!r}: pass --config "
+            f"(or --set env.domain={domain_name})"
         )
     cfg = validation_env_config(settings.env, 0.0)  # no injected faults: they are drawn per goal list
     env = AgentTaskEnv(cfg)
@@ -191,13 +197,23 @@ def main() -> None:
         help="Config of the policy's env (its domain).",
     )
     ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Override of the policy's config, as `agentic-ray train --set` (e.g. env.domain=helpdesk).",
+    )
+    ap.add_argument(
         "--tasks-per-family", type=int, default=5, help="Validation tasks per family (completion)."
     )
     args = ap.parse_args()
+    from agentic_ray.cli.common import parse_overrides
+
+    overrides = parse_overrides(args.set)
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     if checkpoint is None and args.train_il_demos:
         checkpoint = train_policy(
-            args.config, args.train_il_demos, Path(tempfile.mkdtemp(prefix="goal_parser_policy_"))
+            args.config, args.train_il_demos, Path(tempfile.mkdtemp(prefix="goal_parser_policy_")), overrides
         )
     for name in args.domain:
         d = get_domain(name)
@@ -222,7 +238,9 @@ def main() -> None:
             "wall_s": round(time.perf_counter() - t0, 1),
         }
         if checkpoint is not None:
-            row.update(completion(d.name, checkpoint, args.config, args.tasks_per_family, args.seed))
+            row.update(
+                completion(d.name, checkpoint, args.config, args.tasks_per_family, args.seed, overrides)
+            )
             row["policy"] = f"il_demos={args.train_il_demos}" if args.train_il_demos else str(checkpoint)
         row["load1"] = round(os.getloadavg()[0], 2)
         publish("goal_parser", [row], variant=d.name, note=args.note)

@@ -183,7 +183,9 @@ def train_half(args: argparse.Namespace, argv: list[str] | None) -> dict[str, An
         "status": json.loads((run_dir / "state.json").read_text())["status"],
         "run_dir": str(run_dir),
     }
-    publish("memory", [out], variant="train", argv=argv)
+    # one record per domain: the help desk's (configs/memory.yaml) keeps its name
+    variant = "train" if s.env.domain == "helpdesk_memory" else f"train-{s.env.domain}"
+    publish("memory", [out], variant=variant, argv=argv)
     return out
 
 

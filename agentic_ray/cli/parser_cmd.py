@@ -45,6 +45,8 @@ def parser_train(
         "domain": d.name,
         "out": str(folder),
         **{k: p.info[k] for k in ("examples", "train_s")},
+        "min_confidence": p.min_confidence,
+        "calibration": p.info.get("calibration"),
     }
     if heldout:
         from agentic_ray.parser.corpus import render_corpus

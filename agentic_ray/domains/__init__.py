@@ -26,6 +26,7 @@ ENTRY_POINT_GROUP = "agentic_ray.domains"
 
 _BUILTIN: dict[str, str] = {
     "ecommerce": "agentic_ray.domains.ecommerce:domain",
+    "ecommerce_memory": "agentic_ray.domains.ecommerce_memory:domain",
     "helpdesk": "agentic_ray.domains.helpdesk:domain",
     "helpdesk_memory": "agentic_ray.domains.helpdesk_memory:domain",
     "inspection": "agentic_ray.domains.inspection:domain",

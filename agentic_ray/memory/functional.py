@@ -37,7 +37,9 @@ def freshness(
 def fact_credit(episode: MemoryEpisode, fact: KeyFact, recall_weight: float = 0.5) -> tuple[float, int]:
     """The L4 credit of one key fact and the turn it belongs to.
 
-    The agent's first use of the fact's slot after it was stated decides (a memory note of it is no use): a correct
+    The agent's first use of the fact's slot after it was stated decides (a memory note of it is no use, nor a use
+    about another entity than the fact and its distractors, :attr:`~agentic_ray.memory.memory_episode.KeyFact.
+    distractors`): a correct
     value earns ``recall_weight``
     for recall plus ``(1 - recall_weight) * freshness(use time - last confirmation)``; a wrong value, an ask
     before any use (the customer repeats themselves) or no use at all earns 0.
@@ -49,7 +51,10 @@ def fact_credit(episode: MemoryEpisode, fact: KeyFact, recall_weight: float = 0.
         (
             e
             for e in episode.events
-            if e.slot == fact.slot and e.turn > fact.stated_turn and e.kind != "write"
+            if e.slot == fact.slot
+            and e.turn > fact.stated_turn
+            and e.kind != "write"
+            and fact.concerns(e.value)
         ),
         key=lambda e: (e.turn, e.kind != "ask"),
     )

@@ -31,6 +31,17 @@ class KeyFact(BaseModel):
     stated_turn: int = Field(ge=0, description="Turn at which the customer stated it.")
     needed_turn: int = Field(ge=0, description="First turn at which a call needs it.")
     confirmed_at_h: float = Field(description="Simulated time (hours) at which it was last confirmed.")
+    distractors: tuple[str, ...] | None = Field(
+        default=None,
+        description="The values the fact could be mistaken for (the look-alikes the customer's words could "
+        "mean). When given, a use of the slot with a value neither the fact's nor a distractor's is about another "
+        "entity (a task that also acts on another order), so neither a reuse nor a wrong use; None: every use of "
+        "the slot is about the fact.",
+    )
+
+    def concerns(self, value: str | None) -> bool:
+        """Whether a use of the slot with ``value`` (None: an ask) is about this fact (see ``distractors``)."""
+        return value is None or self.distractors is None or value == self.value or value in self.distractors
 
     @model_validator(mode="after")
     def _order(self) -> KeyFact:
@@ -79,6 +90,11 @@ class MemoryEpisode(BaseModel):
         return cls.model_validate(value)
 
     def after(self, fact: KeyFact, kind: str) -> list[FactEvent]:
-        """The agent's events of ``kind`` on ``fact``'s slot after it was stated, by turn."""
-        out = [e for e in self.events if e.slot == fact.slot and e.kind == kind and e.turn > fact.stated_turn]
+        """The agent's events of ``kind`` on ``fact``'s slot after it was stated, by turn (the uses about it: see
+        :attr:`KeyFact.distractors`)."""
+        out = [
+            e
+            for e in self.events
+            if e.slot == fact.slot and e.kind == kind and e.turn > fact.stated_turn and fact.concerns(e.value)
+        ]
         return sorted(out, key=lambda e: e.turn)

@@ -9,15 +9,17 @@ of :func:`memory_handlers` to the episode's :class:`~agentic_ray.memory.memory_s
   most). Its typed outputs reveal, per node type, the entities the hits name (``<node type>_hits``: an
   ``entity_list`` of objects ``{id, memory_score, memory_age_h}``), exactly as a lookup reveals them; ``texts`` and
   ``scores`` carry the hits for traces. ``memory_age_h`` is the simulated time since the entity was last confirmed,
-  so the policy can tell a fresh fact from one to confirm again. Other fields memory holds are not revealed: a
-  contract's entity objects carry every declared field, and memory knows different fields of different entities.
+  so the policy can tell a fresh fact from one to confirm again. Other fields memory holds are revealed only where
+  the domain declares them (``recalled_fields``, e.g. where an earlier order was delivered), in a list of their own
+  (``<node type>_recalled``) that names only the entities whose memories state them: a contract's entity objects
+  carry every declared field, and memory knows different fields of different entities.
 * ``memory.write``: a ``note`` copied from the request, tied to the entity pointers given, stored in this
   episode's namespace and mentioned in the entity graph.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentic_ray.memory.memory_episode import WRITE_SKILL
@@ -42,6 +44,12 @@ def hits_field(node_type: str) -> str:
     return f"{node_type}_hits"
 
 
+def recalled_field(node_type: str) -> str:
+    """The output revealing what memory holds about recalled entities of ``node_type`` (``order`` ->
+    ``order_recalled``)."""
+    return f"{node_type}_recalled"
+
+
 def memory_skill_contracts(
     node_types: Sequence[str],
     *,
@@ -50,6 +58,7 @@ def memory_skill_contracts(
     max_length: int = 512,
     handler_module: str | None = None,
     preconditions: Sequence[dict[str, Any]] = (),
+    recalled_fields: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[SkillContract]:
     """The contracts of ``memory.search`` and ``memory.write`` for a domain's node types.
 
@@ -63,6 +72,9 @@ def memory_skill_contracts(
             (``handler: <module>:memory_search``), so a backend resolves them as any domain skill's.
         preconditions: business rules before either skill (e.g. ``{"any_of": [...]}``: the customer, whose
             namespace memory reads, is identified), as a contract's ``preconditions:`` entries.
+        recalled_fields: per node type, fields memory may hold about an entity (``{field: output type}``, e.g.
+            where an earlier order was delivered): a search reveals them, for the recalled entities whose memories
+            state all of them, in ``<node type>_recalled`` (:func:`recalled_field`).
 
     Returns:
         ``[search, write]``, validated.
@@ -85,6 +97,13 @@ def memory_skill_contracts(
         }
         for t in node_types
     }
+    for t, fields in (recalled_fields or {}).items():
+        outputs[recalled_field(t)] = {
+            "type": "entity_list",
+            "node_type": t,
+            "id_field": "id",
+            "fields": dict(fields),
+        }
     text = {"type": "string", "max_length": max_length, "required": False}
 
     def extra(fn: str) -> dict[str, Any]:
@@ -120,6 +139,7 @@ def memory_handlers(
     session_of: Callable[[Any], MemorySession],
     node_types: Sequence[str],
     limit: int = 5,
+    recalled_fields: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Handler]:
     """In-process handlers of the two skills for a :class:`~agentic_ray.skills.backends.PythonBackend`.
 
@@ -127,7 +147,9 @@ def memory_handlers(
         session_of: the memory session of a backend world (e.g. ``lambda world: world.memory``).
         node_types: the node types the contracts were built for.
         limit: hits per search.
+        recalled_fields: per node type, the fields the contracts' ``recalled_fields`` declared.
     """
+    recalled = {t: list(fs) for t, fs in (recalled_fields or {}).items() if fs}
 
     def pointers(params: dict[str, Any]) -> list[tuple[str, str]]:
         return [(t, params[pointer_param(t)]) for t in node_types if params.get(pointer_param(t))]
@@ -140,14 +162,19 @@ def memory_handlers(
             raise ToolError("INVALID_INPUT", "a memory search needs a query or an entity pointer")
         session = session_of(world)
         hits, found = session.search(params.get("query"), given[0] if given else None, limit)
-        out: dict[str, Any] = {hits_field(t): [] for t in node_types}
+        out: dict[str, Any] = {hits_field(t): [] for t in node_types} | {
+            recalled_field(t): [] for t in recalled
+        }
         for r in found:
             if r.node_type in node_types:
                 age = session.now_h - r.last_confirmed_h
                 out[hits_field(r.node_type)].append({"id": r.id, HIT_SCORE: r.score, HIT_AGE: age})
+            held = recalled.get(r.node_type, [])
+            if held and all(f in r.fields for f in held):
+                out[recalled_field(r.node_type)].append({"id": r.id, **{f: r.fields[f] for f in held}})
         return {
             **out,
-            "found": sum(len(v) for v in out.values()),
+            "found": sum(len(out[hits_field(t)]) for t in node_types),
             "texts": [h.record.text for h in hits],
             "scores": [h.score for h in hits],
         }

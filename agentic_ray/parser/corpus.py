@@ -85,6 +85,7 @@ class Example:
         families: the simple families, in the order the text raises them.
         slots: per subtask, the slot values (from ``Renderings.slots``).
         pieces: slot fills and request stretches, with their turn and character span.
+        templates: the request template of each subtask (what a template-disjoint split groups by).
     """
 
     turns: tuple[str, ...]
@@ -92,6 +93,7 @@ class Example:
     families: tuple[str, ...]
     slots: tuple[dict[str, str], ...]
     pieces: tuple[Piece, ...]
+    templates: tuple[str, ...] = ()
 
 
 def _typo(word: str, r: random.Random) -> str:
@@ -224,7 +226,9 @@ def render_task(
         facts()
     if r.random() < 0.4:
         b.sentence(_noisy(r.choice(split_items(SIGNOFFS, split)), r, typo_rate, lower))
-    return Example(tuple(b.turns), task, tuple(families), tuple(slots), tuple(b.pieces))
+    return Example(
+        tuple(b.turns), task, tuple(families), tuple(slots), tuple(b.pieces), tuple(t for t, _ in requests)
+    )
 
 
 def render_corpus(

@@ -38,7 +38,6 @@ Validation seeds are a fixed range disjoint from training (the help desk's conve
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import numpy as np
 
@@ -47,11 +46,10 @@ from agentic_ray.domains.helpdesk.tasks import password_reset_goals, warranty_go
 from agentic_ray.domains.helpdesk.world import ASSET_KINDS, Asset, add_ticket, make_world
 from agentic_ray.domains.helpdesk_memory.world import HelpdeskMemoryWorld
 from agentic_ray.domains.protocol import EntityRef, Request, Task
+from agentic_ray.memory.memory_world import earlier_memories, key_fact, memory_record
 from agentic_ray.memory.short_term_window import DEFAULT_K
 
 FAMILIES: tuple[str, ...] = ("asset_recall", "ticket_said_earlier")
-VALIDATION_SEED_BASE = 1_000_000_000
-"""Task seeds at or above this value are reserved for validation; training draws below it."""
 
 RECALL_FACT = "recall"
 """Request fact holding the caller's words about what they mean (a memory search's query)."""
@@ -101,26 +99,21 @@ def _asset_recall(w: HelpdeskMemoryWorld, r: random.Random, family: str, seed: i
     target = same[r.randrange(len(same))]
     issues = r.sample(ISSUES, len(same))
     at_target = -round(r.uniform(*RECENT_H), 2)
-    for i, (a, (said, _)) in enumerate(zip(same, issues, strict=True)):
-        at = at_target if a is target else -round(r.uniform(*OLDER_H), 2)
-        w.history.append(
-            _memory(e.id, f"{family}/{seed}/earlier-{i}", said.format(kind=kind), "asset", a.id, at)
-        )
+    said_then = [(a.id, said.format(kind=kind)) for a, (said, _) in zip(same, issues, strict=True)]
+    w.history += earlier_memories(
+        e.id, f"{family}/{seed}/earlier", "asset", said_then, r, OLDER_H, {target.id: at_target}
+    )
     said, refer = issues[same.index(target)]
     theirs = next(a for a in w.assets if a.owner_id == colleague.id)
     w.history.append(
-        _memory(colleague.id, f"{family}/{seed}/other", said.format(kind=kind), "asset", theirs.id, at_target)
+        memory_record(
+            colleague.id, f"{family}/{seed}/other", said.format(kind=kind), "asset", theirs.id, at_target
+        )
     )
     recall = refer.format(kind=kind)
     goals = warranty_goals(target)
     facts = {"email": e.email} if r.random() < 0.7 else {"badge": e.badge}
-    fact = {
-        "slot": "asset_id",
-        "value": target.id,
-        "stated_turn": 0,
-        "needed_turn": 3,
-        "confirmed_at_h": at_target,
-    }
+    fact = key_fact("asset_id", target.id, 3, at_target)
     return Task(
         family=family,
         seed=seed,
@@ -170,20 +163,18 @@ def _ticket_said_earlier(w: HelpdeskMemoryWorld, r: random.Random, family: str, 
     recall = refer.format(kind=kind)
     # long-term memory: earlier calls about the other named tickets, an older resolved ticket about the same
     # problem, and a colleague's ticket filed under the very words the caller uses now (another namespace)
-    for i, (t, (other, _)) in enumerate(zip(named, issues, strict=True)):
-        if t is not ticket:
-            at = -round(r.uniform(*OLDER_H), 2)
-            w.history.append(
-                _memory(e.id, f"{family}/{seed}/earlier-{i}", other.format(kind=kind), "ticket", t.id, at)
-            )
+    said_then = [(t.id, other.format(kind=kind)) for t, (other, _) in zip(named, issues, strict=True)]
+    w.history += earlier_memories(
+        e.id, f"{family}/{seed}/earlier", "ticket", said_then, r, OLDER_H, {ticket.id: None}
+    )
     old = add_ticket(w, r, e.id, cat, status="resolved")
     old.asset_id, old.age_hours = subject.id, 700.0
     at_old = -round(r.uniform(*OLDER_H), 2)
     w.history.append(
-        _memory(e.id, f"{family}/{seed}/resolved", said.format(kind=kind), "ticket", old.id, at_old)
+        memory_record(e.id, f"{family}/{seed}/resolved", said.format(kind=kind), "ticket", old.id, at_old)
     )
     theirs = next(t for t in w.tickets if t.reporter_id == colleague.id)
-    w.history.append(_memory(colleague.id, f"{family}/{seed}/other", recall, "ticket", theirs.id, -1.0))
+    w.history.append(memory_record(colleague.id, f"{family}/{seed}/other", recall, "ticket", theirs.id, -1.0))
     order = r.sample(named, n_named)  # the order the caller names them in says nothing
     reset, where = password_reset_goals(e, r)
     reports = [
@@ -222,13 +213,7 @@ def _ticket_said_earlier(w: HelpdeskMemoryWorld, r: random.Random, family: str, 
         f"stolen last night: please lock them. I am also locked out: reset my password and send the new one {where}. "
         f"After that, raise the ticket about {recall} to {target_priority}."
     )
-    fact = {
-        "slot": "ticket_id",
-        "value": ticket.id,
-        "stated_turn": 0,
-        "needed_turn": optimal - 2,  # the read
-        "confirmed_at_h": 0.0,
-    }
+    fact = key_fact("ticket_id", ticket.id, optimal - 2, 0.0)  # needed by the read
     return Task(
         family=family,
         seed=seed,
@@ -246,35 +231,6 @@ def _ticket_said_earlier(w: HelpdeskMemoryWorld, r: random.Random, family: str, 
     )
 
 
-def _memory(
-    customer: str, episode: str, text: str, node_type: str, entity: str, at_h: float
-) -> dict[str, Any]:
-    return {
-        "customer": customer,
-        "episode": episode,
-        "text": text,
-        "entities": [{"id": entity, "node_type": node_type}],
-        "at_h": at_h,
-        "turn": 0,
-    }
-
-
-def validation_seeds(family: str, n: int = 25) -> list[int]:
-    """The fixed validation seeds of one family (disjoint from any training seed)."""
-    return [VALIDATION_SEED_BASE + FAMILIES.index(family) * 100_000 + i for i in range(n)]
-
-
-def draw_training_seed(rng: np.random.Generator) -> int:
-    return int(rng.integers(0, VALIDATION_SEED_BASE))
-
-
 def sentences() -> list[str]:
     """Every sentence the families write to memory or search it with."""
     return [x.format(kind=k) for k in KINDS for pair in ISSUES for x in pair]
-
-
-if __name__ == "__main__":  # rebuild the shipped vectors of these sentences
-    from agentic_ray.domains.helpdesk_memory.world import VECTORS, build_vectors
-
-    build_vectors(sentences())
-    print(f"wrote {VECTORS}")

@@ -205,7 +205,7 @@ def test_prototypes_cover_every_expert_step() -> None:
     assert every[-1].support == 0 and every[-1].source_field is None
 
 
-@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk", "inspection"])
+@pytest.mark.parametrize("domain", ["ecommerce", "ecommerce_memory", "helpdesk", "inspection"])
 def test_every_shipped_domain_has_a_prototype_for_every_skill(domain: str) -> None:
     env = AgentTaskEnv(AgentTaskEnvConfig(domain=domain))
     assert {p.skill for p in load_prototypes(get_domain(domain).data_dir / "prototypes.json")} == set(
@@ -213,9 +213,9 @@ def test_every_shipped_domain_has_a_prototype_for_every_skill(domain: str) -> No
     )
 
 
-@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk", "helpdesk_memory"])
+@pytest.mark.parametrize("domain", ["ecommerce", "ecommerce_memory", "helpdesk", "helpdesk_memory"])
 def test_transcript_replay_rebuilds_the_envs_observations_and_masks(domain: str) -> None:
-    """What the stateless server does, checked at every step of expert episodes (on helpdesk_memory: through
+    """What the stateless server does, checked at every step of expert episodes (on the memory domains: through
     memory skills, and a short-term window that drops the request mid-episode)."""
     from agentic_ray.envs.transcript import TranscriptCall, TranscriptState
 

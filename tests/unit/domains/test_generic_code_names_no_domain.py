@@ -16,7 +16,8 @@ from agentic_ray.domains import get_domain
 
 ROOT = Path(__file__).resolve().parents[3] / "agentic_ray"
 DOMAIN_PACKAGES = {
-    ROOT / "domains" / name for name in ("ecommerce", "helpdesk", "helpdesk_memory", "inspection")
+    ROOT / "domains" / name
+    for name in ("ecommerce", "ecommerce_memory", "helpdesk", "helpdesk_memory", "inspection")
 }
 
 

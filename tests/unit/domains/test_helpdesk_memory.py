@@ -12,11 +12,11 @@ import pytest
 
 from agentic_ray.domains import get_domain
 from agentic_ray.domains.helpdesk_memory.tasks import FAMILIES, RECALL_FACT
-from agentic_ray.domains.helpdesk_memory.world import memory_session
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.eval.metrics import evaluate
 from agentic_ray.keys import CONTEXT_MEMORY_FACTS, EPISODE_RECORD
 from agentic_ray.memory.memory_skills import SEARCH, WRITE
+from agentic_ray.memory.memory_world import memory_session
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.memory_layer import MemoryLayer
 from agentic_ray.settings import load_settings

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
 import pytest
 
 from agentic_ray.domains import get_domain
@@ -15,7 +14,6 @@ from agentic_ray.domains.protocol import Task
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.eval.memory_metrics import entity_recall_at_k, forgetting
 from agentic_ray.eval.metrics import evaluate
-from agentic_ray.graph_spec import LABEL_OBS_KEYS
 from agentic_ray.keys import CONTEXT_MEMORY_FACTS, EPISODE_RECORD
 from agentic_ray.memory.functional import memory_step_credit
 from agentic_ray.memory.memory_episode import FactEvent, KeyFact, MemoryEpisode
@@ -23,6 +21,7 @@ from agentic_ray.memory.memory_skills import HIT_AGE, HIT_SCORE, SEARCH, WRITE
 from agentic_ray.memory.short_term_window import DEFAULT_K
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.memory_layer import MemoryLayer
+from tests.helpers.memory_episodes import equal_from_window_end, run_episode, same_observation
 
 D = get_domain("helpdesk_memory")
 FAMILY = "ticket_said_earlier"
@@ -33,30 +32,7 @@ def _env(**kw: Any) -> AgentTaskEnv:
 
 
 def _run(env: AgentTaskEnv, seed: int, given: Any = None, actions: list[Any] | None = None) -> list[Any]:
-    """One episode: the expert's actions (or the ``actions`` given); returns ``[(obs, action, info)]`` with the
-    reset's observation first."""
-    opts: dict[str, Any] = {"family": FAMILY, "task_seed": seed}
-    if given is not None:
-        opts["task_given"] = given
-    obs, _ = env.reset(seed=seed, options=opts)
-    out: list[Any] = [(obs, None, {})]
-    for t in range(env.state.budget if env.state else 0):
-        if actions is None:
-            action = env.encode_action(*D.expert().plan(env.view()))
-        elif t < len(actions):
-            action = actions[t]
-        else:
-            break
-        obs, _, term, trunc, info = env.step(action)
-        out.append((obs, action, info))
-        if term or trunc:
-            break
-    return out
-
-
-def _same(oa: dict[str, np.ndarray], ob: dict[str, np.ndarray]) -> bool:
-    """Whether two observations are equal but for their label entries."""
-    return all(np.array_equal(oa[k], ob[k]) for k in oa if k not in LABEL_OBS_KEYS)
+    return run_episode(env, FAMILY, seed, given, actions)
 
 
 def _other_ticket_meant(task: Task) -> Task:
@@ -115,15 +91,10 @@ def test_after_the_window_the_observation_does_not_say_which_named_ticket_is_mea
     steps_b = _run(b, seed, given=_other_ticket_meant, actions=[x for _, x, _ in steps_a[1:]])
     assert a.task is not None and b.task is not None and a.task.key_facts != b.task.key_facts
 
-    assert not _same(steps_a[0][0], steps_b[0][0])  # in the window, the goal links to the meant ticket
-    compared = 0
-    for t, ((oa, _, ia), (ob, _, ib)) in enumerate(zip(steps_a[1:], steps_b[1:], strict=False), start=1):
-        if t < DEFAULT_K:
-            continue
-        if ia["trace"]["goals_satisfied"] != ib["trace"]["goals_satisfied"]:
-            break  # the read of the ticket A meant satisfies nothing in B: told apart by a tool result
-        assert _same(oa, ob), f"step {t}: the observation still tells which ticket is meant"
-        compared += 1
+    assert not same_observation(
+        steps_a[0][0], steps_b[0][0]
+    )  # in the window, the goal links to the meant ticket
+    compared = equal_from_window_end(steps_a, steps_b, DEFAULT_K)
     assert compared >= 3  # the last intermediate steps and the recall
 
 

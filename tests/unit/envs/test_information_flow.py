@@ -40,7 +40,15 @@ from tests.helpers.plugin_domain import register as register_retail
 
 PLUGIN = "plugin_desk"
 RETAIL = register_retail()  # the plug-in retail domain of tests/plugin_domain (lists, options)
-DOMAINS: list[str] = ["ecommerce", "helpdesk", "helpdesk_memory", "inspection", PLUGIN, RETAIL]
+DOMAINS: list[str] = [
+    "ecommerce",
+    "ecommerce_memory",
+    "helpdesk",
+    "helpdesk_memory",
+    "inspection",
+    PLUGIN,
+    RETAIL,
+]
 """Domains the property runs on; a test that adds a domain appends its registered name here."""
 MODES = ("structured", "prototype")
 

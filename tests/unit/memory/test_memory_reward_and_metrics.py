@@ -57,6 +57,24 @@ def test_entity_recall_at_5_and_forgetting_on_hand_built_episodes() -> None:
     assert entity_recall_at_k([MemoryEpisode()]) is None and forgetting([]) is None
 
 
+def test_distractors_say_which_uses_of_the_slot_are_about_the_fact() -> None:
+    """A task that also acts on another order: with the fact's look-alikes given, a use of the slot on an entity
+    that is neither the fact's nor a look-alike is about something else (no wrong use, and not the deciding use of
+    the L4 credit); a look-alike's use is forgetting; without distractors every use counts, as before."""
+    fact = KeyFact(slot="order_id", value="o1", stated_turn=0, needed_turn=8, confirmed_at_h=0.0)
+    events = [_use(3, "order_id", "x9"), _use(8, "order_id", "o1")]
+    plain = MemoryEpisode(facts=[fact], events=events)
+    scoped = MemoryEpisode(facts=[fact.model_copy(update={"distractors": ("o2", "o3")})], events=events)
+    assert (entity_recall_at_k([plain]), forgetting([plain])) == (1.0, 1.0)
+    assert memory_step_credit(plain, 10).sum() == 0.0  # the other order's use came first
+    assert (entity_recall_at_k([scoped]), forgetting([scoped])) == (1.0, 0.0)
+    assert memory_step_credit(scoped, 10)[8] == pytest.approx(1.0)
+    wrong = MemoryEpisode(facts=scoped.facts, events=[_use(3, "order_id", "x9"), _use(8, "order_id", "o2")])
+    assert (entity_recall_at_k([wrong]), forgetting([wrong])) == (0.0, 1.0)
+    assert memory_step_credit(wrong, 10).sum() == 0.0
+    assert KeyFact.model_validate({**fact.model_dump(), "distractors": ["o2"]}).distractors == ("o2",)
+
+
 def _freshness_ref(age: float) -> float:
     if age <= 24.0:
         return 1.0
@@ -80,6 +98,11 @@ def _credit_ref(ep: MemoryEpisode, num_steps: int, w: float) -> np.ndarray:
         for e in ep.events:
             if e.slot != f.slot or e.turn <= f.stated_turn or e.kind == "write":  # a note is no use
                 continue
+            other = (
+                e.value not in (None, f.value) and f.distractors is not None and e.value not in f.distractors
+            )
+            if other:  # a use about another entity than the fact and its look-alikes
+                continue
             if first is None or e.turn < first.turn or (e.turn == first.turn and e.kind == "ask"):
                 first = e
         if first is None:
@@ -102,6 +125,7 @@ def test_memory_credit_matches_a_loop_reference() -> None:
                 stated_turn=int(st),
                 needed_turn=int(st + rng.integers(0, 5)),
                 confirmed_at_h=float(rng.uniform(0, 50)),
+                distractors=None if rng.random() < 0.5 else ("w",),
             )
             for i, st in enumerate(rng.integers(0, 6, size=3))
         ]
@@ -113,7 +137,7 @@ def test_memory_credit_matches_a_loop_reference() -> None:
             else _use(
                 int(rng.integers(0, 12)),
                 f"s{rng.integers(0, 3)}",
-                str(rng.choice(["v", "w"])),
+                str(rng.choice(["v", "w", "x"])),
                 at_h=float(rng.uniform(0, 150)),
             )
             for _ in range(rng.integers(0, 8))

@@ -103,3 +103,33 @@ def test_a_write_is_stored_in_the_episode_and_found_later(gateway) -> None:
     assert found.ok, (found.error_code, found.message)
     assert found.payload["texts"][0] == "Customer prefers a phone call before delivery"
     assert found.payload["order_hits"][0]["id"] == "o-99"
+
+
+def test_declared_recalled_fields_are_revealed_for_the_entities_whose_memories_state_them(gateway) -> None:
+    """``recalled_fields``: a search reveals the fields memory holds about a recalled entity where the domain
+    declares them (here an address's ``kind``), in ``<type>_recalled``, only for the entities whose memories state
+    them (a-home's kind comes from the graph, o-17 declares none); undeclared fields (o-17's ``secret``) stay out."""
+    _ex, session = gateway
+    fields = {"address": {"kind": "string"}}
+    contracts = DomainContracts(
+        domain="memory_demo",
+        node_types=TYPES,
+        skills=memory_skill_contracts(
+            TYPES, query_source="request.text", note_source="request.text", recalled_fields=fields
+        ),
+    )
+    handlers = memory_handlers(lambda world: session, TYPES, recalled_fields={"address": ["kind"]})
+    ex = ToolExecutor(contracts, PythonBackend(handlers, measure_wall=False), clock=SimClock())
+    res = ex.call(SEARCH, {"query": "the same locker as last time"}, intent_id="r1")
+    assert res.ok, res.message
+    assert res.payload["address_recalled"] == [{"id": "a-locker", "kind": "locker"}]
+    k = Knowledge(TYPES)
+    reveal_result(k, ex.contracts[SEARCH], res.params, res.payload)
+    assert k.fields("address", "a-locker")["kind"] == "locker" and "secret" not in k.fields("order", "o-17")
+    res = ex.call(
+        SEARCH, {"order_id": "o-17"}, intent_id="r2"
+    )  # the graph's related address carries its kind
+    assert [r["id"] for r in res.payload["address_recalled"]] == [
+        "a-home"
+    ] and "order_recalled" not in res.payload
+    assert "address_recalled" not in gateway[0].contracts[SEARCH].output.fields  # only where declared
