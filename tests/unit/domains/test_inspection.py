@@ -163,6 +163,25 @@ def test_raw_policy_outputs_map_into_the_detectors_bounds_by_tanh(raw: list[floa
     assert params["confidence_threshold"] <= detector.PARAM_BOUNDS["confidence_threshold"][1]
 
 
+def test_an_integer_parameter_encodes_inside_the_clip_and_decodes_to_itself() -> None:
+    """Every ``max_detections`` the expert may send round-trips through the codec, and one at a bound is encoded
+    in the middle of the raw values that decode to it, not at the Box's clip (``arctanh(1)`` -> raw 5.0: a far
+    imitation target whose Gaussian NLL dominated the first epochs)."""
+    env, action = _detect_env()
+    _k, params, err, msg = env.codec.decode(action, env.task, env.knowledge)
+    assert err is None, msg
+    slot = 2  # confidence_threshold, iou_threshold, max_detections (see the test above)
+    raws = {}
+    for v in range(1, 11):
+        a = env.encode_action("detect", params | {"max_detections": v})
+        raws[v] = float(a["numeric"][slot])
+        assert env.codec.decode(a, env.task, env.knowledge)[1]["max_detections"] == v
+    lo_edge, hi_edge = np.arctanh(2 * 0.5 / 9 - 1), np.arctanh(2 * 8.5 / 9 - 1)  # raw where 1 and 10 begin
+    assert raws[10] == pytest.approx((hi_edge + 5.0) / 2, abs=1e-5), raws
+    assert raws[1] == pytest.approx((lo_edge - 5.0) / 2, abs=1e-5), raws
+    assert raws[5] == pytest.approx(np.arctanh(2 * 4 / 9 - 1), abs=0.01), raws  # inside: the value's own raw
+
+
 def test_the_detector_itself_refuses_what_the_gateway_clips() -> None:
     """The crash seed 000 saw (a confidence of 1.2): without the gateway the detector raises."""
     cands = detector.detector().candidates(np.zeros((64, 64), dtype=np.float32))
