@@ -10,6 +10,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX = "RESULT "
+RAY_START_TIMEOUT = "The current node timed out during startup"
+"""Ray's error when a private local cluster's raylet or GCS did not come up in time: a loaded machine, not a
+result. On 2026-12-05 one such start, at load 7-12, ended a 7-arm aaac_vs_ppo campaign after 3 of its 10 runs."""
 
 
 def report(result: dict[str, Any]) -> None:
@@ -17,15 +20,23 @@ def report(result: dict[str, Any]) -> None:
     print(PREFIX + json.dumps(result), flush=True)
 
 
-def run_worker(script: str, args: list[str], label: str) -> dict[str, Any]:
+def run_worker(script: str, args: list[str], label: str, ray_start_retries: int = 2) -> dict[str, Any]:
     """Runs ``python script *args`` from the repository root and returns the result its worker reported.
+
+    A worker whose private Ray did not start in time (:data:`RAY_START_TIMEOUT` in its output) is run again, up to
+    ``ray_start_retries`` times: it trained nothing, so the rerun is the same run.
 
     Raises:
         SystemExit: If the worker printed no result (its output tail goes to stderr).
     """
-    proc = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, cwd=ROOT)
-    line = next((x for x in proc.stdout.splitlines() if x.startswith(PREFIX)), None)
-    if line is None:
-        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
-        raise SystemExit(f"{label} failed (rc {proc.returncode})")
-    return json.loads(line[len(PREFIX) :])
+    for attempt in range(ray_start_retries + 1):
+        proc = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, cwd=ROOT)
+        line = next((x for x in proc.stdout.splitlines() if x.startswith(PREFIX)), None)
+        if line is not None:
+            return json.loads(line[len(PREFIX) :])
+        started = RAY_START_TIMEOUT not in proc.stdout + proc.stderr
+        if started or attempt == ray_start_retries:
+            break
+        sys.stderr.write(f"{label}: Ray did not start in time, running it again ({attempt + 1})\n")
+    sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
+    raise SystemExit(f"{label} failed (rc {proc.returncode})")

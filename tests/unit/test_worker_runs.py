@@ -1,0 +1,47 @@
+"""A benchmark worker whose private Ray did not start in time is run again; any other failure ends the campaign."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.worker_runs import RAY_START_TIMEOUT, run_worker
+
+SCRIPT = """
+import sys
+from pathlib import Path
+calls = Path(sys.argv[1])
+n = int(calls.read_text()) if calls.exists() else 0
+calls.write_text(str(n + 1))
+if n < int(sys.argv[2]):
+    print(sys.argv[3], file=sys.stderr)
+    sys.exit(1)
+print('RESULT {"run": %d}' % (n + 1))
+"""
+
+
+def _worker(tmp_path: Path) -> tuple[str, Path]:
+    script = tmp_path / "worker.py"
+    script.write_text(SCRIPT)
+    return str(script), tmp_path / "calls"
+
+
+def test_a_ray_start_timeout_is_run_again(tmp_path) -> None:
+    script, calls = _worker(tmp_path)
+    r = run_worker(script, [str(calls), "2", f"Exception: {RAY_START_TIMEOUT}. This could happen..."], "w")
+    assert r == {"run": 3} and calls.read_text() == "3"
+
+
+def test_retries_are_bounded(tmp_path) -> None:
+    script, calls = _worker(tmp_path)
+    with pytest.raises(SystemExit, match="w failed"):
+        run_worker(script, [str(calls), "5", RAY_START_TIMEOUT], "w", ray_start_retries=2)
+    assert calls.read_text() == "3"
+
+
+def test_any_other_failure_is_not_retried(tmp_path) -> None:
+    script, calls = _worker(tmp_path)
+    with pytest.raises(SystemExit, match="w failed"):
+        run_worker(script, [str(calls), "1", "ValueError: a real bug"], "w")
+    assert calls.read_text() == "1"
