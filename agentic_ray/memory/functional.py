@@ -37,12 +37,11 @@ def freshness(
 def fact_credit(episode: MemoryEpisode, fact: KeyFact, recall_weight: float = 0.5) -> tuple[float, int]:
     """The L4 credit of one key fact and the turn it belongs to.
 
-    The agent's first use of the fact's slot after it was stated decides (a memory note of it is no use, nor a use
-    about another entity than the fact and its distractors, :attr:`~agentic_ray.memory.memory_episode.KeyFact.
-    distractors`): a correct
-    value earns ``recall_weight``
-    for recall plus ``(1 - recall_weight) * freshness(use time - last confirmation)``; a wrong value, an ask
-    before any use (the customer repeats themselves) or no use at all earns 0.
+    The agent's first use of the fact's slot after it was stated decides. A memory note of it is no use, nor is a
+    use about another entity than the fact and its look-alikes
+    (:attr:`~agentic_ray.memory.memory_episode.KeyFact.distractors`). A correct value earns ``recall_weight`` for
+    recall plus ``(1 - recall_weight) * freshness(use time - last confirmation)``; a wrong value, an ask before any
+    use (the customer repeats themselves) or no use at all earns 0.
 
     Returns:
         ``(credit in [0, 1], turn)``: the turn of the deciding event, or ``needed_turn`` when there was none.
