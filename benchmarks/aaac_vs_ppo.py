@@ -1,4 +1,9 @@
-"""AAAC against PPO baselines and AAAC's own ablations on the e-commerce env (seed 002's table, on our env).
+"""AAAC against PPO baselines and AAAC's own ablations on one domain's env (seed 002's table, on our envs).
+
+``--domain`` (default ``ecommerce``) chooses the registered domain every arm trains and is evaluated on, e.g. the
+multi-turn memory tasks (``helpdesk_memory``, ``ecommerce_memory``: 2 to about 15 steps, the setting of seed 002's
+adaptive λ), beside the short e-commerce tasks. A domain other than e-commerce records as its own variant
+(``aaac_vs_ppo-<setting>-<domain>``).
 
 Every arm gets exactly the same env (action mode, fault injection driven by training progress), the same RLModule
 (``AAACRLModule``, same encoder and sizes), batch, minibatch, epochs, lr, entropy bonus, env-step budget and seeds,
@@ -68,7 +73,10 @@ Run from the repository root (full run: 7 arms × 5 seeds; quick smoke: fewer se
     python benchmarks/aaac_vs_ppo.py
     python benchmarks/aaac_vs_ppo.py --seeds 0 --tasks 40 --env-steps 4000 --arms aaac ppo
 
-``--tasks`` and ``--curve-tasks`` must be multiples of the domain's family count (10 for e-commerce).
+``--tasks`` and ``--curve-tasks`` must be multiples of the domain's family count (10 for e-commerce, 2 for
+``helpdesk_memory``, 3 for ``ecommerce_memory``). With every arm run, the markdown table goes to ``--out``
+(default ``benchmarks/results/aaac_vs_ppo_table[-variant].md``; the hand-kept notes in
+``benchmarks/results/aaac_vs_ppo.md`` are not written).
 """
 
 from __future__ import annotations
@@ -182,7 +190,12 @@ def rewards_of(a: argparse.Namespace) -> dict[str, float]:
 
 def env_fields(a: argparse.Namespace) -> dict[str, Any]:
     """The env settings every arm shares (action mode, rewards, risk mode)."""
-    return {"action_mode": a.action_mode, "rewards": rewards_of(a), "risk_mode": a.risk_mode}
+    return {
+        "domain": a.domain,
+        "action_mode": a.action_mode,
+        "rewards": rewards_of(a),
+        "risk_mode": a.risk_mode,
+    }
 
 
 def eval_env_config(a: argparse.Namespace) -> Any:
@@ -490,7 +503,7 @@ def fmt_ci(v: list[float] | None) -> str:
 
 def table(rows: dict[str, dict[str, Any]], base: dict[str, Any], a: argparse.Namespace) -> str:
     lines = [
-        "# AAAC vs PPO baselines and AAAC ablations on the e-commerce env",
+        f"# AAAC vs PPO baselines and AAAC ablations on the {a.domain} env ({a.setting})",
         "",
         f"Command: `python benchmarks/aaac_vs_ppo.py {' '.join(sys.argv[1:])}`",
         "",
@@ -538,6 +551,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         choices=list(SETTINGS),
         default="scratch",
         help="The defaults of one of the two compared settings (explicit flags still win; see SETTINGS).",
+    )
+    p.add_argument(
+        "--domain", default="ecommerce", help="Registered domain every arm trains and is evaluated on."
     )
     p.add_argument("--env-steps", type=int, default=20000, help="Env-step budget per run.")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -639,7 +655,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--jobs", type=int, default=1, help="Runs at a time (one per free core; 1 on a shared machine)."
     )
-    p.add_argument("--out", default=str(ROOT / "benchmarks/results/aaac_vs_ppo.md"))
+    p.add_argument(
+        "--out",
+        default=None,
+        help="Markdown table of a full run (default: benchmarks/results/aaac_vs_ppo_table[-variant].md).",
+    )
     p.add_argument(
         "--runs",
         default=None,
@@ -662,7 +682,13 @@ _SELECTION = {"seeds", "arms", "jobs", "out", "runs", "worker", "reuse_stale", "
 
 
 # Flags added after runs were recorded: left out of the key at their default, so those runs keep matching.
-_ADDED_LATER = {"init_demos": 0}
+_ADDED_LATER: dict[str, Any] = {"init_demos": 0, "domain": "ecommerce"}
+
+
+def variant(a: argparse.Namespace) -> str | None:
+    """The record's variant: the setting unless ``scratch``, then the domain unless ``ecommerce`` (None: neither)."""
+    parts = [x for x, default in ((a.setting, "scratch"), (a.domain, "ecommerce")) if x != default]
+    return "-".join(parts) or None
 
 
 def settings_key(a: argparse.Namespace) -> str:
@@ -760,6 +786,7 @@ def main() -> None:
     for k, v in runs.items():
         rows[k]["oracle"] = settings_for(k, 0, a).model.uses_oracle
         rows[k]["setting"] = a.setting
+        rows[k]["domain"] = a.domain
         if k == "ppo_lagrangian":
             rows[k]["lagrangian_lr"] = a.lagrangian_lr
         rows[k]["stale_runs"] = n = stale_runs(v, fingerprints[k])
@@ -769,13 +796,14 @@ def main() -> None:
                 "code's (or before the benchmark recorded them)",
                 file=sys.stderr,
             )
+    var = variant(a)
     publish(
         "aaac_vs_ppo",
         [{x: y for x, y in rows[k].items() if x != "per_seed"} for k in a.arms],
-        variant=None if a.setting == "scratch" else a.setting,
+        variant=var,
     )
-    if set(ARMS) <= set(rows):  # the results note holds the full comparison only
-        out = Path(a.out)
+    if set(ARMS) <= set(rows):  # the table holds the full comparison only
+        out = Path(a.out or ROOT / f"benchmarks/results/aaac_vs_ppo_table{'-' + var if var else ''}.md")
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(table(rows, baseline(a), a))
         print(f"# table written to {out}", file=sys.stderr)

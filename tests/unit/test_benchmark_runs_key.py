@@ -36,3 +36,18 @@ def test_the_default_flags_still_find_the_recorded_runs():
     keys = {json.loads(line)["settings_key"] for line in runs.read_text().splitlines()}
     assert settings_key(parse([])) in keys
     assert settings_key(parse(["--init-demos", "25"])) not in keys
+
+
+def test_the_domain_reaches_training_and_evaluation_and_names_the_variant():
+    from benchmarks.aaac_vs_ppo import eval_env_config, settings_for, variant
+
+    memory = parse(["--domain", "helpdesk_memory", "--setting", "imitation"])
+    assert settings_for("aaac", 0, memory).env.domain == "helpdesk_memory"
+    assert eval_env_config(memory).domain == "helpdesk_memory"
+    assert resolved_fingerprint("aaac", memory) != resolved_fingerprint(
+        "aaac", parse(["--setting", "imitation"])
+    )
+    assert variant(memory) == "imitation-helpdesk_memory"
+    assert variant(parse(["--domain", "helpdesk_memory"])) == "helpdesk_memory"
+    assert variant(parse(["--setting", "imitation"])) == "imitation"
+    assert variant(parse([])) is None
