@@ -10,18 +10,23 @@ On the fixed validation tasks of every family (``--tasks-per-family`` each, faul
 
 Per policy: ``f1`` (each inspected part's last detection call, cracks at IoU >= 0.5, averaged over parts),
 ``iou`` (localisation IoU, over parts with a crack), ``ndcg`` (the ranking call of ``top_cracks`` tasks),
-``completion`` and ``steps``. Also the detector's and the quality scorer's recorded versions and held-out figures,
-and the run's ``wall_s``.
+each with ``*_ci``, its 95% bootstrap interval over the validation episodes (the parts of one episode are resampled
+together: :func:`~agentic_ray.eval.bootstrap.ratio_of_sums_ci`), ``completion`` and ``steps``. Also the detector's
+and the quality scorer's recorded versions and held-out figures, and the run's ``wall_s``.
 
-With ``--run-dir RUN`` (a run of ``agentic-ray train --config configs/inspection.yaml``): also ``trained``, that
-run's policy (greedy, its last stage's checkpoint) on the same tasks, and ``gates``, the mean ``gate_image``,
-``gate_text`` and ``gate_struct`` of its multimodal encoder over the observations of those episodes (each over the
-part nodes that revealed the modality; see :mod:`agentic_ray.models.multimodal_node_encoder`).
+With ``--run-dir RUN [RUN ...]`` (runs of ``agentic-ray train --config configs/inspection.yaml``, e.g. one per
+seed): also ``trained``, the runs' policies (greedy, each its last stage's checkpoint, or ``--stage``'s) on the
+same tasks, and
+``gates``, the mean ``gate_image``, ``gate_text`` and ``gate_struct`` of the multimodal encoder over the observations
+of those episodes (each over the part nodes that revealed the modality; see
+:mod:`agentic_ray.models.multimodal_node_encoder`). With several runs, ``trained`` holds their means and its
+``*_ci`` are intervals over the runs; ``trained_per_run`` holds each run's row. ``goals`` then says whether
+issue 30's bar is met (:func:`goals`).
 
-Not yet here (issue 30): a trained policy that is a quality target (the shipped config is a small run), and seed
-000's two comparisons at 3 seeds (layered vs sparse reward, gated vs flat: ``model.modality_fusion``).
+Not yet here (issue 30): seed 000's two comparisons at 3 seeds (layered vs sparse reward, gated vs flat:
+``model.modality_fusion``).
 
-    python benchmarks/inspection.py [--tasks-per-family 10] [--run-dir RUN]
+    python benchmarks/inspection.py [--tasks-per-family 10] [--run-dir RUN [RUN ...]]
 """
 
 from __future__ import annotations
@@ -78,19 +83,36 @@ def run_policy(
                 break
     env.close()
     m = final_metrics(records)
-
-    def fig(x: float) -> float | None:  # None (JSON null) when nothing was measured (no ranking call: NaN)
-        return None if math.isnan(x) else round(x, 4)
-
     return {
         "f1": fig(m["f1"]),
         "iou": fig(m["iou"]),
         "ndcg": fig(m["ndcg"]),
+        **episode_intervals(records),
         "completion": round(float(np.mean([r.completed for r in records])), 4),
         "steps": round(float(np.mean([r.num_steps for r in records])), 2),
         "parts": m["n_items"],
         "rankings": m["n_rankings"],
     }
+
+
+def fig(x: float) -> float | None:
+    """A figure for the JSON line: None (JSON null) when nothing was measured (no ranking call: NaN)."""
+    return None if math.isnan(x) else round(x, 4)
+
+
+def episode_intervals(records: list[EpisodeRecord]) -> dict[str, list[float] | None]:
+    """``f1_ci``, ``iou_ci``, ``ndcg_ci``: 95% bootstrap intervals over the validation episodes (clusters: the parts
+    of one episode share its detector parameters), of the same per-part (per-ranking) means as ``final_metrics``."""
+    from agentic_ray.eval.bootstrap import ratio_of_sums_ci
+
+    per = [final_metrics([r]) for r in records]
+    out: dict[str, list[float] | None] = {}
+    for k, n in (("f1", "n_items"), ("iou", "n_localised"), ("ndcg", "n_rankings")):
+        counts = [x[n] for x in per]
+        sums = [0.0 if c == 0 else x[k] * c for x, c in zip(per, counts, strict=True)]
+        ci = ratio_of_sums_ci(sums, counts)
+        out[f"{k}_ci"] = None if ci is None else [round(ci[0], 4), round(ci[1], 4)]
+    return out
 
 
 def publish_rows(rows: list[dict[str, Any]]) -> None:
@@ -101,7 +123,9 @@ def publish_rows(rows: list[dict[str, Any]]) -> None:
     publish("inspection", rows)
 
 
-def trained_policy(run_dir: str, tasks_per_family: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def trained_policy(
+    run_dir: str, tasks_per_family: int, stage: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run's greedy policy on the validation tasks, and its mean modality gates over what it saw."""
     import torch
 
@@ -110,7 +134,7 @@ def trained_policy(run_dir: str, tasks_per_family: int) -> tuple[dict[str, Any],
     from agentic_ray.models.multimodal_node_encoder import gate_means
     from agentic_ray.models.obs_batching import stack_observations
 
-    ckpt = pick_checkpoint(run_dir)
+    ckpt = pick_checkpoint(run_dir, stage)
     module = load_policy_module(ckpt)
     module.eval()
     policy = ModulePolicy(module)
@@ -124,10 +148,66 @@ def trained_policy(run_dir: str, tasks_per_family: int) -> tuple[dict[str, Any],
     return row, gates
 
 
+def over_runs(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's row as it is; several runs' (seeds') rows as their mean, with ``*_ci`` then the 95% bootstrap
+    interval over the runs (each run's own interval over episodes is in ``trained_per_run``)."""
+    from agentic_ray.eval.bootstrap import bootstrap_mean_ci
+
+    if len(rows) == 1:
+        return rows[0]
+    out: dict[str, Any] = {"runs": len(rows)}
+    for k, v in rows[0].items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            vals = [r[k] for r in rows if r.get(k) is not None]
+            out[k] = round(float(np.mean(vals)), 4) if vals else None
+            if f"{k}_ci" in rows[0]:
+                ci = bootstrap_mean_ci(vals)
+                out[f"{k}_ci"] = None if ci is None else [round(ci[0], 4), round(ci[1], 4)]
+        elif isinstance(v, str) and k != "checkpoint":
+            out[k] = v
+    return out
+
+
+def goals(trained: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """Issue 30's bar: F1 at least the default-threshold baseline's + 0.05 and NDCG at least the baseline's, each with
+    intervals that do not overlap (the trained policy's interval wholly above the baseline's)."""
+
+    def above(k: str) -> bool | None:
+        t, b = trained.get(f"{k}_ci"), baseline.get(f"{k}_ci")
+        return None if t is None or b is None else t[0] > b[1]
+
+    gain = (
+        None if trained["f1"] is None or baseline["f1"] is None else round(trained["f1"] - baseline["f1"], 4)
+    )
+    return {
+        "f1_gain": gain,
+        "f1_gain_met": gain is not None and gain >= F1_GAIN_GOAL,
+        "f1_intervals_disjoint": above("f1"),
+        "ndcg_at_least_baseline": None
+        if trained["ndcg"] is None or baseline["ndcg"] is None
+        else trained["ndcg"] >= baseline["ndcg"],
+        "ndcg_intervals_disjoint": above("ndcg"),
+    }
+
+
+F1_GAIN_GOAL = 0.05
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks-per-family", type=int, default=10)
-    ap.add_argument("--run-dir", default=None, help="a training run whose policy to evaluate (see above)")
+    ap.add_argument(
+        "--run-dir",
+        nargs="+",
+        default=None,
+        help="training runs whose policies to evaluate, e.g. one per seed (see above)",
+    )
+    ap.add_argument(
+        "--stage",
+        default=None,
+        choices=["il", "rl", "reflection"],
+        help="evaluate that stage's checkpoint of each run (default: its last stage's)",
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
     d = get_domain("inspection")
@@ -150,7 +230,11 @@ def main() -> None:
     for name, plan in policies.items():
         row[name] = run_policy(planner_actor(plan), args.tasks_per_family)
     if args.run_dir:
-        row["trained"], row["gates"] = trained_policy(args.run_dir, args.tasks_per_family)
+        runs = [trained_policy(r, args.tasks_per_family, args.stage) for r in args.run_dir]
+        row["trained"], row["gates"] = over_runs([t for t, _ in runs]), over_runs([g for _, g in runs])
+        if len(runs) > 1:
+            row["trained_per_run"] = [t for t, _ in runs]
+        row["goals"] = goals(row["trained"], row["default_threshold"])
     row["best_constant_threshold"]["confidence_threshold"] = best_t
     row["detector"] = {
         "version": det.detector().version,

@@ -1,4 +1,5 @@
-"""95% bootstrap intervals (pure functions over plain numbers): over seeds in the benchmarks, over pairs for CU.
+"""95% bootstrap intervals (pure functions over plain numbers): over seeds in the benchmarks, over pairs for CU,
+over episodes (clusters of items) for per-item quality figures.
 
 Both use ``scipy.stats.bootstrap`` with the percentile method. BCa (scipy's default) needs a jackknife
 acceleration estimate that is noisy at 5 seeds and undefined (nan) when every sample is equal, e.g. five seeds
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import bootstrap
 
-__all__ = ["bootstrap_mean_ci", "paired_difference_ci"]
+__all__ = ["bootstrap_mean_ci", "paired_difference_ci", "ratio_of_sums_ci"]
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 10_000
@@ -87,3 +88,37 @@ def paired_difference_ci(
         return np.mean(p, axis=axis) - np.mean(q, axis=axis)
 
     return _interval((x, y), diff, True, confidence, n_resamples, seed)
+
+
+def ratio_of_sums_ci(
+    sums: Sequence[float],
+    counts: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of ``sum(sums) / sum(counts)``, resampling clusters ``(sums[i], counts[i])``.
+
+    The cluster bootstrap of a per-item mean whose items come in groups, e.g. the F1 of every inspected part, where
+    the parts of one episode share its detector parameters and are not independent: ``sums[i]`` is episode ``i``'s
+    total over its items, ``counts[i]`` its number of items. Clusters without items add nothing to either sum and are
+    left out of the resampling (so no resample divides by zero).
+
+    Returns:
+        ``(low, high)``, or None with fewer than 2 clusters that have items.
+
+    Raises:
+        ValueError: If ``sums`` and ``counts`` differ in length.
+    """
+    x, n = np.asarray(sums, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    if x.shape != n.shape:
+        raise ValueError(f"sums and counts differ in length: {x.size} vs {n.size}")
+    keep = n > 0
+    if int(keep.sum()) < 2:
+        return None
+
+    def ratio(p: np.ndarray, q: np.ndarray, axis: int) -> np.ndarray:
+        return np.sum(p, axis=axis) / np.sum(q, axis=axis)
+
+    return _interval((x[keep], n[keep]), ratio, True, confidence, n_resamples, seed)

@@ -183,7 +183,8 @@ def final_metrics(records: Sequence[EpisodeRecord], iou_min: float = 0.5) -> dic
     localisation IoU, and per episode its last ranking's NDCG, averaged (NaN where there was none).
 
     Returns:
-        ``{"f1", "iou", "ndcg", "n_items", "n_rankings"}``.
+        ``{"f1", "iou", "ndcg", "n_items", "n_localised", "n_rankings"}`` (``n_localised``: the items with a
+        localisation IoU, i.e. those with a true crack).
     """
     f1s, ious, ndcgs = [], [], []
     for r in records:
@@ -210,5 +211,6 @@ def final_metrics(records: Sequence[EpisodeRecord], iou_min: float = 0.5) -> dic
         "iou": mean(ious),
         "ndcg": mean(ndcgs),
         "n_items": len(f1s),
+        "n_localised": len(ious),
         "n_rankings": len(ndcgs),
     }

@@ -28,3 +28,23 @@ def test_paired_difference_resamples_pairs_together():
     assert paired_difference_ci([1], [0]) is None
     with pytest.raises(ValueError, match="length"):
         paired_difference_ci([1, 2], [1])
+
+
+def test_ratio_of_sums_resamples_clusters_not_items():
+    from agentic_ray.eval.bootstrap import ratio_of_sums_ci
+
+    # Ten episodes of 10 items each, half of them all right and half all wrong: 100 items, but only 10
+    # independent clusters, so the interval is as wide as a mean over 10 samples, not over 100.
+    sums, counts = [10.0] * 5 + [0.0] * 5, [10] * 10
+    lo, hi = ratio_of_sums_ci(sums, counts)
+    items = bootstrap_mean_ci([1.0] * 50 + [0.0] * 50)
+    per_episode = bootstrap_mean_ci([1.0] * 5 + [0.0] * 5)
+    assert items is not None and per_episode is not None
+    assert (lo, hi) == pytest.approx(per_episode, abs=0.02)
+    assert hi - lo > 2 * (items[1] - items[0])
+    # The point estimate is the ratio of the sums: clusters of other sizes weigh by their items.
+    lo, hi = ratio_of_sums_ci([3.0, 1.0, 0.0], [3, 1, 0])
+    assert lo == hi == 1.0
+    assert ratio_of_sums_ci([1.0, 0.0], [1, 0]) is None
+    with pytest.raises(ValueError):
+        ratio_of_sums_ci([1.0], [1, 2])
