@@ -55,6 +55,13 @@ def bootstrap_mean_ci(
     return _interval((x,), lambda a, axis: np.mean(a, axis=axis), False, confidence, n_resamples, seed)
 
 
+def _paired(a: Sequence[float], b: Sequence[float], what: str) -> tuple[np.ndarray, np.ndarray]:
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"{what} differ in length: {x.size} vs {y.size}")
+    return x, y
+
+
 def paired_difference_ci(
     a: Sequence[float],
     b: Sequence[float],
@@ -111,9 +118,7 @@ def ratio_of_sums_ci(
     Raises:
         ValueError: If ``sums`` and ``counts`` differ in length.
     """
-    x, n = np.asarray(sums, dtype=np.float64), np.asarray(counts, dtype=np.float64)
-    if x.shape != n.shape:
-        raise ValueError(f"sums and counts differ in length: {x.size} vs {n.size}")
+    x, n = _paired(sums, counts, "sums and counts")
     keep = n > 0
     if int(keep.sum()) < 2:
         return None
