@@ -91,7 +91,7 @@ class BatchedPolicy:
         self.act.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)  # type: ignore[attr-defined]
         self.batching = cfg
 
-    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.001)
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.0)
     async def act(self, obs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self.batching.fault_delay_ms:  # chaos testing: a slow policy (PolicyUserConfig.fault_delay_ms)
             await asyncio.sleep(self.batching.fault_delay_ms / 1e3)

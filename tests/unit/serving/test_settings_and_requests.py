@@ -47,7 +47,7 @@ def test_an_in_gateway_arm_has_no_deployment_and_its_batching_rides_on_the_gatew
     assert sorted(deployments) == ["Gateway", "candidate"]
     assert deployments["Gateway"] == {
         "strategy_mode": "learned",
-        "batching": {"stable": {"max_batch_size": 8, "batch_wait_timeout_s": 0.001, "fault_delay_ms": 0.0}},
+        "batching": {"stable": {"max_batch_size": 8, "batch_wait_timeout_s": 0.0, "fault_delay_ms": 0.0}},
     }
     unbatched = PolicyUserConfig(max_batch_size=1)
     deployments = {d["name"]: d["user_config"] for d in app_config(s, "p", "rules", unbatched)["deployments"]}
