@@ -39,11 +39,13 @@ def serve_cmd(
     ] = 0.0,
     replicas: Annotated[int, typer.Option(help="Replicas of each policy deployment.")] = 1,
     in_gateway: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            help="Run the policies inside the gateway replica: one Serve hop less per decision (with --replicas 1)."
+            "--in-gateway/--own-deployment",
+            help="Run the policies inside the gateway replica (one Serve hop less per decision; needs --replicas "
+            "1), or each in a deployment of its own. Default: inside the gateway with --replicas 1.",
         ),
-    ] = False,
+    ] = None,
     skills_url: Annotated[
         str | None, typer.Option(help="Agent mode calls this skill server (default: in-process tools).")
     ] = None,
