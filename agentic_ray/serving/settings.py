@@ -114,10 +114,10 @@ class ArmSettings(_Strict):
         "is 1, its own deployment to scale out. Measured on the 2-CPU box, both kinds as apps of one Ray instance, "
         "alternated (4 runs, load 9-34): a /v1/act decision through a handle took 11-14 ms of replica CPU against "
         "20-24 ms, p50 15-18 ms against 23-26; over HTTP at one client 16-20 ms of replica CPU against 26-29, p50 "
-        "24-31 ms against 33-39; at 32 clients 62-68 req/s against 39-47. false keeps one replica in a "
-        "deployment of its own: the gateway stays responsive while a forward runs, so sla.policy_timeout_ms also "
-        "cuts a slow forward short (inside the gateway the forward runs on its event loop, and a slow one delays "
-        "every request), and Serve can restart the policy apart from the gateway.",
+        "24-31 ms against 33-39; at 32 clients 62-68 req/s against 39-47. Inside the gateway a forward runs in a "
+        "worker thread, so the gateway keeps serving meanwhile and sla.policy_timeout_ms applies as to a "
+        "deployment. false keeps one replica in a deployment of its own, which Serve restarts apart from the "
+        "gateway.",
     )
     num_replicas: int = Field(default=1, ge=1, description="Replicas of this policy deployment.")
     num_cpus: float = Field(default=0.5, ge=0, description="CPUs reserved per replica.")
