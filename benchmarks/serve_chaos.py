@@ -302,7 +302,8 @@ def main() -> None:
     (tmp / "tokens").write_text("".join(f"{k} {v}\n" for k, v in tokens.items()))
     module = str(save_untrained_module(tmp / "module"))
     common = {"env": env_config(), "auth": {"token_file": str(tmp / "tokens")}, "gateway_num_cpus": 0}
-    arm = {"checkpoint": module, "num_cpus": 0, "version": "untrained"}
+    # chaos and canary serve each policy as a deployment of its own (its replica is killed, its batches slowed)
+    arm = {"checkpoint": module, "num_cpus": 0, "version": "untrained", "in_gateway": False}
     chaos = ServeSettings.model_validate({**common, "stable": arm, "feedback_db": str(tmp / "chaos.sqlite")})
     quota = ServeSettings.model_validate(
         {

@@ -15,10 +15,11 @@ Prints one JSON line:
   strategy_back_ms           the same, rules -> learned (to the first answer by the stable policy)
   strategy_switch_ms_user_config  learned -> rules as a Serve user_config redeploy: from the deploy call to the
                              first answer decided by rules
-  *_in_gateway               handle_p50_ms, http_p50_ms_c1, http_p99_ms_c1, http_rps_c32_batched,
+  *_own_deployment           handle_p50_ms, http_p50_ms_c1, http_p99_ms_c1, http_rps_c32_batched,
                              http_rps_c32_unbatched, mean_batch_size of a second application whose stable
-                             policy runs inside the gateway replica (``in_gateway: true``, one Serve hop less);
-                             its c32 phases last half a phase
+                             policy is a deployment of its own (``in_gateway: false``, one Serve hop more than
+                             the default, which runs one replica inside the gateway); its c32 phases last half a
+                             phase
   errors                     requests not answered 200, over every phase
   loadavg_1m_start / _end    the machine's load (shared box: compare ratios within one run)
 
@@ -116,12 +117,12 @@ def main() -> None:
             "gateway_num_cpus": 0,
         }
     )
-    # the same policy inside the gateway replica (its own store, route /gw)
-    settings_gw = settings.model_copy(
+    # the same policy as a deployment of its own (its own store, route /own)
+    settings_own = settings.model_copy(
         update={
-            "stable": settings.stable.model_copy(update={"in_gateway": True}),
-            "feedback_db": str(tmp / "feedback_gw.sqlite"),
-            "route_prefix": "/gw",
+            "stable": settings.stable.model_copy(update={"in_gateway": False}),
+            "feedback_db": str(tmp / "feedback_own.sqlite"),
+            "route_prefix": "/own",
         }
     )
     bodies = expert_bodies(AgentTaskEnv(settings.env_config()), 12)
@@ -131,7 +132,7 @@ def main() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     deploy(
-        [app_config(settings, name="bench"), app_config(settings_gw, name="bench_gw")],
+        [app_config(settings, name="bench"), app_config(settings_own, name="bench_own")],
         http_options={"host": "127.0.0.1", "port": port},
     )
     handle = serve.get_app_handle("bench")
@@ -162,9 +163,9 @@ def main() -> None:
             i += 1
         return float(np.median(lat))
 
-    async def in_gateway() -> int:
-        """The *_in_gateway figures; returns the failed requests."""
-        h, base, sfx = serve.get_app_handle("bench_gw"), url + "/gw", "_in_gateway"
+    async def own_deployment() -> int:
+        """The *_own_deployment figures; returns the failed requests."""
+        h, base, sfx = serve.get_app_handle("bench_own"), url + "/own", "_own_deployment"
         errors = await warm_up(h, base)
         out["handle_p50_ms" + sfx] = await handle_p50(h)
         r = await closed_loop(base, "/v1/act", bodies, 1, a.phase_s, headers)
@@ -175,7 +176,7 @@ def main() -> None:
         n_b, n_i = after["batches"] - before["batches"], after["requests"] - before["requests"]
         out["http_rps_c32_batched" + sfx], out["mean_batch_size" + sfx] = r1.rps, n_i / n_b if n_b else 0.0
         unbatched = PolicyUserConfig(max_batch_size=1)
-        await asyncio.to_thread(deploy, [app_config(settings_gw, "bench_gw", batching=unbatched)])
+        await asyncio.to_thread(deploy, [app_config(settings_own, "bench_own", batching=unbatched)])
         await asyncio.sleep(1.0)
         r2 = await closed_loop(base, "/v1/act", bodies, 32, a.phase_s / 2, headers)
         out["http_rps_c32_unbatched" + sfx] = r2.rps
@@ -265,7 +266,7 @@ def main() -> None:
         stop.set()
         await load
         errors += live.errors
-        errors += await in_gateway()
+        errors += await own_deployment()
         out["errors"] = errors
 
     asyncio.run(run())

@@ -33,14 +33,19 @@ def serve_cmd(
         typer.Option(help="SQLite file of decisions and feedback (default: RUN_DIR/serve.sqlite)."),
     ] = None,
     max_batch_size: Annotated[int, typer.Option(help="Largest dynamic batch.")] = 32,
-    batch_wait_ms: Annotated[float, typer.Option(help="How long a batch waits to fill (ms).")] = 1.0,
+    batch_wait_ms: Annotated[
+        float,
+        typer.Option(help="How long a batch waits to fill (ms; 0: batches form while the last one runs)."),
+    ] = 0.0,
     replicas: Annotated[int, typer.Option(help="Replicas of each policy deployment.")] = 1,
     in_gateway: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            help="Run the policies inside the gateway replica: one Serve hop less per decision (with --replicas 1)."
+            "--in-gateway/--own-deployment",
+            help="Run the policies inside the gateway replica (one Serve hop less per decision; needs --replicas "
+            "1), or each in a deployment of its own. Default: inside the gateway with --replicas 1.",
         ),
-    ] = False,
+    ] = None,
     skills_url: Annotated[
         str | None, typer.Option(help="Agent mode calls this skill server (default: in-process tools).")
     ] = None,

@@ -100,7 +100,13 @@ class RandomPolicy:
 def stack_obs(
     obs: Sequence[dict[str, np.ndarray]], device: torch.device | str = "cpu"
 ) -> dict[str, torch.Tensor]:
-    """A list of observations → a dict of batched tensors."""
+    """A list of observations → a dict of batched tensors (copies: the tensors never share the observations'
+    memory).
+
+    One observation (a served decision, a batch-1 evaluation step) skips ``np.stack`` and the no-op ``.to`` on
+    the CPU: with ~46 keys those cost 0.2 ms of a 0.3 ms call (``thread_time``, tiny config)."""
+    if len(obs) == 1 and torch.device(device).type == "cpu":
+        return {k: torch.from_numpy(np.array(v)[None]) for k, v in obs[0].items()}
     return {k: torch.from_numpy(np.stack([o[k] for o in obs])).to(device) for k in obs[0]}
 
 

@@ -11,6 +11,7 @@ KL choice: the exact KL of the joint, ``KL(skill) + Σ_k p(k) KL(args | k)`` (ex
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
@@ -100,8 +101,12 @@ class SkillArgumentDistribution(TorchDistribution):
         """Same distribution whose ``sample`` is the mode: argmax skill, then argmax args / numeric mean.
 
         ``logp`` of the mode stays the stochastic log-probability (finite), which is informative for serving.
+        It shares this distribution's split logits and skill ``Categorical`` (splitting the logits again cost
+        0.09 ms of a served decision, ``thread_time``, tiny config).
         """
-        return self.__class__(logits=self.logits, packed_layout=self.packed_layout, deterministic=True)
+        out = copy.copy(self)
+        out.deterministic = True
+        return out
 
     @staticmethod
     @override(Distribution)

@@ -75,10 +75,12 @@ def _check_batch_fits(max_batch_size: int) -> None:
 class BatchedPolicy:
     """One policy version: batched observations -> actions and skill probabilities. Its own deployment
     (:data:`PolicyDeployment`) or, for an arm with ``in_gateway``, an object inside the gateway replica
-    (``@serve.batch`` works in any replica)."""
+    (``@serve.batch`` works in any replica; ``off_loop``: its forwards run in a worker thread, so the gateway's
+    event loop keeps serving meanwhile and the policy timeout applies to them)."""
 
-    def __init__(self, arm: dict[str, Any]) -> None:
+    def __init__(self, arm: dict[str, Any], off_loop: bool = False) -> None:
         s = ArmSettings.model_validate(arm)
+        self.off_loop = off_loop
         self.version = s.resolved_version()
         self.runner = PolicyRunner(s.checkpoint, sample=s.sample, torch_threads=s.torch_threads)
         self.batching = s.batching
@@ -91,11 +93,11 @@ class BatchedPolicy:
         self.act.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)  # type: ignore[attr-defined]
         self.batching = cfg
 
-    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.001)
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.0)
     async def act(self, obs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self.batching.fault_delay_ms:  # chaos testing: a slow policy (PolicyUserConfig.fault_delay_ms)
             await asyncio.sleep(self.batching.fault_delay_ms / 1e3)
-        return self.runner.act(obs)
+        return await self.runner.act_off_loop(obs) if self.off_loop else self.runner.act(obs)
 
     def info(self) -> dict[str, Any]:
         return {
@@ -136,7 +138,9 @@ class Gateway:
         given = {"stable": stable, "candidate": candidate}
         # an in-gateway arm's policy lives here; the others are reached through their deployment's handle
         self.local: dict[ArmName, BatchedPolicy] = {
-            k: BatchedPolicy(a.model_dump(mode="json")) for k, a in arms.items() if a.in_gateway
+            k: BatchedPolicy(a.model_dump(mode="json"), off_loop=True)
+            for k, a in arms.items()
+            if a.in_gateway
         }
         self.handles: dict[str, DeploymentHandle] = {}
         for k, a in arms.items():

@@ -168,12 +168,12 @@ class PolicyService:
                 return resp
         with self.pool.lease() as env:
             p = self.builder.prepare(body, env)
-            self._report_transcript(body, body.conversation_id or _task_key(body))
+            key = body.conversation_id or _task_key(body)  # the conversation: its canary arm and outcomes
+            self._report_transcript(body, key)
             why: str | None = None
             if self.strategy_mode == "rules":
                 arm, fields = "rules", self.builder.rules(p)
             else:
-                key = body.conversation_id or _task_key(body)
                 arm, out, why = await self._decide(self.router.assign(key), p.obs, trace_id)
                 fields = (
                     self.builder.rules(p)

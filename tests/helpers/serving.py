@@ -193,7 +193,8 @@ def build_served(tmp: Path) -> Served:
     random_policy = save_untrained_module(tmp / "random", seed=1)
     (tmp / "token").write_text(TOKEN)
     common = {"auth": {"token_file": str(tmp / "token")}, "gateway_num_cpus": 0}
-    stable = {"checkpoint": str(served_ckpt), "num_cpus": 0, "version": "tiny"}
+    # main, bad and good serve each policy as a deployment of its own (the chaos tests kill those replicas)
+    stable = {"checkpoint": str(served_ckpt), "num_cpus": 0, "version": "tiny", "in_gateway": False}
     canary = {"canary": CANARY, "sla": CANARY_SLA}
     settings = {
         "main": ServeSettings.model_validate(
@@ -209,6 +210,7 @@ def build_served(tmp: Path) -> Served:
                     "num_cpus": 0,
                     "sample": True,
                     "version": "random",
+                    "in_gateway": False,
                 },
                 "feedback_db": str(tmp / "bad.sqlite"),
                 "route_prefix": "/bad",

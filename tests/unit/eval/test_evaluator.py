@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from agentic_ray.envs.agent_task_env import AgentTaskEnvConfig
-from agentic_ray.eval.evaluator import ExpertPolicy, RandomPolicy, evaluate_policy
+import numpy as np
+import torch
+
+from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
+from agentic_ray.eval.evaluator import ExpertPolicy, RandomPolicy, evaluate_policy, stack_obs
 
 
 def test_expert_is_perfect_on_validation_and_traced():
@@ -137,3 +140,15 @@ def test_traced_episodes_are_scored_only_by_the_layers_their_domain_feeds():
     assert {"execution", "efficiency", "risk", "plan"} <= helpdesk
     assert not helpdesk & {"user_experience", "long_term_value", "detection_f1", "memory"}
     assert {"user_experience", "long_term_value"} <= ecommerce
+
+
+def test_one_observation_stacks_as_a_batch_of_one_and_is_copied():
+    """The batch-1 path of stack_obs (serving's) gives what the general path gives, and owns its memory."""
+    env = AgentTaskEnv(AgentTaskEnvConfig())
+    obs = [env.reset(seed=s)[0] for s in range(2)]
+    one, both = stack_obs(obs[:1]), stack_obs(obs)
+    assert list(one) == list(obs[0]) == list(both)
+    for k, v in one.items():
+        assert v.dtype == both[k].dtype and v.shape == (1, *both[k].shape[1:]), k
+        assert torch.equal(v, both[k][:1]), k
+        assert not np.shares_memory(v.numpy(), obs[0][k]), k

@@ -32,7 +32,7 @@ def test_bound_and_unbound_classes_agree() -> None:
     torch.testing.assert_close(h_a, b.entropy())
     for dist in (a, b):
         greedy = dist.to_deterministic()
-        assert isinstance(greedy, type(dist)) and greedy.deterministic
+        assert isinstance(greedy, type(dist)) and greedy.deterministic and not dist.deterministic
         first, second = greedy.sample(), greedy.sample()
         assert all(torch.equal(first[k], second[k]) for k in first)
         assert torch.equal(first["skill"], logits[:, : LAYOUT.num_skills].argmax(-1))

@@ -3,6 +3,9 @@ ModulePolicy on the module's training-path forward."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import numpy as np
 import torch
 
@@ -40,3 +43,34 @@ def test_served_decisions_equal_module_policy_decisions(module_dir) -> None:
             for key, value in want.items():
                 np.testing.assert_allclose(out["action"][key], value, atol=1e-5, err_msg=key)
             np.testing.assert_allclose(out["skill_probs"], probs[i], atol=1e-5)
+
+
+def test_a_forward_off_the_loop_lets_the_loop_run_and_decides_as_on_it(module_dir) -> None:
+    """What a policy inside the gateway replica acts with: the event loop keeps running during the forward (so
+    other requests and the policy timeout go on), and the decisions are the loop's own."""
+    env = AgentTaskEnv(env_config())
+    observations = [env.reset(seed=s)[0] for s in range(32)]
+    runner = PolicyRunner(module_dir)
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.001)
+
+    async def main() -> tuple[list, float, float]:
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0.01)
+        t0 = time.perf_counter()
+        out = await runner.act_off_loop(observations)
+        t1 = time.perf_counter()
+        ticker.cancel()
+        return out, t0, t1
+
+    served, t0, t1 = asyncio.run(main())
+    assert sum(t0 < t < t1 for t in ticks) >= 2, f"the loop stood still for {1e3 * (t1 - t0):.1f} ms"
+    for got, want in zip(served, runner.act(observations), strict=True):
+        assert got["action"].keys() == want["action"].keys()
+        for key, value in want["action"].items():
+            np.testing.assert_array_equal(got["action"][key], value, err_msg=key)
+        np.testing.assert_array_equal(got["skill_probs"], want["skill_probs"])

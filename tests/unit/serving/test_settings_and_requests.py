@@ -38,16 +38,24 @@ def test_an_in_gateway_arm_has_no_deployment_and_its_batching_rides_on_the_gatew
 
     with pytest.raises(ValidationError, match="num_replicas must be 1"):
         ArmSettings(checkpoint="x", in_gateway=True, num_replicas=2)
-    assert not ArmSettings(checkpoint="x").in_gateway  # default: its own deployment, as before
+    # default: inside the gateway for one replica, a deployment of its own to scale out or when asked
+    assert ArmSettings(checkpoint="x").in_gateway and ArmSettings(checkpoint="x", in_gateway=None).in_gateway
+    assert not ArmSettings(checkpoint="x", num_replicas=2).in_gateway
+    assert not ArmSettings(checkpoint="x", in_gateway=False).in_gateway
+    dumped = ArmSettings(checkpoint="x").model_dump(mode="json")  # what the replicas validate again
+    assert ArmSettings.model_validate(dumped).in_gateway and dumped["in_gateway"] is True
+    default = ServeSettings(stable={"checkpoint": "s"}, candidate={"checkpoint": "c"})
+    assert [d["name"] for d in app_config(default)["deployments"]] == ["Gateway"]
+    assert sorted(app_config(default)["deployments"][0]["user_config"]["batching"]) == ["candidate", "stable"]
     s = ServeSettings(
         stable={"checkpoint": "s", "in_gateway": True, "batching": {"max_batch_size": 8}},
-        candidate={"checkpoint": "c"},
+        candidate={"checkpoint": "c", "in_gateway": False},
     )
     deployments = {d["name"]: d["user_config"] for d in app_config(s)["deployments"]}
     assert sorted(deployments) == ["Gateway", "candidate"]
     assert deployments["Gateway"] == {
         "strategy_mode": "learned",
-        "batching": {"stable": {"max_batch_size": 8, "batch_wait_timeout_s": 0.001, "fault_delay_ms": 0.0}},
+        "batching": {"stable": {"max_batch_size": 8, "batch_wait_timeout_s": 0.0, "fault_delay_ms": 0.0}},
     }
     unbatched = PolicyUserConfig(max_batch_size=1)
     deployments = {d["name"]: d["user_config"] for d in app_config(s, "p", "rules", unbatched)["deployments"]}
@@ -57,7 +65,7 @@ def test_an_in_gateway_arm_has_no_deployment_and_its_batching_rides_on_the_gatew
     assert cfg.batching["stable"].max_batch_size == 1
     with pytest.raises(ValidationError):  # arms are named
         GatewayUserConfig(batching={"canary": {"max_batch_size": 2}})
-    plain = ServeSettings(stable={"checkpoint": "s"})
+    plain = ServeSettings(stable={"checkpoint": "s", "in_gateway": False})
     assert app_config(plain)["deployments"][0]["user_config"] == {"strategy_mode": "learned", "batching": {}}
 
 
