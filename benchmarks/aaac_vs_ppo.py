@@ -691,8 +691,25 @@ def variant(a: argparse.Namespace) -> str | None:
     return "-".join(parts) or None
 
 
-def settings_key(a: argparse.Namespace) -> str:
-    """Every flag that shapes a run, as a string: runs are reused from ``--runs`` only when it matches."""
+ARM_FLAGS: dict[str, set[str]] = {
+    "ppo_lambda": {"ppo", "ppo_risk_folded", "ppo_lagrangian"},
+    "cost_limit": {"ppo_lagrangian"},
+    "lagrangian_lr": {"ppo_lagrangian"},
+    "fixed_lambda": {"aaac_fixed_lambda"},
+    "aaac_set": {arm for arm, (algo, _) in ARMS.items() if algo == "aaac"},
+}
+"""Flags that shape only some arms' runs: in another arm's key they read as their setting's default, so rerunning
+one arm with another value (e.g. PPO-Lagrangian's ``--lagrangian-lr``) keeps every other arm's runs."""
+
+
+def settings_key(a: argparse.Namespace, arm: str | None = None) -> str:
+    """Every flag that shapes a run, as a string: runs are reused from ``--runs`` only when it matches. With
+    ``arm``, the flags of :data:`ARM_FLAGS` that do not shape that arm read as their setting's default."""
+    if arm is not None:
+        defaults = vars(parse(["--setting", a.setting]))
+        a = argparse.Namespace(
+            **{k: (defaults[k] if arm not in ARM_FLAGS.get(k, {arm}) else v) for k, v in vars(a).items()}
+        )
     return json.dumps(
         {
             k: v
@@ -722,14 +739,14 @@ def stale_runs(runs: list[dict[str, Any]], fingerprint: str) -> int:
     return sum(r.get("resolved") != fingerprint for r in runs)
 
 
-def load_runs(path: str | None, key: str) -> dict[tuple[str, int], dict[str, Any]]:
-    """Finished runs in ``path`` with these settings, by ``(arm, seed)``."""
+def load_runs(path: str | None, keys: dict[str, str]) -> dict[tuple[str, int], dict[str, Any]]:
+    """Finished runs in ``path`` with their arm's settings key (``keys``: arm -> key), by ``(arm, seed)``."""
     if not path or not Path(path).exists():
         return {}
     out = {}
     for line in Path(path).read_text().splitlines():
         r = json.loads(line)
-        if r.pop("settings_key", None) == key:
+        if r.pop("settings_key", None) == keys.get(r["algo"]):
             out[(r["algo"], r["seed"])] = r
     return out
 
@@ -750,11 +767,11 @@ def main() -> None:
     from agentic_ray import keys
 
     assert keys.PPO_LAG_MULTIPLIER == PPO_LAG_MULTIPLIER
-    key = settings_key(a)
+    keys = {arm: settings_key(a, arm) for arm in a.arms}
     fingerprints = {arm: resolved_fingerprint(arm, a) for arm in a.arms}
     done = {
         k: r
-        for k, r in load_runs(a.runs, key).items()
+        for k, r in load_runs(a.runs, keys).items()
         if a.reuse_stale or r.get("resolved") == fingerprints.get(k[0])
     }
 
@@ -767,7 +784,7 @@ def main() -> None:
         r["resolved"] = fingerprints[arm]
         if a.runs:
             with open(a.runs, "a") as f:
-                f.write(json.dumps({**r, "settings_key": key}) + "\n")
+                f.write(json.dumps({**r, "settings_key": keys[arm]}) + "\n")
         print(
             f"# {arm} seed {seed}: completion {r['completion']:.3f} in {time.time() - t0:.0f}s "
             f"({r['env_steps_per_s']:.1f} steps/s) curve {r['curve']}",

@@ -51,3 +51,20 @@ def test_the_domain_reaches_training_and_evaluation_and_names_the_variant():
     assert variant(parse(["--domain", "helpdesk_memory"])) == "helpdesk_memory"
     assert variant(parse(["--setting", "imitation"])) == "imitation"
     assert variant(parse([])) is None
+
+
+def test_an_arm_only_flag_keeps_the_other_arms_runs():
+    # PPO-Lagrangian rerun with a larger multiplier step: its own key changes, no other arm's does.
+    base, step = (
+        parse(["--setting", "imitation"]),
+        parse(["--setting", "imitation", "--lagrangian-lr", "0.5"]),
+    )
+    assert settings_key(step, "ppo_lagrangian") != settings_key(base, "ppo_lagrangian")
+    for arm in ("aaac", "ppo", "ppo_risk_folded", "aaac_no_kl"):
+        assert settings_key(step, arm) == settings_key(base, arm) == settings_key(base)
+    # A flag every arm shares still changes every key; an AAAC-only override leaves the PPO arms alone.
+    wider = parse(["--setting", "imitation", "--batch", "256"])
+    assert settings_key(wider, "ppo") != settings_key(base, "ppo")
+    aaac_only = parse(["--setting", "imitation", "--aaac-set", "algo.training.beta_0=2.0"])
+    assert settings_key(aaac_only, "ppo") == settings_key(base, "ppo")
+    assert settings_key(aaac_only, "aaac") != settings_key(base, "aaac")
