@@ -20,7 +20,8 @@ same tasks, and
 ``gates``, the mean ``gate_image``, ``gate_text`` and ``gate_struct`` of the multimodal encoder over the observations
 of those episodes (each over the part nodes that revealed the modality; see
 :mod:`agentic_ray.models.multimodal_node_encoder`). With several runs, ``trained`` holds their means and its
-``*_ci`` are intervals over the runs; ``trained_per_run`` holds each run's row. ``goals`` then says whether
+``*_ci`` are intervals over the runs; ``trained_per_run`` holds each run's row, with what it trained with
+(``run``: config name, seed, stage budgets, fusion). ``goals`` then says whether
 issue 30's bar is met (:func:`goals`).
 
 Not yet here (issue 30): seed 000's two comparisons at 3 seeds (layered vs sparse reward, gated vs flat:
@@ -141,11 +142,27 @@ def trained_policy(
     seen: list[dict[str, np.ndarray]] = []
     row = run_policy(lambda _env, obs: policy.forward([obs]).actions[0], tasks_per_family, seen)
     row["checkpoint"] = str(ckpt)
+    row["run"] = run_settings(run_dir)
     with torch.no_grad():
         enc = module.model.encode(stack_observations(seen))
     gates = {k: round(v, 4) for k, v in gate_means(enc.modality_gates, enc.node_masks).items()}
     gates["fusion"] = module.model.config.modality_fusion if enc.modality_gates else "flat"
     return row, gates
+
+
+def run_settings(run_dir: str) -> dict[str, Any]:
+    """What the run trained with, from its resolved settings: config name, seed and each stage's budget."""
+    s = json.loads((Path(run_dir) / "settings.json").read_text())
+    st = s.get("stages", {})
+    return {
+        "name": s.get("name"),
+        "seed": s.get("seed"),
+        "il_demos": st.get("il", {}).get("demos"),
+        "il_epochs": st.get("il", {}).get("epochs"),
+        "rl_iterations": st.get("rl", {}).get("iterations"),
+        "reflection_iterations": st.get("reflection", {}).get("iterations"),
+        "modality_fusion": s.get("model", {}).get("modality_fusion"),
+    }
 
 
 def over_runs(rows: list[dict[str, Any]]) -> dict[str, Any]:
