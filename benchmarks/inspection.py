@@ -6,7 +6,12 @@ On the fixed validation tasks of every family (``--tasks-per-family`` each, faul
 * ``default_threshold``: the observation-only rule policy with ``detect`` at the contract's defaults, then rank
   and record from what the tools revealed (:class:`~agentic_ray.domains.inspection.baseline.FixedThresholdPolicy`);
 * ``best_constant_threshold``: the same rule policy at the confidence threshold that scored the best held-out F1
-  when the detector was built (``detector.json``): how much a single better constant gains, without adapting.
+  when the detector was built (``detector.json``): how much a single better constant gains, without adapting;
+* ``best_family_params``: the same rule policy with ``detect``'s parameters chosen per task family
+  (:class:`~agentic_ray.domains.inspection.baseline.FamilyParamsPolicy`), each the grid point (threshold, NMS
+  overlap, max detections, class filter) with the best mean crack F1 over the parts of ``--select-tasks`` training
+  tasks of that family (never the validation tasks): what adapting ``detect`` to the request alone gains. A policy
+  must adapt to the part's image to do better (the expert's per-part choice is the ceiling).
 
 Per policy: ``f1`` (each inspected part's last detection call, cracks at IoU >= 0.5, averaged over parts),
 ``iou`` (localisation IoU, over parts with a crack), ``ndcg`` (the ranking call of ``top_cracks`` tasks),
@@ -45,7 +50,7 @@ import numpy as np
 
 from agentic_ray.domains import get_domain
 from agentic_ray.domains.inspection import detector as det
-from agentic_ray.domains.inspection.baseline import FixedThresholdPolicy
+from agentic_ray.domains.inspection.baseline import FamilyParamsPolicy, FixedThresholdPolicy
 from agentic_ray.domains.protocol import EpisodeView
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.keys import EPISODE_RECORD
@@ -210,6 +215,64 @@ def goals(trained: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+SELECT_GRID = [
+    {"confidence_threshold": t, "iou_threshold": iou, "max_detections": m, "class_filter": cf}
+    for t in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
+    for iou in (0.3, 0.5)
+    for m in (5, 10)
+    for cf in ("all", "crack")
+]
+
+
+def family_params(tasks_per_family: int, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Per family, the grid point of ``detect``'s parameters with the best mean crack F1 over the parts of
+    ``tasks_per_family`` training tasks (ties: the point nearest the contract's default threshold, then the first).
+    The same F1 as the benchmark's (the tool's crack outcome, matched at IoU >= 0.5); frames the camera spoiled are
+    skipped, as the tool skips them."""
+    import torch
+
+    from agentic_ray.domains.inspection.images import DEFECT_CLASSES
+    from agentic_ray.domains.inspection.tasks import SPECS
+    from agentic_ray.domains.inspection.tools import EXPOSURE_LIMIT
+    from agentic_ray.rewards.detection_functional import f1_score, match_detections
+
+    crack = DEFECT_CLASSES.index("crack")
+    d = get_domain("inspection")
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[str, Any]] = {}
+    for fam in d.families:
+        sums, n = np.zeros(len(SELECT_GRID)), 0
+        for _ in range(tasks_per_family):
+            world, task = d.make_task(fam, d.draw_training_seed(rng))
+            for pid in task.extra[SPECS]:
+                r = world.rendered(pid)
+                if float(r.pixels.mean()) > EXPOSURE_LIMIT:
+                    continue
+                tb = torch.as_tensor(r.boxes[r.classes == crack], dtype=torch.float32).reshape(-1, 4)
+                tc = torch.zeros(len(tb), dtype=torch.long)
+                cands = world.candidates(pid)
+                for j, p in enumerate(SELECT_GRID):
+                    found = [x for x in det.postprocess(cands, **p) if x.cls == "crack"]
+                    pb = torch.tensor([x.box for x in found], dtype=torch.float32).reshape(-1, 4)
+                    ps = torch.tensor([x.score for x in found], dtype=torch.float32)
+                    sums[j] += f1_score(
+                        *match_detections(pb, torch.zeros(len(pb), dtype=torch.long), ps, tb, tc)
+                    )
+                n += 1
+        if n:
+            default_t = float(det.DEFAULT_PARAMS["confidence_threshold"])
+            j = max(
+                range(len(SELECT_GRID)),
+                key=lambda k: (
+                    round(sums[k] / n, 9),
+                    -abs(SELECT_GRID[k]["confidence_threshold"] - default_t),
+                    -k,
+                ),
+            )
+            out[fam] = {**SELECT_GRID[j], "train_f1": round(float(sums[j] / n), 4), "train_parts": n}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks-per-family", type=int, default=10)
@@ -225,6 +288,12 @@ def main() -> None:
         choices=["il", "rl", "reflection"],
         help="evaluate that stage's checkpoint of each run (default: its last stage's)",
     )
+    ap.add_argument(
+        "--select-tasks",
+        type=int,
+        default=30,
+        help="training tasks per family that choose best_family_params' parameters",
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
     d = get_domain("inspection")
@@ -239,6 +308,10 @@ def main() -> None:
             {**det.DEFAULT_PARAMS, "confidence_threshold": best_t}
         ).plan,
     }
+    chosen = family_params(args.select_tasks)
+    policies["best_family_params"] = FamilyParamsPolicy(
+        {f: {k: v for k, v in p.items() if k in det.DEFAULT_PARAMS} for f, p in chosen.items()}
+    ).plan
     row: dict[str, Any] = {
         "benchmark": "inspection",
         "tasks_per_family": args.tasks_per_family,
@@ -253,6 +326,7 @@ def main() -> None:
             row["trained_per_run"] = [t for t, _ in runs]
         row["goals"] = goals(row["trained"], row["default_threshold"])
     row["best_constant_threshold"]["confidence_threshold"] = best_t
+    row["best_family_params"]["params"] = chosen
     row["detector"] = {
         "version": det.detector().version,
         "heldout_f1_at_defaults": record["heldout"]["f1"],

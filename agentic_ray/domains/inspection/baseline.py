@@ -12,6 +12,9 @@ record a part the request names with what its inspection found (``crack`` if a c
 ``scratch`` if a scratch was, else ``clean``), or else the parts the revealed fields select for the finding the
 goal (and the request) states (``crack``: the ranking's top k if one was made, else every part with a reported
 crack; ``serial_mismatch``: a clean read that does not match the manifest); hand an unusable frame to a person.
+
+:class:`FamilyParamsPolicy` is the same rule policy with one parameter setting per task family (what the request
+says the task is), the best a policy can do that adapts ``detect`` to the request but not to the part.
 """
 
 from __future__ import annotations
@@ -96,3 +99,20 @@ class FixedThresholdPolicy:
         return [
             p for p, f in fields.items() if f.get("checksum_ok") is True and f.get("manifest_match") is False
         ]
+
+
+class FamilyParamsPolicy(FixedThresholdPolicy):
+    """The rule policy with ``detect``'s parameters chosen by the task's family (the request's kind of task).
+
+    Args:
+        by_family: family -> ``detect``'s parameters (a family not listed: the contract's defaults).
+    """
+
+    def __init__(self, by_family: dict[str, dict[str, Any]]) -> None:
+        super().__init__()
+        self.by_family = {f: dict(p) for f, p in by_family.items()}
+
+    def plan(self, view: EpisodeView) -> tuple[str, dict[str, Any]]:
+        """The next call as ``(skill, params)``, with the family's ``detect`` parameters."""
+        self.detect_params = self.by_family.get(view.task.family, dict(DEFAULT_PARAMS))
+        return super().plan(view)

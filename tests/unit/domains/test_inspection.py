@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from agentic_ray.domains import get_domain
 from agentic_ray.domains.inspection import build_models, detector, tools
-from agentic_ray.domains.inspection.baseline import FixedThresholdPolicy
+from agentic_ray.domains.inspection.baseline import FamilyParamsPolicy, FixedThresholdPolicy
 from agentic_ray.domains.inspection.font import checksum_ok, make_serial
 from agentic_ray.domains.inspection.images import draw_part, render
 from agentic_ray.domains.inspection.ocr import GARBLE_CHARS
@@ -269,6 +269,30 @@ def test_the_fixed_threshold_policy_reads_only_what_the_agent_knows() -> None:
     detects = [s["args"] for s in rec["steps"] if s["skill"] == "detect"]
     assert len(detects) == 5 and all(a["confidence_threshold"] == pytest.approx(0.45) for a in detects)
     assert [s["skill"] for s in rec["steps"]][-1] == "db_update"
+
+
+def test_the_family_params_policy_calls_detect_with_its_familys_parameters() -> None:
+    """Each family's episodes carry that family's parameters; a family not listed gets the defaults."""
+    by_family = {
+        "mixed_batch": {**detector.DEFAULT_PARAMS, "confidence_threshold": 0.35, "iou_threshold": 0.3}
+    }
+    policy = FamilyParamsPolicy(by_family)
+    seen: dict[str, list[dict[str, Any]]] = {}
+    for fam in ("mixed_batch", "top_cracks"):
+        env = AgentTaskEnv(AgentTaskEnvConfig(domain="inspection", split="validation", families=[fam]))
+        env.reset(seed=0)
+        while True:
+            _obs, _r, term, trunc, info = env.step(env.encode_action(*policy.plan(env.view())))
+            if term or trunc:
+                break
+        env.close()
+        seen[fam] = [s["args"] for s in info[EPISODE_RECORD]["steps"] if s["skill"] == "detect"]
+    assert seen["mixed_batch"] and seen["top_cracks"]
+    for a in seen["mixed_batch"]:
+        assert (a["confidence_threshold"], a["iou_threshold"]) == pytest.approx((0.35, 0.3))
+    for a in seen["top_cracks"]:
+        assert a["confidence_threshold"] == pytest.approx(detector.DEFAULT_PARAMS["confidence_threshold"])
+        assert a["iou_threshold"] == pytest.approx(detector.DEFAULT_PARAMS["iou_threshold"])
 
 
 def test_reward_context_feeds_the_dense_layers_on_the_right_steps() -> None:
