@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from agentic_ray.domains.draws import bits62
+from agentic_ray.domains.draws import bits62, small_ints
 from agentic_ray.domains.tool_health import health_tick
 
 CATEGORIES: tuple[str, ...] = ("electronics", "apparel", "home", "beauty")
@@ -175,7 +175,7 @@ class ShopWorld:
         self.tick += 1
         n = len(self.products)
         u = rng.random(n).tolist()
-        restock = rng.integers(1, 10, size=n).tolist()
+        restock = small_ints(rng, 1, 10, n)  # = rng.integers(1, 10, size=n).tolist(), half the cost
         for p, ui, r in zip(self.products, u, restock, strict=True):
             if p.sku in frozen_skus:
                 continue
