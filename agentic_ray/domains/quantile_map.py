@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+_interp: Any
 try:  # np.interp's compiled core: what it calls for real tables without a period, minus ~3 us of Python checks
     from numpy._core.multiarray import interp as _interp
 except ImportError:  # another NumPy layout: the public function, same values
