@@ -863,7 +863,7 @@ class AgentTaskEnv(gym.Env):
             ):
                 self._warnings.append(f"backend sync failed: {out.error_code}: {out.message}")
         # Termination.
-        all_done = bool(st.goal_done.all())
+        all_done = all(st.goal_done.tolist())  # = bool(.all()): ~0.15 vs ~1.5 us on a few goals
         ended = ok and not degraded and skill == task.end_skill  # the task's declared end
         terminal = ok and not degraded and (skill in self._terminal or ended)
         completed = False
