@@ -759,7 +759,7 @@ class ObservationBuilder:
         sx[0, :SESSION_FEATURES] = (
             min(1.0, state.step / bud),
             max(0.0, (bud - state.step) / bud),
-            np.count_nonzero(done) / ng if ng else 1.0,
+            (done.tolist().count(True) if done.dtype == bool else np.count_nonzero(done)) / ng if ng else 1.0,
             float(state.last_ok),
             float(state.last_failed),
             min(1.0, state.consecutive_failures / 5.0),
