@@ -45,19 +45,45 @@ class Knowledge:
         return tuple(self._entities)
 
     def reveal(self, entity_type: str, entity_id: str, fields: dict[str, Any] | None = None) -> None:
-        """Make an entity known (idempotent) and set the given fields (later values win)."""
-        if entity_type not in self._entities:
+        """Make an entity known (idempotent) and set the given fields (later values win).
+
+        :attr:`version` and the entity's :attr:`entity_version` move only when something changes: a new entity,
+        a new field, or a field whose value changes (another value, or an equal one of another type). A repeated
+        lookup that reveals nothing new leaves them, so the builders' and masks' caches keyed on them stay valid
+        (the version bumped on every reveal before, and a re-read invalidated the observation's entity part
+        for nothing)."""
+        ents = self._entities.get(entity_type)
+        if ents is None:
             raise KeyError(f"unknown entity type {entity_type!r}; known: {list(self._entities)}")
-        d = self._entities[entity_type].setdefault(str(entity_id), {})
+        eid = str(entity_id)
+        d = ents.get(eid)
+        changed = d is None
+        if d is None:
+            d = ents[eid] = {}
         if fields:
+            if not changed:
+                for f, v in fields.items():
+                    if f not in d:
+                        changed = True
+                        break
+                    if not _same(d[f], v):
+                        changed = True
+                        break
             d.update(fields)
-        self.version += 1
-        self.entity_version[(entity_type, str(entity_id))] = self.version
+        if changed:
+            self.version += 1
+            self.entity_version[(entity_type, eid)] = self.version
 
     def mention(self, entity_type: str, entity_id: str) -> None:
         """The request names this entity: it is known (without fields) from the start."""
-        self.mentioned.add((entity_type, str(entity_id)))
+        ref = (entity_type, str(entity_id))
+        known = self.version
         self.reveal(entity_type, entity_id)
+        if ref not in self.mentioned:
+            self.mentioned.add(ref)
+            if self.version == known:  # known already, now also named: its row's "mentioned" flag changes
+                self.version += 1
+                self.entity_version[ref] = self.version
 
     def forget_mentions(self) -> None:
         """The request has left the short-term window (``Task.short_term_window``): its entities stay known but
@@ -96,6 +122,17 @@ class Knowledge:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form (for traces and serving)."""
         return {"entities": copy.deepcopy(self._entities), "mentioned": sorted(self.mentioned)}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether a revealed value repeats one already known: the same type and equal (a value that cannot say,
+    such as an array, counts as new)."""
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 def _ref_type(contract: SkillContract, name: str) -> str | None:

@@ -279,7 +279,9 @@ class ActionCodec:
             return []
         return [
             f"numeric slot {i}: raw {x:g} clipped to ±{NUMERIC_BOUND:g}"
-            for i, x in enumerate(num)
+            for i, x in enumerate(
+                num.tolist()
+            )  # Python floats: the same test and text, without NumPy scalars
             if abs(x) > NUMERIC_BOUND
         ]
 

@@ -59,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentic_ray.domains import get_domain
 from agentic_ray.domains.caller_errors import caller_error_for, caller_error_setup_for, stale_entities
+from agentic_ray.domains.draws import bits63
 from agentic_ray.domains.goal_dag import goal_edges, plan_validity
 from agentic_ray.domains.knowledge import Knowledge, reveal_result
 from agentic_ray.domains.protocol import EpisodeView, LastStep, Task, domain_options
@@ -485,9 +486,7 @@ class AgentTaskEnv(gym.Env):
         if self.intent_id:
             self.executor.forget_intent(self.intent_id)
         self.world, self.task = world, task
-        self.episode_id = uuid.UUID(
-            int=int(self._rng.integers(2**63)) << 64 | int(self._rng.integers(2**63))
-        ).hex
+        self.episode_id = uuid.UUID(int=bits63(self._rng) << 64 | bits63(self._rng)).hex
         self.intent_id = ToolExecutor.intent_hash(f"{task.request.text} #{self.episode_id}")
         # Every episode gets its own world id: a backend's idempotency cache (keyed by world and call) must not
         # replay the previous episode's replies when seeded trace ids repeat.
@@ -678,7 +677,7 @@ class AgentTaskEnv(gym.Env):
         st.step += 1
         k, params, err, msg, structured = self.decode_action(action)
         skill = self.skills[k] if k >= 0 else "<invalid>"
-        trace_id = f"{int(self._rng.integers(2**63)):016x}"
+        trace_id = f"{bits63(self._rng):016x}"  # = rng.integers(2**63), ~4 us cheaper
         masked, soft_masked = False, False
         res: ToolResult | None = None
         c = self.by_name.get(skill)
@@ -864,7 +863,7 @@ class AgentTaskEnv(gym.Env):
             ):
                 self._warnings.append(f"backend sync failed: {out.error_code}: {out.message}")
         # Termination.
-        all_done = bool(st.goal_done.all())
+        all_done = all(st.goal_done.tolist())  # = bool(.all()): ~0.15 vs ~1.5 us on a few goals
         ended = ok and not degraded and skill == task.end_skill  # the task's declared end
         terminal = ok and not degraded and (skill in self._terminal or ended)
         completed = False

@@ -340,7 +340,7 @@ class MaskComputer:
             self._cached is not None
             and self._cached.pm is pm
             and bwhy == self._bwhy
-            and np.array_equal(business, self._business)
+            and business.tobytes() == self._business.tobytes()  # both (K,) bool: np.array_equal, ~60x cheaper
         ):  # the new call changed no outcome (the common case): the structure, and its key, stay
             self._bkey = key
             return self._cached
@@ -379,7 +379,8 @@ class MaskComputer:
             return Masks(st.mask.copy(), st.pm, st.lm, st.hard, soft, st.reasons, st.business)
         er, is_open = sla["error_rate"], sla["open"]
         hot = (er > self.threshold) & (sla["calls"] >= self.soft_min_calls)
-        if not (hot.any() or is_open.any()):  # the common case: no soft mask, the structure decides
+        # The common case: no soft mask, the structure decides (any() of the lists: .any() costs ~10x more here).
+        if not (any(hot.tolist()) or any(is_open.tolist())):
             self._calm_key = sla_key
             soft = np.zeros(self.layout.num_skills, dtype=bool)
             return Masks(st.mask.copy(), st.pm, st.lm, st.hard, soft, st.reasons, st.business)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from agentic_ray.domains.draws import bits62
 from agentic_ray.domains.goal_dag import Goal
 from agentic_ray.domains.helpdesk.world import (
     OPEN_STATUSES,
@@ -244,7 +245,7 @@ def generate_task(family: str, seed: int, handler: Callable[[str], Handler]) -> 
         raise KeyError(f"unknown task family {family!r}; known: {FAMILIES}")
     rng = np.random.default_rng([seed, FAMILIES.index(family)])
     world = make_world(rng)
-    c = _Ctx(world, random.Random(int(rng.integers(1 << 62))))
+    c = _Ctx(world, random.Random(bits62(rng)))  # = rng.integers(1 << 62)
     goals, text = SIMPLE[family](c)
     e = world.caller
     facts = {"email": e.email} if c.r.random() < 0.7 else {"badge": e.badge}

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from agentic_ray.domains.draws import bits62
 from agentic_ray.domains.tool_health import ToolHealth, draw_tool_health, drift_tool_health
 
 DEPARTMENTS: tuple[str, ...] = ("engineering", "sales", "finance", "operations")
@@ -181,7 +182,7 @@ def add_ticket(
 def make_world(rng: np.random.Generator) -> HelpdeskWorld:
     """A fresh random help desk: the caller with 2-4 assets of distinct kinds and 1-3 tickets, a colleague with one
     asset and one ticket."""
-    r = random.Random(int(rng.integers(1 << 62)))
+    r = random.Random(bits62(rng))  # = rng.integers(1 << 62)
     names, eids = r.sample(NAMES, 2), r.sample(range(10_000, 100_000), 2)
     people = [_employee(r, f"E{i}", n) for i, n in zip(eids, names, strict=True)]
     health = draw_tool_health(r, BASE_TOOL_HEALTH)
