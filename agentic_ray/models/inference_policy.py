@@ -27,7 +27,11 @@ slices, and about a third fewer kernels that compute (``addmm`` x 90):
   on its own factors one linear for all followers (no loop per slot);
 * the constants (transposed and stacked weights, gather indices, the embeddings through their first layers) are
   built once per set of weights and rebuilt when a parameter changes (:meth:`InferencePolicy.for_model` checks
-  the parameters' version counters).
+  the parameters' version counters);
+* **work tables kept per thread and batch size** (:class:`_Scratch`): the per-type linears write into views of
+  them made once (``out=``), so a layer makes no slice or view per node type and no ``cat`` of its projections
+  (603 top-level operations per forward before, 424 after; about 5% less CPU time, paired, e-commerce default
+  sizes). Each thread has its own (Serve runs forwards in a thread pool); results never alias them.
 
 The training path keeps its maths: this is a second implementation of the same function, checked against it on
 every registered domain and action mode (``tests/unit/models/test_inference_policy.py``: logits and values within
@@ -42,6 +46,7 @@ passing mixes the whole graph into them, so only the parts that depend on no obs
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -111,9 +116,13 @@ class _FlatLayerNorm:
         self.bias = _RowTable([n.bias.detach() if n is not None else zeros for n in norms], counts)
         self.total = sum(counts)
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The normed table (written into ``out`` when given)."""
         b = x.shape[0] // self.total
-        return torch.addcmul(self.bias(b), F.layer_norm(x, (self.h,), eps=self.eps), self.weight(b))
+        normed = F.layer_norm(x, (self.h,), eps=self.eps)
+        if out is None:
+            return torch.addcmul(self.bias(b), normed, self.weight(b))
+        return torch.addcmul(self.bias(b), normed, self.weight(b), out=out)
 
 
 @dataclass(frozen=True)
@@ -200,6 +209,63 @@ class _Graph:
     relation: torch.Tensor
 
 
+_SCRATCH_MAX_BATCH = 64
+"""Largest batch size whose scratch buffers a thread keeps (larger batches allocate them per call, where their
+arithmetic outweighs the per-operation overhead the kept views save)."""
+
+
+class _Scratch:
+    """One thread's work tables of one batch size, and each node type's rows of them as views made once.
+
+    A layer writes its per-type linears into these (``out=``), so a forward makes no slice or view per node type
+    and layer, and no ``cat`` of the projections. Tables (``R = B·rows``):
+
+    * ``x``: two ``(R + 1, H)`` node tables, a layer reading one and writing the other; the last row stays zero
+      (the padded node table gathers its empty slots from it);
+    * ``x0`` ``(R, H)`` the input projections; ``proj`` the layer's projection table; ``gated`` ``(G, H)`` the
+      gated messages per group; ``update`` ``(R, H)`` the messages through ``out_proj`` (zero on rows of types
+      with no in-relations, which are never written); ``mid``, ``hidden``, ``second``: the FFN's input, hidden
+      layer and output.
+
+    Not shared between threads (Serve runs forwards in a thread pool): :meth:`_FastEncoder.scratch` keeps one
+    set per thread.
+    """
+
+    def __init__(self, encoder: _FastEncoder, b: int) -> None:
+        h, counts, device = encoder.h, encoder.counts, encoder.device
+        rows = b * encoder.num_nodes
+        sizes = [b * n for n in counts]
+
+        def table(width: int, extra: int = 0) -> tuple[torch.Tensor, list[torch.Tensor]]:
+            t = torch.zeros(rows + extra, width, device=device)
+            return t, list(t[:rows].split(sizes))
+
+        with torch.inference_mode(False), torch.no_grad():  # plain tensors: usable under no_grad too
+            self.x, self.xs = [], []
+            for _ in range(2):
+                t, views = table(h, extra=1)
+                self.x.append(t)
+                self.xs.append(views)
+            self.x0, self.x0s = table(h)
+            self.update, self.updates = table(h)
+            self.mid, self.mids = table(h)
+            self.second, self.seconds = table(h)
+            self.hidden, self.hiddens = table(encoder.ffn_width)
+            widths = encoder.width
+            proj_rows = [b * n * w for n, w in zip(counts, widths, strict=True)]
+            self.proj = torch.zeros(sum(proj_rows), h, device=device)
+            self.projs = [
+                part.view(b * n, w * h)
+                for part, n, w in zip(self.proj.split(proj_rows), counts, widths, strict=True)
+            ]
+            group_rows = [b * n * r for n, r in zip(counts, encoder.r_in, strict=True)]
+            self.gated = torch.zeros(sum(group_rows), h, device=device)
+            self.gateds = [
+                part.view(b * n, r * h)
+                for part, n, r in zip(self.gated.split(group_rows), counts, encoder.r_in, strict=True)
+            ]
+
+
 class _FastLayer:
     """One :class:`GatedHeteroAttentionLayer` over the flat node table (same weights, same maths)."""
 
@@ -280,13 +346,20 @@ class _FastLayer:
             table = self.group_gate[b] = self.gate_message.index_select(0, batch.group_relation)
         return table
 
-    def __call__(self, x: torch.Tensor, g: _Graph, attention: torch.Tensor) -> torch.Tensor:
-        """``x (rows, H)`` -> the layer's output, same shape; ``attention (E, A, dh)``: each edge's relation's
-        attention vectors."""
+    def __call__(
+        self, g: _Graph, attention: torch.Tensor, s: _Scratch, src: int
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Reads the node table ``s.x[src]`` (``(rows, H)`` and per type ``s.xs[src]``) and writes its output into
+        ``s.x[1 - src]``; returns that table's rows and per-type views. ``attention (E, A, dh)``: each edge's
+        relation's attention vectors."""
         h, a, dh, b, cb = self.h, self.heads, self.dh, g.b, g.batch
-        rows = [slice(s, s + b * n) for s, n in zip(cb.starts, self.counts, strict=True)]
+        xs, rows = s.xs[src], g.b * sum(self.counts)
+        x = s.x[src][:rows]
+        out, outs = s.x[1 - src][:rows], s.xs[1 - src]
         # neighbour messages, queries and gate logits of every relation: one addmm per node type
-        proj = torch.cat([torch.addmm(p.bias, x[rows[p.index]], p.weight).view(-1, h) for p in self.proj])
+        for p in self.proj:
+            torch.addmm(p.bias, xs[p.index], p.weight, out=s.projs[p.index])
+        proj = s.proj
         msg_e = proj.index_select(0, g.src_row).view(-1, a, dh)
         query_e = proj.index_select(0, g.query_row).view(-1, a, dh)
         score = (F.leaky_relu(msg_e + query_e, self.slope) * attention).sum(-1)  # (E, A)
@@ -299,25 +372,25 @@ class _FastLayer:
         agg = msg_e.new_zeros(cb.num_groups, a, dh).index_add_(0, g.group, alpha.unsqueeze(-1) * msg_e)
         agg = agg.view(-1, h)
         gate_logit = proj.view(-1).index_select(0, cb.gate_elem)
-        gated = agg * torch.sigmoid(gate_logit + (agg * self.group_gate_message(cb, b)).sum(-1)).unsqueeze(-1)
-        update = torch.empty_like(x) if self.all_dst else x.new_zeros(x.shape)
+        gate = torch.sigmoid(gate_logit + (agg * self.group_gate_message(cb, b)).sum(-1)).unsqueeze(-1)
+        torch.mul(agg, gate, out=s.gated)
         for o in self.out:
-            ri, gs = self.in_relations[o.index], cb.group_starts[o.index]
-            block = gated[gs : gs + b * self.counts[o.index] * ri].view(-1, ri * h)
-            torch.addmm(o.bias, block, o.weight, out=update[rows[o.index]])
-        out = self.message_norm(x + update)
-        if not self.all_dst:
-            out = torch.where(self.dst_rows(b) > 0, out, x)
-        if self.ffn:
-            hidden = x.new_empty(x.shape[0], self.ffn_width)
-            for f1, _ in self.ffn:
-                torch.addmm(f1.bias, out[rows[f1.index]], f1.weight, out=hidden[rows[f1.index]])
-            hidden = F.gelu(hidden)
-            second = torch.empty_like(x)
-            for _, f2 in self.ffn:
-                torch.addmm(f2.bias, hidden[rows[f2.index]], f2.weight, out=second[rows[f2.index]])
-            out = self.ffn_norm(out + second)
-        return out
+            torch.addmm(o.bias, s.gateds[o.index], o.weight, out=s.updates[o.index])
+        residual = x + s.update
+        target = s.mid if self.ffn else out
+        if self.all_dst:
+            mid = self.message_norm(residual, out=target)
+        else:
+            mid = torch.where(self.dst_rows(b) > 0, self.message_norm(residual), x, out=target)
+        if not self.ffn:
+            return out, outs
+        for f1, _ in self.ffn:
+            torch.addmm(f1.bias, s.mids[f1.index], f1.weight, out=s.hiddens[f1.index])
+        torch._C._nn.gelu(s.hidden, out=s.hidden)  # type: ignore[call-arg]  # in place: F.gelu has no out=
+        for _, f2 in self.ffn:
+            torch.addmm(f2.bias, s.hiddens[f2.index], f2.weight, out=s.seconds[f2.index])
+        self.ffn_norm(mid + s.second, out=out)
+        return out, outs
 
 
 class _FastEncoder:
@@ -357,6 +430,8 @@ class _FastEncoder:
         if not all(isinstance(layer, GatedHeteroAttentionLayer) for layer in layers):
             raise ValueError("the inference path needs the fused GNN layers")
         self.layers = [_FastLayer(layer, self.types, self.counts, device) for layer in layers]  # type: ignore[arg-type]
+        self.ffn_width = next((f.ffn_width for f in self.layers if f.ffn), 0)
+        self._local = threading.local()
         self.attention = torch.stack([_param(layer.attention) for layer in layers])  # (L, R, A, dh)
         # the projection table's blocks per node (R_out + R_in + 1, or 0 for a type without relations)
         r_out = [len(lay.out_relations[t]) for t in self.types]
@@ -460,24 +535,43 @@ class _FastEncoder:
             relation=table[3],
         )
 
+    def scratch(self, b: int) -> _Scratch:
+        """This thread's work tables of batch size ``b`` (kept for up to :data:`_CACHED_BATCH_SIZES` sizes of at
+        most :data:`_SCRATCH_MAX_BATCH`; made afresh for larger batches)."""
+        if b > _SCRATCH_MAX_BATCH:
+            return _Scratch(self, b)
+        kept: dict[int, _Scratch] | None = getattr(self._local, "scratch", None)
+        if kept is None:
+            kept = self._local.scratch = {}
+        s = kept.get(b)
+        if s is None:
+            if len(kept) >= _CACHED_BATCH_SIZES:
+                kept.pop(next(iter(kept)))
+            s = kept[b] = _Scratch(self, b)
+        return s
+
     def __call__(
         self, obs: dict[str, torch.Tensor], failure_input: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, _Graph]:
-        """``(state (B, H), flat node table (rows, H), padded node table (B, T, N, H), graph)``."""
+    ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor, _Graph]:
+        """``(state (B, H), the flat node table's rows per node type (each (B·n_t, H)), padded node table
+        (B, T, N, H), graph)``. The per-type rows are this thread's work tables: valid until its next forward."""
         b = failure_input.shape[0]
         nt, n, h = len(self.types), self.n, self.h
         g = self.graph(obs, b)
-        x = torch.empty(b * self.num_nodes, h, device=failure_input.device)
+        s = self.scratch(b)
         for p, t in zip(self.input_proj, self.types, strict=True):
-            start = g.batch.starts[p.index]
             feats = obs[f"{t}_x"].reshape(b * self.counts[p.index], -1).float()
-            torch.addmm(p.bias, feats, p.weight, out=x[start : start + feats.shape[0]])
-        x = self.proj_norm(x)
+            torch.addmm(p.bias, feats, p.weight, out=s.x0s[p.index])
+        rows = b * self.num_nodes
+        x = self.proj_norm(s.x0, out=s.x[0][:rows])
+        xs, src = s.xs[0], 0
         if self.layers:
             attention = self.attention.index_select(1, g.relation)  # (L, E, A, dh)
             for layer, att in zip(self.layers, attention, strict=True):
-                x = layer(x, g, att)
-        nodes = torch.cat([x, x.new_zeros(1, h)]).index_select(0, g.batch.pad_index).view(b, nt, n, h)
+                x, xs = layer(g, att, s, src)
+                src = 1 - src
+        # the padded node table: empty slots read the zero row past the node rows
+        nodes = s.x[src].index_select(0, g.batch.pad_index).view(b, nt, n, h)
         masks = torch.cat(
             [*(obs[f"{t}_mask"] for t in self.types), obs[f"{self.types[0]}_mask"].new_zeros(b, 1)], 1
         )
@@ -488,7 +582,7 @@ class _FastEncoder:
         top = torch.where(m.any(2), top, torch.zeros_like(top))
         pooled = torch.cat([mean, top], -1).reshape(b, nt * 2 * h)
         state = self.readout(torch.cat([pooled, failure_input.to(pooled.dtype)], -1))
-        return state, x, nodes, g
+        return state, xs, nodes, g
 
 
 class InferencePolicy:
@@ -897,19 +991,20 @@ class InferencePolicy:
         diag_on = model.reflection_enabled if reflection is None else reflection
         ev_on = model.evidence_enabled if evidence is None else evidence
         failure, prior = self.failure_input(obs, bool(diag_on), bool(ev_on))
-        state, flat, nodes, graph = self.encoder(obs, failure)
-        return InferenceResult(packed=self.heads(obs, state, flat, nodes, graph, prior), state=state)
+        state, rows, nodes, graph = self.encoder(obs, failure)
+        return InferenceResult(packed=self.heads(obs, state, rows, nodes, graph, prior), state=state)
 
     def heads(
         self,
         obs: dict[str, torch.Tensor],
         state: torch.Tensor,
-        flat: torch.Tensor,
+        rows: list[torch.Tensor],
         nodes: torch.Tensor,
         graph: _Graph,
         prior: torch.Tensor | None,
     ) -> torch.Tensor:
-        """``(B, D)`` packed logits from the state, the flat node table and the padded one ``(B, T, N, H)``."""
+        """``(B, D)`` packed logits from the state, the flat node table's rows per node type and the padded table
+        ``(B, T, N, H)``."""
         b, nt, n, h = nodes.shape
         k, hd = self.k, self.hd
         wb, ws, _ = self.widths
@@ -938,12 +1033,10 @@ class InferencePolicy:
             all_queries = torch.cat([queries, positions], 1)
         else:
             all_queries = queries
-        counts, starts = self.encoder.counts, graph.batch.starts
 
         def on_rows(lin: _TypeLinear) -> torch.Tensor:
             """``(B, nodes · out)``: a node type's linear over its rows of the flat table."""
-            rows = flat[starts[lin.index] : starts[lin.index] + b * counts[lin.index]]
-            return torch.addmm(lin.bias, rows, lin.weight).view(b, -1)
+            return torch.addmm(lin.bias, rows[lin.index], lin.weight).view(b, -1)
 
         parts = [on_rows(kl).view(b, -1, hd) for kl in self.key_linears]
         node_keys = torch.cat(parts, 1) if len(parts) > 1 else parts[0]

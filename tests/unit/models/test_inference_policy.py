@@ -174,3 +174,44 @@ def test_models_it_does_not_cover_fall_back_to_the_training_path() -> None:
         want = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
         got = module.forward_inference_fast({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
     torch.testing.assert_close(got, want, atol=0, rtol=0)
+
+
+def test_work_tables_are_per_thread_and_results_outlive_them() -> None:
+    """The encoder's work tables are kept per thread and batch size (Serve runs forwards in a thread pool): forwards
+    in three threads at once give what one thread gives; a returned result is not overwritten by later forwards; a
+    batch past the kept sizes (fresh tables) still equals the training path."""
+    import threading
+
+    env = AgentTaskEnv({"domain": "ecommerce"})
+    env.action_space.seed(0)
+    model = _model(env)
+    obs = _observations(env)
+    one = {k: v[1:2] for k, v in obs.items()}
+    fast = InferencePolicy.for_model(model)
+    with torch.inference_mode():
+        want_batch, want_one = fast(obs).packed.clone(), fast(one).packed.clone()
+        kept = fast(obs)
+        fast(one)
+        torch.testing.assert_close(kept.packed, want_batch, atol=0, rtol=0)
+        big = {
+            k: v.repeat(5, *[1] * (v.dim() - 1)) for k, v in obs.items()
+        }  # 5 x 13 rows: past the kept sizes
+        assert big["skill_mask"].shape[0] > 64
+        torch.testing.assert_close(
+            fast(big).packed, model.policy_logits(big, model.encode(big))["packed"], atol=ATOL, rtol=0
+        )
+    errors: list[str] = []
+
+    def run(worker: int) -> None:
+        with torch.inference_mode():
+            for i in range(8):
+                batch, want = (obs, want_batch) if (i + worker) % 2 else (one, want_one)
+                if not torch.equal(fast(batch).packed, want):
+                    errors.append(f"thread {worker}, forward {i}")
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:5]
