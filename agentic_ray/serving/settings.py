@@ -320,6 +320,13 @@ class ServeSettings(_Strict):
         description="Requests the gateway accepts at once; at least the batch size, or the policy deployments' "
         "batches can never fill.",
     )
+    gateway_code_thread: bool = Field(
+        default=False,
+        description="Run the gateway's code on an event loop thread of its own, as Serve does by default "
+        "(``RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD``), instead of the replica's main loop, which saves a "
+        "thread hop each way per request (the forwards of an in-gateway policy run in a worker thread either "
+        "way).",
+    )
     route_prefix: str = Field(default="/", description="HTTP route prefix of the application.")
 
     @model_validator(mode="after")
