@@ -7,8 +7,9 @@ batch, without any wait.
 
 Why not ``@serve.batch``: Ray 2.60's batch queue forms the next batch as soon as a request is queued and only then
 waits for the running one to finish (``max_concurrent_batches``), so the requests that arrive during a forward
-are split into many small batches (measured: a mean batch of 1.9 at 32 HTTP clients with a wait of 0). It also needs a Serve replica to run, and records five Serve metrics and creates two tasks per batch;
-the :class:`~agentic_ray.serving.policy_runner.BatchStats` of the runner count batches here.
+are split into many small batches (measured: a mean batch of 1.9 at 32 HTTP clients with a wait of 0). It also
+needs a Serve replica to run, and records five Serve metrics and creates two tasks per batch; the
+:class:`~agentic_ray.serving.policy_runner.BatchStats` of the runner count batches here.
 """
 
 from __future__ import annotations
