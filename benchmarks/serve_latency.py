@@ -5,7 +5,7 @@ Prints one JSON line:
   http_p50_ms_c1, _p99_      POST /v1/act over HTTP, one client
   c1_forward_ms, _cpu_ms     the policy replica's mean forward during that phase (batches of 1): wall time, and
                              its thread's CPU time (the rest is waiting for a core on the shared machine)
-  http_rps_c32_batched       32 clients, @serve.batch(32, 5 ms)  (http_p99_ms_c32_batched: their p99)
+  http_rps_c32_batched       32 clients, batches of up to 32 (http_p99_ms_c32_batched: their p99)
   http_rps_c32_unbatched     32 clients, max_batch_size 1 (user_config, same replicas)
   handle_rps_c32_batched     32 concurrent handle calls, batched (is the HTTP proxy the bottleneck?)
   handle_rps_c32_unbatched   the same, max_batch_size 1
@@ -85,6 +85,11 @@ def main() -> None:
     ap.add_argument(
         "--batch-wait-ms", type=float, default=None, help="The batch wait (default: the settings' default)."
     )
+    ap.add_argument(
+        "--gateway-code-thread",
+        action="store_true",
+        help="The gateway's code on a loop thread of its own (Serve's default; ServeSettings.gateway_code_thread).",
+    )
     a = ap.parse_args()
 
     import ray
@@ -115,6 +120,7 @@ def main() -> None:
             "auth": {"token_file": str(tmp / "token")},
             "feedback_db": str(tmp / "feedback.sqlite"),
             "gateway_num_cpus": 0,
+            "gateway_code_thread": a.gateway_code_thread,
         }
     )
     # the same policy as a deployment of its own (its own store, route /own)
@@ -140,6 +146,7 @@ def main() -> None:
         "policy": settings.stable.resolved_version(),
         "bodies": len(bodies),
         "batch_wait_ms": settings.stable.batching.batch_wait_timeout_s * 1e3,
+        "gateway_code_thread": settings.gateway_code_thread,
     }
 
     def batching(base: str = url) -> dict[str, float]:

@@ -4,7 +4,7 @@
 Deployments (thin wrappers; the logic is in :mod:`agentic_ray.serving`):
 
 * ``stable`` and, during a canary, ``candidate``: :class:`PolicyDeployment`, one per policy version, each a
-  batched model server (``@serve.batch``, observations in, actions out). Scale them with ``num_replicas``.
+  batched model server (:class:`~agentic_ray.serving.batching.Batcher`, observations in, actions out). Scale them with ``num_replicas``.
   An arm with ``in_gateway: true`` has no deployment: the gateway replica holds its :class:`BatchedPolicy`
   (one Serve hop less per decision; its batch settings travel in the gateway's ``user_config``).
 * ``Gateway``: the FastAPI ingress (auth, limits, schemas, trace ids), the canary router, agent-mode sessions
@@ -26,6 +26,7 @@ from typing import Any
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
+from agentic_ray.serving.batching import Batcher
 from agentic_ray.serving.http_app import create_app
 from agentic_ray.serving.live_metrics import RayMetricsSink
 from agentic_ray.serving.policy_runner import PolicyRunner
@@ -75,8 +76,9 @@ def _check_batch_fits(max_batch_size: int) -> None:
 class BatchedPolicy:
     """One policy version: batched observations -> actions and skill probabilities. Its own deployment
     (:data:`PolicyDeployment`) or, for an arm with ``in_gateway``, an object inside the gateway replica
-    (``@serve.batch`` works in any replica; ``off_loop``: its forwards run in a worker thread, so the gateway's
-    event loop keeps serving meanwhile and the policy timeout applies to them)."""
+    (``off_loop``: its forwards run in a worker thread, so the gateway's event loop keeps serving meanwhile and
+    the policy timeout applies to them). Single calls of :meth:`act` are batched by a
+    :class:`~agentic_ray.serving.batching.Batcher`."""
 
     def __init__(self, arm: dict[str, Any], off_loop: bool = False) -> None:
         s = ArmSettings.model_validate(arm)
@@ -84,17 +86,20 @@ class BatchedPolicy:
         self.version = s.resolved_version()
         self.runner = PolicyRunner(s.checkpoint, sample=s.sample, torch_threads=s.torch_threads)
         self.batching = s.batching
+        self.batcher: Batcher[dict[str, Any], dict[str, Any]] = Batcher(self._forward)
         self.reconfigure(s.batching.model_dump())
 
     def reconfigure(self, user_config: dict[str, Any]) -> None:
         cfg = PolicyUserConfig.model_validate(user_config)
         _check_batch_fits(cfg.max_batch_size)
-        self.act.set_max_batch_size(cfg.max_batch_size)  # type: ignore[attr-defined]
-        self.act.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)  # type: ignore[attr-defined]
+        self.batcher.configure(cfg.max_batch_size, cfg.batch_wait_timeout_s)
         self.batching = cfg
 
-    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.0)
-    async def act(self, obs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def act(self, obs: dict[str, Any]) -> dict[str, Any]:
+        """One observation's ``{"action", "skill_probs"}``, from a batched forward."""
+        return await self.batcher(obs)
+
+    async def _forward(self, obs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self.batching.fault_delay_ms:  # chaos testing: a slow policy (PolicyUserConfig.fault_delay_ms)
             await asyncio.sleep(self.batching.fault_delay_ms / 1e3)
         return await self.runner.act_off_loop(obs) if self.off_loop else self.runner.act(obs)
@@ -167,7 +172,7 @@ class Gateway:
 
     async def _call_policy(self, arm: str, obs: dict[str, Any]) -> dict[str, Any]:
         if arm in self.local:
-            return await self.local[arm].act(obs)  # type: ignore[arg-type]
+            return await self.local[arm].act(obs)
         return await self.handles[arm].act.remote(obs)
 
     async def _info(self, arm: str) -> dict[str, Any]:
@@ -239,6 +244,11 @@ class Gateway:
         self.service.close()
 
 
+USER_CODE_THREAD = "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD"
+"""Serve's switch (read when a replica starts) between user code on a loop thread of its own (1, the default)
+and on the replica's main event loop (0): see ``ServeSettings.gateway_code_thread``."""
+
+
 def build_app(args: dict[str, Any] | ServeSettings) -> Any:
     """The application from its settings (``args`` of ``serve_apps/policy.yaml``, validated here)."""
     s = (args if isinstance(args, ServeSettings) else ServeSettings.model_validate(args)).absolute_paths()
@@ -254,8 +264,11 @@ def build_app(args: dict[str, Any] | ServeSettings) -> Any:
             user_config=arm.batching.model_dump(),
         ).bind(arm.model_dump(mode="json"))
 
+    gateway_actor: dict[str, Any] = {"num_cpus": s.gateway_num_cpus}
+    if not s.gateway_code_thread:
+        gateway_actor["runtime_env"] = {"env_vars": {USER_CODE_THREAD: "0"}}
     return Gateway.options(  # type: ignore[attr-defined]
         max_ongoing_requests=s.gateway_max_ongoing_requests,
-        ray_actor_options={"num_cpus": s.gateway_num_cpus},
+        ray_actor_options=gateway_actor,
         user_config=s.gateway_user_config(),
     ).bind(s.model_dump(mode="json"), policy("stable", s.stable), policy("candidate", s.candidate))

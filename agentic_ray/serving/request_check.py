@@ -16,6 +16,7 @@ the field and the bound. Types are not coerced (the schema is strict: ``"yes"`` 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,11 +99,10 @@ def check_act_request(body: ActRequest, env: AgentTaskEnv) -> CheckedRequest:
         call, errs = _transcript_call(c, ("body", "transcript", i), env)
         problems += errs
         calls.append(call)
-    if not problems:
-        try:
-            goal_graph([Goal(id=g.id, skill=g.skill, deps=tuple(g.deps)) for g in t.goals])
-        except ValueError as e:
-            problems.append((("body", "task", "goals"), str(e)))
+    if not problems and (
+        cycle := _goal_graph_problem(tuple((g.id, g.skill, tuple(g.deps)) for g in t.goals))
+    ):
+        problems.append((("body", "task", "goals"), cycle))
     if problems:
         raise ClientError(problems)
     task = Task(
@@ -126,8 +126,31 @@ def check_act_request(body: ActRequest, env: AgentTaskEnv) -> CheckedRequest:
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _goal_graph_problem(goals: tuple[tuple[str, str, tuple[str, ...]], ...]) -> str | None:
+    """Why goals ``(id, skill, deps)`` do not make a DAG, or None (cached: a conversation sends its task's goals
+    with every step)."""
+    try:
+        goal_graph([Goal(id=i, skill=skill, deps=deps) for i, skill, deps in goals])
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+_HEALTHY: dict[tuple[str, ...], dict[str, np.ndarray]] = {}
+"""The SLA arrays of a request without tool statistics, per skill tuple (copied for each request)."""
+
+
 def sla_from_stats(stats: dict[str, ToolStatsIn], env: AgentTaskEnv) -> dict[str, np.ndarray]:
     """The SLA arrays the observation reads, from the client's tool statistics (missing: healthy, no history)."""
+    if not stats:
+        if env.skills not in _HEALTHY:
+            _HEALTHY[env.skills] = _sla_arrays(stats, env)
+        return {k: v.copy() for k, v in _HEALTHY[env.skills].items()}
+    return _sla_arrays(stats, env)
+
+
+def _sla_arrays(stats: dict[str, ToolStatsIn], env: AgentTaskEnv) -> dict[str, np.ndarray]:
     healthy = ToolStatsIn()
     return sla_arrays(
         {
@@ -226,15 +249,13 @@ def _transcript_call(
         not ok
     ):  # a rejected call's arguments may be exactly what was wrong with it; only its entities are read
         return TranscriptCall(c.skill, dict(c.params), c.result_code, {}, c.fallback_used), []
-    problems = [
-        ((*loc, "params", k), p) for k, v in c.params.items() if (p := _param_problem(contract, k, v))
-    ]
-    if problems:
-        return None, problems
     try:
         params, _warnings = validate_params(contract, c.params, strict=True)
-    except InvalidParams as e:  # a missing parameter
-        return None, [((*loc, "params"), str(e))]
+    except InvalidParams as e:  # each bad parameter named, else a missing one
+        problems = [
+            ((*loc, "params", k), p) for k, v in c.params.items() if (p := _param_problem(contract, k, v))
+        ]
+        return None, problems or [((*loc, "params"), str(e))]
     if c.fallback_used is None:
         problem = output_problem(contract, c.payload)
         if problem is not None:
