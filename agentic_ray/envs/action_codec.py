@@ -277,11 +277,10 @@ class ActionCodec:
             num = np.asarray(action.get("numeric", ()), dtype=np.float64).reshape(-1)
         except (TypeError, ValueError, AttributeError):
             return []
+        # Over Python floats: the same test and text as over the array, without making NumPy scalars.
         return [
             f"numeric slot {i}: raw {x:g} clipped to ±{NUMERIC_BOUND:g}"
-            for i, x in enumerate(
-                num.tolist()
-            )  # Python floats: the same test and text, without NumPy scalars
+            for i, x in enumerate(num.tolist())
             if abs(x) > NUMERIC_BOUND
         ]
 
