@@ -739,20 +739,8 @@ def stale_runs(runs: list[dict[str, Any]], fingerprint: str) -> int:
     return sum(r.get("resolved") != fingerprint for r in runs)
 
 
-def load_runs(path: str | None, keys: dict[str, str]) -> dict[tuple[str, int], dict[str, Any]]:
-    """Finished runs in ``path`` with their arm's settings key (``keys``: arm -> key), by ``(arm, seed)``."""
-    if not path or not Path(path).exists():
-        return {}
-    out = {}
-    for line in Path(path).read_text().splitlines():
-        r = json.loads(line)
-        if r.pop("settings_key", None) == keys.get(r["algo"]):
-            out[(r["algo"], r["seed"])] = r
-    return out
-
-
 def main() -> None:
-    from worker_runs import report, run_worker  # benchmarks/ is the script's directory
+    from worker_runs import load_runs, report, run_worker  # benchmarks/ is the script's directory
 
     a = parse()
     if a.worker:

@@ -29,10 +29,17 @@ of those episodes (each over the part nodes that revealed the modality; see
 (``run``: config name, seed, stage budgets, fusion). ``goals`` then says whether
 issue 30's bar is met (:func:`goals`).
 
-Not yet here (issue 30): seed 000's two comparisons at 3 seeds (layered vs sparse reward, gated vs flat:
-``model.modality_fusion``).
+With ``--compare reward|fusion|both``: instead, seed 000's two comparisons, each arm trained by the pipeline at
+``--seeds`` (default 0 1 2) from the same small imitation start, with ``episodes_to_target`` (training episodes until
+the validation curve reaches ``--target``; runs that never do are censored at the budget and counted in
+``reached``), its interval over seeds, start and final completion and F1, and the ratio between the arms: the
+layered rewards of ``configs/inspection.yaml`` against one sparse end-of-task reward (the ``task_outcome`` layer
+alone), and the gated multimodal encoder against a flat concatenation (``model.modality_fusion: flat``). The
+setting, the target and why are in :mod:`inspection_compare` (``benchmarks/inspection_compare.py``). Each
+comparison is recorded as ``inspection-compare-<name>``; ``--runs`` keeps the finished runs to resume from.
 
     python benchmarks/inspection.py [--tasks-per-family 10] [--run-dir RUN [RUN ...]]
+    python benchmarks/inspection.py --compare both --seeds 0 1 2 --runs RUNS.jsonl [--jobs 2]
 """
 
 from __future__ import annotations
@@ -294,7 +301,18 @@ def main() -> None:
         default=30,
         help="training tasks per family that choose best_family_params' parameters",
     )
+    import inspection_compare  # benchmarks/ is the script's directory
+
+    inspection_compare.add_arguments(ap)
     args = ap.parse_args()
+    if args.worker:
+        from worker_runs import report
+
+        report(inspection_compare.train_run(args.worker[0], int(args.worker[1]), args))
+        return
+    if args.compare:
+        inspection_compare.run_campaign(args, __file__)
+        return
     t0 = time.perf_counter()
     d = get_domain("inspection")
     record = det.detector().record

@@ -1,10 +1,12 @@
-"""Helpers for benchmarks that run each (arm, seed) in a subprocess of their own script (a private Ray each)."""
+"""Helpers for benchmarks that run each (arm, seed) in a subprocess of their own script (a private Ray each): the
+worker's result line, the runs file a campaign resumes from, and where a learning curve first reaches a target."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +42,32 @@ def run_worker(script: str, args: list[str], label: str, ray_start_retries: int 
         sys.stderr.write(f"{label}: Ray did not start in time, running it again ({attempt + 1})\n")
     sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
     raise SystemExit(f"{label} failed (rc {proc.returncode})")
+
+
+def load_runs(
+    path: str | None, keys: dict[str, str], arm_field: str = "algo"
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Finished runs in the JSON-lines file ``path`` whose ``settings_key`` is their arm's (``keys``: arm -> key),
+    by ``(arm, seed)``; the arm is each line's ``arm_field``. A later line of the same run replaces an earlier one.
+    """
+    if not path or not Path(path).exists():
+        return {}
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        if r.pop("settings_key", None) == keys.get(r[arm_field]):
+            out[(r[arm_field], r["seed"])] = r
+    return out
+
+
+def first_reaching(curve: Sequence[Sequence[Any]], target: float, at: int = 0, value: int = 1) -> Any | None:
+    """The ``at`` entry of the first point of ``curve`` whose ``value`` entry reaches ``target`` (``>=``); None
+    when no point does. A point whose value is None (not measured) does not reach it.
+
+    Example: ``first_reaching([(0, 0.4), (500, 0.7), (900, 0.8)], 0.7)`` is 500.
+    """
+    for point in curve:
+        v = point[value]
+        if v is not None and v >= target:
+            return point[at]
+    return None

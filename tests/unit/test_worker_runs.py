@@ -45,3 +45,27 @@ def test_any_other_failure_is_not_retried(tmp_path) -> None:
     with pytest.raises(SystemExit, match="w failed"):
         run_worker(script, [str(calls), "1", "ValueError: a real bug"], "w")
     assert calls.read_text() == "1"
+
+
+def test_runs_are_reused_by_arm_seed_and_settings_key(tmp_path) -> None:
+    import json
+
+    from benchmarks.worker_runs import load_runs
+
+    path = tmp_path / "runs.jsonl"
+    lines = [
+        {"run": "a", "seed": 0, "v": 1, "settings_key": "k1"},
+        {"run": "a", "seed": 0, "v": 2, "settings_key": "old"},  # other settings: not reused
+        {"run": "b", "seed": 1, "v": 3, "settings_key": "k2"},
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = load_runs(str(path), {"a": "k1", "b": "k2"}, arm_field="run")
+    assert {k: r["v"] for k, r in got.items()} == {("a", 0): 1, ("b", 1): 3}
+    assert load_runs(str(tmp_path / "none.jsonl"), {"a": "k1"}) == {}
+
+
+def test_first_reaching_skips_unmeasured_points() -> None:
+    from benchmarks.worker_runs import first_reaching
+
+    assert first_reaching([(0, 0.4), (500, 0.7), (900, 0.8)], 0.7) == 500
+    assert first_reaching([(0, None), (500, 0.69)], 0.7) is None

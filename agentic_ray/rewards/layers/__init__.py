@@ -16,6 +16,7 @@ from agentic_ray.rewards.layers.memory_layer import MemoryLayer
 from agentic_ray.rewards.layers.plan_validity_layer import PlanValidityLayer
 from agentic_ray.rewards.layers.ranking_ndcg_layer import RankingNDCGLayer
 from agentic_ray.rewards.layers.risk_layer import RiskLayer
+from agentic_ray.rewards.layers.task_outcome_layer import TaskOutcomeLayer
 from agentic_ray.rewards.layers.user_experience_layer import UserExperienceLayer
 
 LAYER_CLASSES: dict[str, type[RewardLayer]] = {
@@ -33,6 +34,7 @@ LAYER_CLASSES: dict[str, type[RewardLayer]] = {
         RankingNDCGLayer,
         DetectionQualityLayer,
         MemoryLayer,
+        TaskOutcomeLayer,
     )
 }
 
@@ -65,6 +67,7 @@ __all__ = [
     "RewardLayer",
     "RiskLayer",
     "Stream",
+    "TaskOutcomeLayer",
     "UserExperienceLayer",
     "build_layer",
 ]

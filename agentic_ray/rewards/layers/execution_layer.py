@@ -24,6 +24,7 @@ import numpy as np
 
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.base import CostClass, Granularity, RewardLayer, Stream
+from agentic_ray.rewards.layers.task_outcome_layer import outcome_value
 
 DEFAULT_CODE_VALUES: dict[str, float] = {
     "OK": 1.0,
@@ -90,11 +91,7 @@ class ExecutionLayer(RewardLayer):
 
     def completion_value(self, record: EpisodeRecord) -> float:
         """Seed 002's L1 term: +1 done, −0.5 explicit failure, 0 ongoing."""
-        if record.completed:
-            return self.done_value
-        if record.failed:
-            return self.failure_value
-        return self.ongoing_value
+        return outcome_value(record, self.done_value, self.failure_value, self.ongoing_value)
 
     def score(self, record: EpisodeRecord) -> np.ndarray:
         out = np.array(

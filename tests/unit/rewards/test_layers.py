@@ -18,6 +18,7 @@ from agentic_ray.rewards.layers import (
     PlanValidityLayer,
     RiskLayer,
     Stream,
+    TaskOutcomeLayer,
     UserExperienceLayer,
 )
 from agentic_ray.rewards.layers.efficiency_layer import efficiency
@@ -150,3 +151,18 @@ def test_judge_rubric_and_layer_value():
     assert invalid["plan"] == 1
     # in-process rubric goes through the same request/parse path: (5+4+3)/15*2-1 = 0.6
     np.testing.assert_allclose(InProcessRubricJudge().score(rec), [0, 0, 0, 0, 0.6], rtol=1e-6)
+
+
+def test_task_outcome_is_one_value_at_the_end_and_nothing_before():
+    layer = TaskOutcomeLayer()
+    assert not LAYER_CLASSES["task_outcome"].enabled_by_default
+    np.testing.assert_array_equal(layer.score(five_step_record()), [0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(
+        layer.score(five_step_record(completed=False, failed=True)), [0, 0, 0, 0, 0]
+    )
+    np.testing.assert_array_equal(layer.score(five_step_record(completed=False, truncated=True)), [0] * 5)
+    custom = TaskOutcomeLayer(done_value=2.0, failure_value=-1.0, ongoing_value=-0.5)
+    assert custom.score(five_step_record(completed=False, failed=True))[-1] == -1.0
+    assert custom.score(five_step_record(completed=False, truncated=True))[-1] == -0.5
+    # the execution layer's completion term is the same outcome rule, at its own values
+    assert ExecutionLayer().completion_value(five_step_record(completed=False, failed=True)) == -0.5

@@ -1,0 +1,345 @@
+"""Seed 000's two comparisons on the inspection domain (issue 30), run by ``benchmarks/inspection.py --compare``.
+
+* ``reward``: the layered rewards of ``configs/inspection.yaml`` (L1 execution, L2 efficiency, L3 risk and plan,
+  the dense localisation IoU, detection F1 and ranking NDCG layers and the model-based detection quality) against
+  one sparse end-of-task reward: the ``task_outcome`` layer alone (1 when the task completed, 0 otherwise, on the
+  last step; :mod:`agentic_ray.rewards.layers.task_outcome_layer`), set through ``rewards.layers`` only. With a
+  reward pool the layers' sum replaces the env's per-step reward, so no call result and no shaping reaches the
+  learner before the episode's end (``tests/unit/test_inspection_compare.py`` scores a real episode to check it).
+  Seed 000: 2,800 -> 620 episodes.
+* ``fusion``: the gated cross-attention encoder (``model.modality_fusion: gated``) against a flat concatenation
+  of the same features (``flat``), both with the layered rewards. Seed 000: flattening slowed convergence by 60%.
+
+The layered and the gated arm are the same run (the config as it is), trained once per seed and shared by both
+comparisons.
+
+**Setting.** Each run is the pipeline itself (:class:`~agentic_ray.stages.pipeline.Pipeline`, stages ``il`` then
+``rl``, as ``agentic-ray train`` runs them) on the config with the arm's one change, from a *small* imitation
+start: ``--il-demos`` (default 40) scripted-expert demonstrations at the config's 30 epochs, the same ones for every
+arm at a seed (the reward arms start from the same module; the fusion arms imitate them with their own encoders).
+Why not the config's own start (120 demonstrations): in the record's three runs its 40 RL iterations left
+validation completion where imitation had put it (0.5, 0.5 and 0.6 on 10 tasks, imitation and end of RL alike), so
+from there every run of every arm would be censored. Why not from scratch: the untrained policy inspects no part
+and completes no task (``tests/learning/test_inspection_aaac.py``), so the sparse arm's reward would stay 0 until a
+task completes by chance and, at ~8k env steps, the comparison would likely measure nothing but that. 40
+demonstrations leave room: greedy validation completion 0.35 (20 tasks, seed 0), F1 0.73.
+
+RL uses the config's settings (lr 1e-4, one epoch, critic warm-up, no entropy bonus) except the KL anchor to the
+imitation policy (``algo.training.anchor_kl_coeff=0``, :data:`SETTING`): the anchor was added to keep RL near a good
+imitation policy, and near a weak one it holds back exactly the learning that is measured. ``--set KEY=VALUE``
+changes any setting of every arm. The budget, ``--iterations 32`` of 256 env steps (about 8k env steps, ~700
+episodes), fits about 10 minutes per run on one free CPU (20 env steps/s) with imitation and evaluations.
+
+**Not yet shown:** that the layered arm reaches the default target (completion 0.6) within this budget. In the
+only runs made so far (seed 0, a loaded box), greedy validation completion did not move in 8 RL iterations in
+either reward arm (0.35 throughout; F1 0.73 -> 0.73 layered, 0.73 -> 0.75 sparse), and with lr 3e-4 (layered) it
+went 0.35 -> 0.40 in 24. If the full campaign censors the layered arm at most seeds, the target or the RL setting
+is to be revisited (``--target`` reuses the recorded runs; ``--set`` changes the setting), and the lines say so
+(``reached``, ``bound``).
+
+**Measure.** Every ``--eval-every`` RL iterations the pipeline evaluates the policy greedily on
+``--curve-tasks-per-family`` validation tasks of each of the 5 families, faults off (``eval.fault_share=0``, as the
+benchmark's policy rows); the imitation policy's evaluation is the curve's start (0 episodes). A run's
+``episodes_to_target`` is the number of training episodes sampled when the curve's ``--target-metric``
+(``completion``, the default, or ``f1``) first reaches ``--target``; a run that never reaches it within the budget
+(``--iterations`` RL iterations of 256 env steps) is *censored*: it counts at the episodes of its last evaluation, a
+lower bound. Per arm: the mean over seeds with its 95% bootstrap interval over seeds, ``reached`` (runs that
+reached the target, of ``runs``), the start and final completion and F1 (the curve's first and last evaluations,
+means with intervals), and ``per_seed``. Per comparison, one more line: the ratio of the two arms' means of
+``episodes_to_target`` (``sparse / layered``, ``flat / gated``: above 1, the first arm converged faster) with a
+paired bootstrap interval over seeds (:func:`~agentic_ray.eval.bootstrap.ratio_of_sums_ci`); where an arm has
+censored runs the ratio is a bound (``bound``: ``lower`` when only the second arm has, ``upper`` when only the
+first). The target is applied to the recorded curves, so another ``--target`` reuses the runs of ``--runs``.
+
+Runs are kept in ``--runs`` (JSON lines, one per (run, seed)) and reused while their fully resolved settings are
+the same (any changed setting or code default reruns them); each runs in its own subprocess with a private Ray.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or imported as benchmarks.<name>
+from worker_runs import first_reaching, load_runs, run_worker
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "configs" / "inspection.yaml"
+
+RUNS: dict[str, dict[str, Any]] = {
+    "config": {},
+    # scaled but not shifted, so that an episode that did not complete still scores 0
+    "sparse": {"rewards.layers": {"task_outcome": {"normalize": "scale"}}},
+    "flat": {"model.modality_fusion": "flat"},
+}
+"""Run -> its one change to the config (dotted settings keys; ``rewards.layers`` replaces the config's layers)."""
+
+COMPARISONS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
+    "reward": (("layered", "config"), ("sparse", "sparse")),
+    "fusion": (("gated", "config"), ("flat", "flat")),
+}
+"""Comparison -> its ``(arm, run)`` pairs, the reference arm first."""
+
+SEED_000 = {
+    "reward": "sparse 2,800 -> layered 620 episodes (ratio 4.5); issue 30's goal: ratio >= 2",
+    "fusion": "flattening slowed convergence by 60% (ratio 1.6)",
+}
+
+SETTING: dict[str, Any] = {"algo.training.anchor_kl_coeff": 0.0}
+"""What every run changes in the config's RL besides the budgets (see the module docstring)."""
+
+PRIVATE_RAY: dict[str, Any] = {
+    "num_cpus": 2,
+    "include_dashboard": False,
+    "configure_logging": False,
+    "log_to_driver": False,
+}
+"""How each worker starts its own local Ray (quiet, no dashboard)."""
+
+CURVE = ("stage", "episodes", "env_steps", "completion", "f1")
+"""The fields of one curve point, in order."""
+
+
+def settings_for(run: str, seed: int, a: argparse.Namespace) -> Any:
+    """The validated settings of ``run`` at ``seed``: the config, the benchmark's setting, ``--set``, the run's
+    change."""
+    import yaml
+
+    from agentic_ray.settings import load_settings
+
+    overrides: dict[str, Any] = {
+        "seed": seed,
+        "wandb.mode": "disabled",
+        "stages.run": ["il", "rl"],
+        "stages.il.demos": a.il_demos,
+        "stages.rl.iterations": a.iterations,
+        "eval.every": a.eval_every,
+        "eval.tasks_per_family": a.curve_tasks_per_family,
+        "eval.fault_share": 0.0,
+        "eval.traces_per_eval": 0,
+        "eval.failed_traces_per_eval": 0,
+        **SETTING,
+        **{k: yaml.safe_load(v) for k, _, v in (x.partition("=") for x in a.set)},
+        **RUNS[run],
+    }
+    return load_settings(CONFIG, overrides)
+
+
+def settings_key(run: str, a: argparse.Namespace) -> str:
+    """Hash of the run's fully resolved settings without the seed: a recorded run is reused only when it matches."""
+    d = settings_for(run, 0, a).model_dump(mode="json")
+    d.pop("seed")
+    return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def train_run(run: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
+    """One (run, seed): the pipeline's imitation and RL stages in a private Ray, and the curve of its evaluations
+    (:data:`CURVE` per point, the imitation policy's first)."""
+    import ray
+    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME
+
+    from agentic_ray.rewards.call_outcomes import final_metrics
+    from agentic_ray.stages.pipeline import Pipeline
+
+    s = settings_for(run, seed, a)
+    ray_dir = tempfile.mkdtemp(prefix="agray_insp_", dir="/tmp")
+    run_dir = Path(tempfile.mkdtemp(prefix="insp_cmp_", dir="/tmp"))
+    curve: list[list[Any]] = []
+    pipe: Pipeline | None = None
+    rl_start = [0.0]  # when the imitation policy's evaluation ended: RL's clock starts there
+
+    def on_evaluation(row: dict[str, Any], res: Any) -> None:
+        assert pipe is not None
+        episodes = pipe.algo.metrics.peek((ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME), default=0)
+        f1 = final_metrics(res.records)["f1"]
+        point = [
+            row["stage"],
+            int(episodes),
+            row["env_steps"],
+            row["completion"],
+            None if math.isnan(f1) else f1,
+        ]
+        curve.append(point)
+        if row["stage"] == "il":
+            rl_start[0] = time.perf_counter()
+        print(f"# {run} seed {seed}: {dict(zip(CURVE, point, strict=True))}", file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    try:
+        ray.init(_temp_dir=ray_dir, **PRIVATE_RAY)
+        pipe = Pipeline(
+            s, run_dir, progress=lambda m: print(m, file=sys.stderr, flush=True), on_evaluation=on_evaluation
+        )
+        out = pipe.run()
+    finally:
+        ray.shutdown()
+        shutil.rmtree(run_dir, ignore_errors=True)
+        shutil.rmtree(ray_dir, ignore_errors=True)
+    start = max(i for i, p in enumerate(curve) if p[0] == "il")  # the imitation policy that RL started from
+    curve = curve[start:]
+    rl_s = time.perf_counter() - rl_start[0]
+    return {
+        "run": run,
+        "seed": seed,
+        "status": out["status"],
+        "curve": curve,
+        "episodes": curve[-1][1],
+        "env_steps": curve[-1][2],
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "il_s": round(rl_start[0] - t0, 1),
+        "env_steps_per_s": round(curve[-1][2] / max(rl_s, 1e-9), 2),
+        "modality_fusion": s.model.modality_fusion,
+        "reward_layers": s.rewards.enabled_layers() if s.rewards is not None else [],
+    }
+
+
+def to_target(r: dict[str, Any], metric: str, target: float) -> tuple[int, bool]:
+    """``(episodes_to_target, reached)`` of one run: the training episodes at the first evaluation whose ``metric``
+    reaches ``target``, or, censored, the episodes of its last evaluation (the budget) and False."""
+    hit = first_reaching(r["curve"], target, at=CURVE.index("episodes"), value=CURVE.index(metric))
+    return (r["curve"][-1][1], False) if hit is None else (int(hit), True)
+
+
+def _mean_ci(values: list[float | None]) -> tuple[float | None, list[float] | None]:
+    from agentic_ray.eval.bootstrap import bootstrap_mean_ci
+
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return None, None
+    ci = bootstrap_mean_ci(vals)
+    return round(statistics.fmean(vals), 4), None if ci is None else [round(x, 4) for x in ci]
+
+
+def arm_line(
+    compare: str, arm: str, run: str, rows: list[dict[str, Any]], a: argparse.Namespace
+) -> dict[str, Any]:
+    """One arm's JSON line over its seeds (see the module docstring)."""
+    hits = [to_target(r, a.target_metric, a.target) for r in rows]
+    line: dict[str, Any] = {
+        "benchmark": "inspection",
+        "compare": compare,
+        "arm": arm,
+        "run": run,
+        "target": {"metric": a.target_metric, "level": a.target},
+        "seeds": [r["seed"] for r in rows],
+        "runs": len(rows),
+        "reached": sum(ok for _, ok in hits),
+    }
+    line["episodes_to_target"], line["episodes_to_target_ci"] = _mean_ci([e for e, _ in hits])
+    line["budget_episodes"] = round(statistics.fmean(r["episodes"] for r in rows))
+    for k in ("completion", "f1"):
+        i = CURVE.index(k)
+        line[f"start_{k}"], line[f"start_{k}_ci"] = _mean_ci([r["curve"][0][i] for r in rows])
+        line[f"final_{k}"], line[f"final_{k}_ci"] = _mean_ci([r["curve"][-1][i] for r in rows])
+    line |= {
+        "env_steps": round(statistics.fmean(r["env_steps"] for r in rows)),
+        "env_steps_per_s": round(statistics.fmean(r["env_steps_per_s"] for r in rows), 2),
+        "wall_s": round(statistics.fmean(r["wall_s"] for r in rows), 1),
+        "modality_fusion": rows[0]["modality_fusion"],
+        "reward_layers": rows[0]["reward_layers"],
+        "per_seed": [
+            {"seed": r["seed"], "episodes_to_target": e, "reached": ok, "curve": r["curve"]}
+            for r, (e, ok) in zip(rows, hits, strict=True)
+        ],
+    }
+    return line
+
+
+def ratio_line(compare: str, ref: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """The ratio of ``other``'s mean episodes to target over ``ref``'s, with a paired interval over seeds."""
+    from agentic_ray.eval.bootstrap import ratio_of_sums_ci
+
+    e_ref = [p["episodes_to_target"] for p in ref["per_seed"]]
+    e_other = [p["episodes_to_target"] for p in other["per_seed"]]
+    censored = {x["arm"]: x["runs"] - x["reached"] for x in (ref, other)}
+    ratio = None if sum(e_ref) == 0 else round(sum(e_other) / sum(e_ref), 3)
+    ci = ratio_of_sums_ci(e_other, e_ref) if sum(e_ref) > 0 else None
+    bound = {(False, False): None, (False, True): "lower", (True, False): "upper"}.get(
+        (censored[ref["arm"]] > 0, censored[other["arm"]] > 0), "none (both censored)"
+    )
+    return {
+        "benchmark": "inspection",
+        "compare": compare,
+        "ratio": f"{other['arm']}/{ref['arm']}",
+        "episodes_to_target_ratio": ratio,
+        "ratio_ci": None if ci is None else [round(x, 3) for x in ci],
+        "bound": bound,
+        "censored": censored,
+        "seed_000": SEED_000[compare],
+    }
+
+
+def run_campaign(a: argparse.Namespace, script: str) -> None:
+    """Every (run, seed) the chosen comparisons need, each in a worker subprocess of ``script`` (reusing
+    ``--runs``), then the lines of each comparison, printed and recorded as ``inspection-compare-<name>``."""
+    from results_record import publish
+
+    compares = list(COMPARISONS) if a.compare == "both" else [a.compare]
+    runs = sorted({run for c in compares for _, run in COMPARISONS[c]}, key=list(RUNS).index)
+    keys = {run: settings_key(run, a) for run in runs}
+    done = load_runs(a.runs, keys, arm_field="run")
+    lock = threading.Lock()
+    argv = list(sys.argv[1:])
+
+    def one(job: tuple[int, str]) -> dict[str, Any]:
+        seed, run = job
+        if (run, seed) in done:
+            return done[(run, seed)]
+        r = run_worker(script, [*argv, "--worker", run, str(seed)], f"{run} seed {seed}")
+        if a.runs:
+            with lock, open(a.runs, "a") as f:
+                f.write(json.dumps({**r, "settings_key": keys[run]}) + "\n")
+        print(f"# {run} seed {seed}: {r['wall_s']:.0f}s, curve {r['curve']}", file=sys.stderr, flush=True)
+        return r
+
+    jobs = [(seed, run) for seed in a.seeds for run in runs]  # the runs of one seed side by side (same load)
+    with ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        results = list(pool.map(one, jobs))
+    by_run: dict[str, list[dict[str, Any]]] = {run: [] for run in runs}
+    for (_, run), r in zip(jobs, results, strict=True):
+        by_run[run].append(r)
+    for c in compares:
+        lines = [arm_line(c, arm, run, by_run[run], a) for arm, run in COMPARISONS[c]]
+        publish("inspection", [*lines, ratio_line(c, *lines)], variant=f"compare-{c}")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of ``--compare`` (see the module docstring)."""
+    p.add_argument(
+        "--compare",
+        choices=[*COMPARISONS, "both"],
+        default=None,
+        help="run seed 000's comparison(s) instead of the policy table (see benchmarks/inspection_compare.py)",
+    )
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--runs", default=None, help="JSON-lines file of finished runs, reused and appended to")
+    p.add_argument("--jobs", type=int, default=1, help="runs at a time (one per free core)")
+    p.add_argument("--iterations", type=int, default=32, help="RL iterations per run (256 env steps each)")
+    p.add_argument("--il-demos", type=int, default=40, help="demonstrations of the imitation start")
+    p.add_argument("--eval-every", type=int, default=4, help="RL iterations between curve evaluations")
+    p.add_argument(
+        "--curve-tasks-per-family", type=int, default=4, help="validation tasks per family per evaluation"
+    )
+    p.add_argument("--target-metric", choices=["completion", "f1"], default="completion")
+    p.add_argument(
+        "--target", type=float, default=0.6, help="level of --target-metric that counts as converged"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="settings override for every arm (YAML value)",
+    )
+    p.add_argument("--worker", nargs=2, metavar=("RUN", "SEED"), help=argparse.SUPPRESS)
