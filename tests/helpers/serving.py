@@ -214,6 +214,7 @@ def build_served(tmp: Path) -> Served:
                 },
                 "feedback_db": str(tmp / "bad.sqlite"),
                 "route_prefix": "/bad",
+                "access_log": True,  # the others keep the default (none): test_serve_policy checks both
             }
         ),
         "good": ServeSettings.model_validate(
@@ -266,6 +267,20 @@ def shared_served(request: Any, tmp_path_factory: Any) -> Iterator[Served]:
 
         serve.shutdown()
         _SHARED.clear()
+
+
+def serve_process_env(pid_of: str, names: Collection[str]) -> dict[str, str | None]:
+    """The values of ``names`` in the environment of the running Serve instance's live actor of class
+    ``pid_of`` (``ProxyActor``, or a replica's ``ServeReplica:APP:DEPLOYMENT``) on this machine, from ``/proc``:
+    the switches that process was started with."""
+    import ray
+
+    for actor in ray._private.state.state.actor_table(None).values():
+        if actor["State"] == "ALIVE" and actor["ActorClassName"] == pid_of:
+            raw = Path(f"/proc/{actor['Pid']}/environ").read_bytes().split(b"\0")
+            env = dict(kv.decode(errors="replace").split("=", 1) for kv in raw if b"=" in kv)
+            return {n: env.get(n) for n in names}
+    raise LookupError(f"no live {pid_of} actor")
 
 
 # ---------------------------------------------------------------------------------------------------- hostile input
