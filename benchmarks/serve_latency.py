@@ -20,6 +20,7 @@ Prints one JSON line:
                              policy is a deployment of its own (``in_gateway: false``, one Serve hop more than
                              the default, which runs one replica inside the gateway); its c32 phases last half a
                              phase
+  access_log                 Serve's access log in the replicas (--access-log; off by default)
   serve_env                  the Serve switches the instance was started with (deploy's SERVE_PROCESS_ENV, or {}
                              with --serve-defaults)
   errors                     requests not answered 200, over every phase
@@ -98,6 +99,11 @@ def main() -> None:
         help="Start Serve with its own defaults instead of deploy's SERVE_PROCESS_ENV (the proxy's requests as Ray "
         "actor calls, routers on threads of their own).",
     )
+    ap.add_argument(
+        "--access-log",
+        action="store_true",
+        help="Serve's access log in the replicas (ServeSettings.access_log; off by default).",
+    )
     a = ap.parse_args()
 
     import ray
@@ -129,6 +135,7 @@ def main() -> None:
             "feedback_db": str(tmp / "feedback.sqlite"),
             "gateway_num_cpus": 0,
             "gateway_code_thread": a.gateway_code_thread,
+            "access_log": a.access_log,
         }
     )
     # the same policy as a deployment of its own (its own store, route /own)
@@ -157,6 +164,7 @@ def main() -> None:
         "bodies": len(bodies),
         "batch_wait_ms": settings.stable.batching.batch_wait_timeout_s * 1e3,
         "gateway_code_thread": settings.gateway_code_thread,
+        "access_log": settings.access_log,
         "serve_env": " ".join(f"{k}={v}" for k, v in serve_env.items()) or "serve defaults",
     }
 
