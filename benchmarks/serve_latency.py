@@ -21,8 +21,8 @@ Prints one JSON line:
                              the default, which runs one replica inside the gateway); its c32 phases last half a
                              phase
   access_log                 Serve's access log in the replicas (--access-log; off by default)
-  serve_env                  the Serve switches the instance was started with (deploy's SERVE_PROCESS_ENV, or {}
-                             with --serve-defaults)
+  serve_env                  the Serve switches the instance was started with (deploy's SERVE_PROCESS_ENV with
+                             --serve-env, else Serve's defaults)
   errors                     requests not answered 200, over every phase
   loadavg_1m_start / _end    the machine's load (shared box: compare ratios within one run)
 
@@ -94,10 +94,10 @@ def main() -> None:
         help="The gateway's code on a loop thread of its own (Serve's default; ServeSettings.gateway_code_thread).",
     )
     ap.add_argument(
-        "--serve-defaults",
+        "--serve-env",
         action="store_true",
-        help="Start Serve with its own defaults instead of deploy's SERVE_PROCESS_ENV (the proxy's requests as Ray "
-        "actor calls, routers on threads of their own).",
+        help="Start Serve with deploy's SERVE_PROCESS_ENV (the proxy's requests over gRPC, routers on their "
+        "callers' loops) instead of its own defaults.",
     )
     ap.add_argument(
         "--access-log",
@@ -152,7 +152,7 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(tmp / "ray"), log_to_driver=False)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    serve_env = {} if a.serve_defaults else SERVE_PROCESS_ENV
+    serve_env = SERVE_PROCESS_ENV if a.serve_env else {}
     deploy(
         [app_config(settings, name="bench"), app_config(settings_own, name="bench_own")],
         http_options={"host": "127.0.0.1", "port": port},

@@ -174,7 +174,7 @@ def build_served(tmp: Path) -> Served:
     import time
 
     from agentic_ray.eval.policy_loading import pick_checkpoint
-    from agentic_ray.serving.deploy import app_config, deploy, wait_running
+    from agentic_ray.serving.deploy import SERVE_PROCESS_ENV, app_config, deploy, wait_running
     from agentic_ray.serving.settings import ServeSettings
     from agentic_ray.skills.server import free_port
     from agentic_ray.stages.pipeline import run_pipeline
@@ -240,7 +240,9 @@ def build_served(tmp: Path) -> Served:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     first = [app_config(s, name) for name, s in settings.items() if name != "good"]
-    deploy(first, http_options={"host": "127.0.0.1", "port": port}, wait=False)
+    # Serve with the opt-in switches, so that every serving test runs through them (test_serve_policy checks
+    # that the proxy and the replicas have them)
+    deploy(first, http_options={"host": "127.0.0.1", "port": port}, wait=False, serve_env=SERVE_PROCESS_ENV)
     wait_running("main", 900)
     settings["good"], loop = close_the_loop(url, run, settings["main"], settings["good"], tmp)
     t0 = time.monotonic()

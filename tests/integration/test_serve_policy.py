@@ -65,9 +65,9 @@ def test_act_answers_200_and_rejects_bad_requests(served):
 
 
 def test_serve_runs_with_the_switches_deploy_starts_it_with(served):
-    """``deploy`` started this Serve instance with :data:`~agentic_ray.serving.deploy.SERVE_PROCESS_ENV`: its
-    HTTP proxy and the replicas its controller starts run with those switches (the test above checks that the
-    service works through them: auth, limits, request ids)."""
+    """The fixture's ``deploy(..., serve_env=SERVE_PROCESS_ENV)`` started this Serve instance with those
+    switches: its HTTP proxy and the replicas its controller starts run with them (the other serving tests check
+    that the service works through them)."""
     from agentic_ray.serving.deploy import SERVE_PROCESS_ENV
     from tests.helpers.serving import serve_process_env
 

@@ -145,20 +145,3 @@ def test_unknown_entity_types_hints_and_tool_names_are_named():
         ("body", "task", "request", "mentioned", 1, "type"),
         ("body", "tool_stats", "teleport"),
     ]
-
-
-def test_serve_run_of_the_yaml_starts_serve_with_the_switches_deploy_uses():
-    """``serve run serve_apps/policy.yaml`` and ``agentic-ray serve`` (``deploy``) start Serve with the same
-    switches; Serve's own schema reads them as the controller's env (the integration test checks that the proxy
-    and the replicas get them)."""
-    import yaml
-    from ray.serve.schema import ServeDeploySchema
-
-    from agentic_ray.serving.deploy import SERVE_PROCESS_ENV
-    from tests.helpers.serving import REPO
-
-    config = ServeDeploySchema.model_validate(
-        yaml.safe_load((REPO / "serve_apps" / "policy.yaml").read_text())
-    )
-    assert config.controller_options is not None and config.controller_options.runtime_env is not None
-    assert config.controller_options.runtime_env["env_vars"] == SERVE_PROCESS_ENV
