@@ -253,6 +253,8 @@ def build_app(args: dict[str, Any] | ServeSettings) -> Any:
     """The application from its settings (``args`` of ``serve_apps/policy.yaml``, validated here)."""
     s = (args if isinstance(args, ServeSettings) else ServeSettings.model_validate(args)).absolute_paths()
 
+    logging = {"enable_access_log": s.access_log}
+
     def policy(name: str, arm: ArmSettings | None) -> Any:
         if arm is None or arm.in_gateway:
             return None
@@ -262,6 +264,7 @@ def build_app(args: dict[str, Any] | ServeSettings) -> Any:
             max_ongoing_requests=arm.max_ongoing_requests,
             ray_actor_options={"num_cpus": arm.num_cpus},
             user_config=arm.batching.model_dump(),
+            logging_config=logging,
         ).bind(arm.model_dump(mode="json"))
 
     gateway_actor: dict[str, Any] = {"num_cpus": s.gateway_num_cpus}
@@ -271,4 +274,5 @@ def build_app(args: dict[str, Any] | ServeSettings) -> Any:
         max_ongoing_requests=s.gateway_max_ongoing_requests,
         ray_actor_options=gateway_actor,
         user_config=s.gateway_user_config(),
+        logging_config=logging,
     ).bind(s.model_dump(mode="json"), policy("stable", s.stable), policy("candidate", s.candidate))

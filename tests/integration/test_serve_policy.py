@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -61,6 +62,39 @@ def test_act_answers_200_and_rejects_bad_requests(served):
         huge = _task_body()
         huge["task"]["extra"] = {"pad": "z" * 300_000}
         assert c.post("/v1/act", json=huge, headers=AUTH).status_code == 413
+
+
+def test_serve_runs_with_the_switches_deploy_starts_it_with(served):
+    """The fixture's ``deploy(..., serve_env=SERVE_PROCESS_ENV)`` started this Serve instance with those
+    switches: its HTTP proxy and the replicas its controller starts run with them (the other serving tests check
+    that the service works through them)."""
+    from agentic_ray.serving.deploy import SERVE_PROCESS_ENV
+    from tests.helpers.serving import serve_process_env
+
+    assert SERVE_PROCESS_ENV["RAY_SERVE_PROXY_USE_GRPC"] == "1"
+    for actor in ("ProxyActor", "ServeReplica:local:Gateway", "ServeReplica:main:stable"):
+        assert serve_process_env(actor, SERVE_PROCESS_ENV) == SERVE_PROCESS_ENV, actor
+
+
+def test_replicas_write_an_access_log_only_where_the_settings_ask(served):
+    """``access_log`` is off by default (``local``) and on where set (``bad``): Serve's line per request in the
+    gateway replica's log file (written at once: Serve flushes request-path logs line by line by default)."""
+    import ray
+
+    logs = Path(ray._private.worker._global_node.get_session_dir_path()) / "logs" / "serve"
+
+    def access_lines(app: str) -> list[str]:
+        return [
+            line
+            for f in logs.glob(f"replica_{app}_Gateway_*.log")
+            for line in f.read_text().splitlines()
+            if " -- POST " in line and "/v1/act 200" in line
+        ]
+
+    for app in ("local", "bad"):
+        with served.client(f"/{app}") as c:
+            assert c.post("/v1/act", json=_task_body(), headers=AUTH).status_code == 200
+    assert access_lines("bad") and not access_lines("local")
 
 
 @pytest.mark.parametrize("app", ["main", "local"])
