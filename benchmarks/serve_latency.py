@@ -21,8 +21,6 @@ Prints one JSON line:
                              the default, which runs one replica inside the gateway); its c32 phases last half a
                              phase
   access_log                 Serve's access log in the replicas (--access-log; off by default)
-  serve_env                  the Serve switches the instance was started with (deploy's SERVE_PROCESS_ENV with
-                             --serve-env, else Serve's defaults)
   errors                     requests not answered 200, over every phase
   loadavg_1m_start / _end    the machine's load (shared box: compare ratios within one run)
 
@@ -94,12 +92,6 @@ def main() -> None:
         help="The gateway's code on a loop thread of its own (Serve's default; ServeSettings.gateway_code_thread).",
     )
     ap.add_argument(
-        "--serve-env",
-        action="store_true",
-        help="Start Serve with deploy's SERVE_PROCESS_ENV (the proxy's requests over gRPC, routers on their "
-        "callers' loops) instead of its own defaults.",
-    )
-    ap.add_argument(
         "--access-log",
         action="store_true",
         help="Serve's access log in the replicas (ServeSettings.access_log; off by default).",
@@ -109,7 +101,7 @@ def main() -> None:
     import ray
     from ray import serve
 
-    from agentic_ray.serving.deploy import SERVE_PROCESS_ENV, app_config, deploy
+    from agentic_ray.serving.deploy import app_config, deploy
     from agentic_ray.skills.server import free_port
 
     load_start = os.getloadavg()[0]
@@ -152,11 +144,9 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(tmp / "ray"), log_to_driver=False)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    serve_env = SERVE_PROCESS_ENV if a.serve_env else {}
     deploy(
         [app_config(settings, name="bench"), app_config(settings_own, name="bench_own")],
         http_options={"host": "127.0.0.1", "port": port},
-        serve_env=serve_env,
     )
     handle = serve.get_app_handle("bench")
     out: dict[str, Any] = {
@@ -165,7 +155,6 @@ def main() -> None:
         "batch_wait_ms": settings.stable.batching.batch_wait_timeout_s * 1e3,
         "gateway_code_thread": settings.gateway_code_thread,
         "access_log": settings.access_log,
-        "serve_env": " ".join(f"{k}={v}" for k, v in serve_env.items()) or "serve defaults",
     }
 
     def batching(base: str = url) -> dict[str, float]:

@@ -14,35 +14,9 @@ from typing import Any
 
 from agentic_ray.serving.settings import PolicyUserConfig, ServeSettings, SLASettings, StrategyMode
 
-__all__ = ["APP_IMPORT_PATH", "SERVE_PROCESS_ENV", "app_config", "deploy", "wait_running"]
+__all__ = ["APP_IMPORT_PATH", "app_config", "deploy", "wait_running"]
 
 APP_IMPORT_PATH = "agentic_ray.serving.deployments:build_app"
-
-SERVE_PROCESS_ENV: dict[str, str] = {
-    "RAY_SERVE_PROXY_USE_GRPC": "1",
-    "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
-}
-"""Serve's own switches (read in ``ray/serve/_private/constants.py``), an opt-in for the Serve instance
-:func:`deploy` starts (``serve_env=SERVE_PROCESS_ENV``), given to its controller as
-``controller_options.runtime_env.env_vars``; the HTTP proxies and the replicas it starts inherit them:
-
-* ``RAY_SERVE_PROXY_USE_GRPC=1``: the proxy sends each HTTP request to the ingress replica over the replica's
-  gRPC server (every replica runs one for calls between deployments) instead of a Ray actor call with a
-  streamed result.
-* ``RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP=0``: a deployment handle's router runs on its caller's event loop
-  instead of a thread of its own, two thread hops less per call (the proxy's handle to the gateway, the
-  gateway's handles to policy deployments of their own).
-
-Both are among the settings of Serve's ``RAY_SERVE_THROUGHPUT_OPTIMIZED``; the serving integration tests run
-with them and pass (auth, limits, request ids, streamed episodes, canary and rollback, replicas killed). Not the
-default: at one client they cut the HTTP path, but 32 batched HTTP clients got fewer answers. Measured on the
-2-CPU box (load 20-70 under ``nice``): Ray instances with and without them side by side, /v1/act at one HTTP
-client alternated between them (6-8 rounds, paired medians), 1.5-2.2 ms less CPU per request in the proxy in all
-three runs, 1.0-1.2 ms less in the gateway replica in two (none in the third); through a handle no change.
-``benchmarks/serve_latency.py`` with and without them (with ``access_log`` on for Serve's defaults), two pairs:
-http_p50_ms_c1 19.5 vs 21.7 ms at the same load, but c32 over HTTP 62.9 vs 74.3 req/s batched and 61.8 vs 51.0
-unbatched, 1.02x vs 1.46x (the other pair 1.11x vs 1.61x, its run with them at load 96). Serve applies them only
-when the call starts Serve: an instance started before keeps its own."""
 
 
 def app_config(
@@ -78,7 +52,6 @@ def deploy(
     http_options: dict[str, Any] | None = None,
     timeout_s: float = 300.0,
     wait: bool = True,
-    serve_env: dict[str, str] | None = None,
 ) -> None:
     """Apply a config's applications to the running Serve instance (starting Serve if needed).
 
@@ -91,8 +64,6 @@ def deploy(
         http_options: for a Serve instance this call starts (``host``, ``port``).
         timeout_s: how long to wait for every application to run.
         wait: wait until they run (a user_config change returns as soon as the controller has it).
-        serve_env: Serve switches for a Serve instance this call starts (e.g. :data:`SERVE_PROCESS_ENV`;
-            default: Serve's own).
 
     Raises:
         RuntimeError: an application failed to deploy (with Serve's message).
@@ -101,11 +72,7 @@ def deploy(
     from ray.serve._private import api as _private_api
     from ray.serve.schema import ServeDeploySchema
 
-    env = serve_env or {}
-    client = _private_api.serve_start(
-        http_options=http_options or {},
-        controller_options={"runtime_env": {"env_vars": dict(env)}} if env else None,
-    )
+    client = _private_api.serve_start(http_options=http_options or {})
     client.deploy_apps(ServeDeploySchema.model_validate({"applications": [*apps, *_others(client, apps)]}))
     if wait:
         for a in apps:

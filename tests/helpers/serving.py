@@ -174,7 +174,7 @@ def build_served(tmp: Path) -> Served:
     import time
 
     from agentic_ray.eval.policy_loading import pick_checkpoint
-    from agentic_ray.serving.deploy import SERVE_PROCESS_ENV, app_config, deploy, wait_running
+    from agentic_ray.serving.deploy import app_config, deploy, wait_running
     from agentic_ray.serving.settings import ServeSettings
     from agentic_ray.skills.server import free_port
     from agentic_ray.stages.pipeline import run_pipeline
@@ -240,9 +240,7 @@ def build_served(tmp: Path) -> Served:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     first = [app_config(s, name) for name, s in settings.items() if name != "good"]
-    # Serve with the opt-in switches, so that every serving test runs through them (test_serve_policy checks
-    # that the proxy and the replicas have them)
-    deploy(first, http_options={"host": "127.0.0.1", "port": port}, wait=False, serve_env=SERVE_PROCESS_ENV)
+    deploy(first, http_options={"host": "127.0.0.1", "port": port}, wait=False)
     wait_running("main", 900)
     settings["good"], loop = close_the_loop(url, run, settings["main"], settings["good"], tmp)
     t0 = time.monotonic()
@@ -269,20 +267,6 @@ def shared_served(request: Any, tmp_path_factory: Any) -> Iterator[Served]:
 
         serve.shutdown()
         _SHARED.clear()
-
-
-def serve_process_env(pid_of: str, names: Collection[str]) -> dict[str, str | None]:
-    """The values of ``names`` in the environment of the running Serve instance's live actor of class
-    ``pid_of`` (``ProxyActor``, or a replica's ``ServeReplica:APP:DEPLOYMENT``) on this machine, from ``/proc``:
-    the switches that process was started with."""
-    import ray
-
-    for actor in ray._private.state.state.actor_table(None).values():
-        if actor["State"] == "ALIVE" and actor["ActorClassName"] == pid_of:
-            raw = Path(f"/proc/{actor['Pid']}/environ").read_bytes().split(b"\0")
-            env = dict(kv.decode(errors="replace").split("=", 1) for kv in raw if b"=" in kv)
-            return {n: env.get(n) for n in names}
-    raise LookupError(f"no live {pid_of} actor")
 
 
 # ---------------------------------------------------------------------------------------------------- hostile input
