@@ -18,6 +18,9 @@ CALL_OUTCOME_LAYERS = {"detection_f1", "detection_quality", "localisation_iou", 
 OFF_BY_DEFAULT = CALL_OUTCOME_LAYERS | {"memory"}
 """The layers off unless a config enables them (``memory``: the L4 layer over an episode's memory facts)."""
 
+SPARSE_BASELINE = {"task_outcome"}
+"""Off unless a config enables it, and reading no case facts: seed 000's sparse end-of-task reward."""
+
 
 def _settings(domain: str) -> ExperimentSettings:
     return ExperimentSettings.model_validate({"env": {"domain": domain}, "rewards": {"mode": "async"}})
@@ -35,8 +38,9 @@ def test_a_domain_without_customer_facts_gets_no_customer_layers_and_one_warning
         s = _settings("helpdesk")
         _settings("helpdesk")  # validated again: no second warning
     assert s.rewards is not None
-    assert set(s.rewards.layers) - set(s.rewards.enabled_layers()) == CUSTOMER_LAYERS | OFF_BY_DEFAULT
-    assert all(not LAYER_CLASSES[n].enabled_by_default for n in OFF_BY_DEFAULT)
+    off = CUSTOMER_LAYERS | OFF_BY_DEFAULT | SPARSE_BASELINE
+    assert set(s.rewards.layers) - set(s.rewards.enabled_layers()) == off
+    assert all(not LAYER_CLASSES[n].enabled_by_default for n in OFF_BY_DEFAULT | SPARSE_BASELINE)
     lines = [r.getMessage() for r in caplog.records if "is off for domain helpdesk" in r.getMessage()]
     assert len(lines) == len(CUSTOMER_LAYERS), lines
     assert any("user_experience" in line and "customer_complaint_rate" in line for line in lines)
