@@ -336,10 +336,9 @@ class ServeSettings(_Strict):
         description="Serve's access log in the application's replicas (the gateway and the policy deployments): "
         "a line per request in each replica's log file and on its stderr. Off by default: the service counts "
         "every request itself (/v1/metrics, the agentic_serve_requests metric, each decision stored under its "
-        "trace id), and the line (written to a file and to stderr) cost the gateway replica 1.0-1.4 ms of CPU "
-        "per decision on the 2-CPU box in two paired runs (apps or Ray instances with and without it side by "
-        "side, alternated, load 15-30; a third, at load 22-50 beside the serving tests, showed no gain). The "
-        "HTTP proxy's access log is Serve's global logging config.",
+        "trace id), and the line is written to a file and to stderr on the request path "
+        "(`benchmarks/serve_latency.py --access-log` runs with it on). The HTTP proxy's access log is Serve's "
+        "global logging config.",
     )
     route_prefix: str = Field(default="/", description="HTTP route prefix of the application.")
 
