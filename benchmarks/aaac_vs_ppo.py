@@ -98,8 +98,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 try:  # imported as benchmarks.<name> (tests) or run as a script (benchmarks/ on sys.path)
     from benchmarks.results_record import publish
+    from benchmarks.worker_runs import settings_fingerprint
 except ModuleNotFoundError:
     from results_record import publish  # type: ignore[no-redef]
+    from worker_runs import settings_fingerprint  # type: ignore[no-redef]
 
 # arm -> (settings.algo.name, extra .training() arguments); callables get the parsed flags.
 ARMS: dict[str, tuple[str, Any]] = {
@@ -727,11 +729,7 @@ def resolved_fingerprint(arm: str, a: argparse.Namespace) -> str:
     that every arm's module got with the reflect merge) does not change it. Each new run records this hash;
     :func:`stale_runs` counts the reused runs whose hash differs or was not recorded.
     """
-    import hashlib
-
-    d = settings_for(arm, 0, a).model_dump(mode="json")
-    d.pop("seed", None)
-    return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+    return settings_fingerprint(settings_for(arm, 0, a))
 
 
 def stale_runs(runs: list[dict[str, Any]], fingerprint: str) -> int:
@@ -740,7 +738,7 @@ def stale_runs(runs: list[dict[str, Any]], fingerprint: str) -> int:
 
 
 def main() -> None:
-    from worker_runs import load_runs, report, run_worker  # benchmarks/ is the script's directory
+    from worker_runs import append_run, load_runs, report, run_worker  # benchmarks/ is the script's directory
 
     a = parse()
     if a.worker:
@@ -770,9 +768,7 @@ def main() -> None:
         t0 = time.time()
         r = run_worker(__file__, [*passthrough, "--worker", arm, str(seed)], f"{arm} seed {seed}")
         r["resolved"] = fingerprints[arm]
-        if a.runs:
-            with open(a.runs, "a") as f:
-                f.write(json.dumps({**r, "settings_key": keys[arm]}) + "\n")
+        append_run(a.runs, r, keys[arm])
         print(
             f"# {arm} seed {seed}: completion {r['completion']:.3f} in {time.time() - t0:.0f}s "
             f"({r['env_steps_per_s']:.1f} steps/s) curve {r['curve']}",

@@ -58,21 +58,18 @@ the same (any changed setting or code default reruns them); each runs in its own
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import math
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or imported as benchmarks.<name>
-from worker_runs import first_reaching, load_runs, run_worker
+from worker_runs import append_run, first_reaching, load_runs, run_worker, settings_fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "inspection.yaml"
@@ -138,9 +135,7 @@ def settings_for(run: str, seed: int, a: argparse.Namespace) -> Any:
 
 def settings_key(run: str, a: argparse.Namespace) -> str:
     """Hash of the run's fully resolved settings without the seed: a recorded run is reused only when it matches."""
-    d = settings_for(run, 0, a).model_dump(mode="json")
-    d.pop("seed")
-    return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+    return settings_fingerprint(settings_for(run, 0, a))
 
 
 def train_run(run: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
@@ -289,7 +284,6 @@ def run_campaign(a: argparse.Namespace, script: str) -> None:
     runs = sorted({run for c in compares for _, run in COMPARISONS[c]}, key=list(RUNS).index)
     keys = {run: settings_key(run, a) for run in runs}
     done = load_runs(a.runs, keys, arm_field="run")
-    lock = threading.Lock()
     argv = list(sys.argv[1:])
 
     def one(job: tuple[int, str]) -> dict[str, Any]:
@@ -297,9 +291,7 @@ def run_campaign(a: argparse.Namespace, script: str) -> None:
         if (run, seed) in done:
             return done[(run, seed)]
         r = run_worker(script, [*argv, "--worker", run, str(seed)], f"{run} seed {seed}")
-        if a.runs:
-            with lock, open(a.runs, "a") as f:
-                f.write(json.dumps({**r, "settings_key": keys[run]}) + "\n")
+        append_run(a.runs, r, keys[run])
         print(f"# {run} seed {seed}: {r['wall_s']:.0f}s, curve {r['curve']}", file=sys.stderr, flush=True)
         return r
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,27 @@ def run_worker(script: str, args: list[str], label: str, ray_start_retries: int 
         sys.stderr.write(f"{label}: Ray did not start in time, running it again ({attempt + 1})\n")
     sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
     raise SystemExit(f"{label} failed (rc {proc.returncode})")
+
+
+def settings_fingerprint(settings: Any) -> str:
+    """Short hash of validated settings (``ExperimentSettings``), every default filled in, the seed left out: a
+    recorded run is reused only while its fingerprint matches (a changed setting or code default reruns it)."""
+    import hashlib
+
+    d = settings.model_dump(mode="json")
+    d.pop("seed", None)
+    return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def append_run(path: str | None, run: dict[str, Any], settings_key: str) -> None:
+    """Append one finished run to the JSON-lines file ``path`` (nothing without one), with its ``settings_key``
+    for :func:`load_runs`. One ``write`` per line, under a lock: campaigns write from a thread pool."""
+    if path:
+        with _APPEND_LOCK, open(path, "a") as f:
+            f.write(json.dumps({**run, "settings_key": settings_key}) + "\n")
+
+
+_APPEND_LOCK = threading.Lock()
 
 
 def load_runs(

@@ -69,3 +69,24 @@ def test_first_reaching_skips_unmeasured_points() -> None:
 
     assert first_reaching([(0, 0.4), (500, 0.7), (900, 0.8)], 0.7) == 500
     assert first_reaching([(0, None), (500, 0.69)], 0.7) is None
+
+
+def test_appended_runs_are_read_back_only_under_their_settings_key(tmp_path) -> None:
+    from benchmarks.worker_runs import append_run, load_runs
+
+    path = str(tmp_path / "runs.jsonl")
+    append_run(path, {"algo": "a", "seed": 0, "x": 1}, "k1")
+    append_run(path, {"algo": "a", "seed": 1, "x": 2}, "old")
+    append_run(None, {"algo": "a", "seed": 2}, "k1")  # no runs file: nothing written
+    assert load_runs(path, {"a": "k1"}) == {("a", 0): {"algo": "a", "seed": 0, "x": 1}}
+
+
+def test_the_settings_fingerprint_leaves_out_the_seed_only() -> None:
+    from agentic_ray.settings import ExperimentSettings
+    from benchmarks.worker_runs import settings_fingerprint
+
+    base = ExperimentSettings.model_validate({"seed": 0})
+    assert settings_fingerprint(base) == settings_fingerprint(ExperimentSettings.model_validate({"seed": 7}))
+    assert settings_fingerprint(base) != settings_fingerprint(
+        ExperimentSettings.model_validate({"seed": 0, "algo": {"lr": 0.123}})
+    )
