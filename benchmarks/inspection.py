@@ -16,7 +16,8 @@ On the fixed validation tasks of every family (``--tasks-per-family`` each, faul
 Per policy: ``f1`` (each inspected part's last detection call, cracks at IoU >= 0.5, averaged over parts),
 ``iou`` (localisation IoU, over parts with a crack), ``ndcg`` (the ranking call of ``top_cracks`` tasks),
 each with ``*_ci``, its 95% bootstrap interval over the validation episodes (the parts of one episode are resampled
-together: :func:`~agentic_ray.eval.bootstrap.ratio_of_sums_ci`), ``completion`` and ``steps``. Also the detector's
+together: :func:`~agentic_ray.eval.bootstrap.ratio_of_sums_ci`), ``completion``, ``steps`` and ``detect_threshold``
+(per family, the mean confidence threshold of its ``detect`` calls). Also the detector's
 and the quality scorer's recorded versions and held-out figures, and the run's ``wall_s``.
 
 With ``--run-dir RUN [RUN ...]`` (runs of ``agentic-ray train --config configs/inspection.yaml``, e.g. one per
@@ -99,7 +100,19 @@ def run_policy(
         **episode_figures(records),
         "completion": round(float(np.mean([r.completed for r in records])), 4),
         "steps": round(float(np.mean([r.num_steps for r in records])), 2),
+        "detect_threshold": detect_thresholds(records),
     }
+
+
+def detect_thresholds(records: list[EpisodeRecord]) -> dict[str, float]:
+    """Per task family, the mean ``confidence_threshold`` of the policy's ``detect`` calls (as the gateway passed
+    them on): whether a policy adapts ``detect`` to the task, e.g. a low threshold where cracks are faint."""
+    by: dict[str, list[float]] = {}
+    for r in records:
+        for s in r.steps:
+            if s.skill == "detect" and "confidence_threshold" in s.args:
+                by.setdefault(r.task_family, []).append(float(s.args["confidence_threshold"]))
+    return {f: round(float(np.mean(v)), 3) for f, v in by.items()}
 
 
 def fig(x: float) -> float | None:
@@ -191,6 +204,11 @@ def over_runs(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if f"{k}_ci" in rows[0]:
                 ci = bootstrap_mean_ci(vals)
                 out[f"{k}_ci"] = None if ci is None else [round(ci[0], 4), round(ci[1], 4)]
+        elif (
+            isinstance(v, dict) and k == "detect_threshold"
+        ):  # per family: the mean over the runs that called it
+            fams = sorted({f for r in rows for f in r[k]})
+            out[k] = {f: round(float(np.mean([r[k][f] for r in rows if f in r[k]])), 3) for f in fams}
         elif isinstance(v, str) and k != "checkpoint":
             out[k] = v
     return out
