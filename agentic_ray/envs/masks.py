@@ -34,17 +34,6 @@ _MEMO_MAX = 512
 """Entries of each of :class:`MaskComputer`'s memos of the knowledge part and the history-free business part
 (cleared when full): a handful of node-count shapes recur across episodes."""
 
-_MEMO_NOTE = """Why the knowledge part and, with no history, the business part are memoised on the node counts.
-
-The knowledge part (free pointer targets, list candidates, hard reasons) reads how many entities of each type are
-known, which of them have a copied field revealed, the domain's hard rules and the request's missing facts, never
-the ids themselves; with an empty history every precondition admits nothing, so the business part marks every
-constrained target invalid and every skill with a precondition blocked, again from the counts alone. Episodes
-start from a few such shapes, and rebuilding both at every reset (with the knowledge part after each new entity)
-was ~4% of env time (py-spy, random masked policy, e-commerce and help-desk). The memos hold read-only arrays and
-hand out copies, since the business part writes onto the pointer and list masks; the golden trajectories
-(tests/unit/envs/test_env_golden.py) and the rebuild test (test_env_caches.py) pin the result."""
-
 
 def sla_arrays(sla_stats: dict, skills: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Executor SLA statistics as per-skill arrays (skill order of the layout)."""
@@ -264,6 +253,16 @@ class MaskComputer:
         rebuilt: the node order comes from the knowledge and a domain's hard rules read only the knowledge (the
         protocol's contract). Building the key every step (the hard rules, the node order, the copyable fields)
         was ~3.4% of env time on e-commerce (py-spy, random masked policy).
+
+        Memoised across episodes on the node counts (see :data:`_MEMO_MAX`): the arrays read how many entities of
+        each type are known, which of them have a copied field revealed, the domain's hard rules and the request's
+        missing facts, never the ids themselves; and with an empty history every precondition admits nothing, so
+        the business part (:meth:`_structural`) marks every constrained target invalid and every skill with a
+        precondition blocked, again from the counts alone. Episodes start from a few such shapes, and rebuilding
+        both at every reset (the knowledge part after each new entity too) was ~4% of env time (py-spy, random
+        masked policy, e-commerce and help-desk; reset's mask computation 104 -> 38 us). The memos hold read-only
+        arrays and hand out copies, since the business part writes onto the pointer and list masks; the golden
+        trajectories (tests/unit/envs/test_env_golden.py) and the rebuild test (test_env_caches.py) pin the result.
         """
         version = (id(knowledge), knowledge.version)
         if version == self._kversion and self._kpart is not None:
@@ -280,7 +279,7 @@ class MaskComputer:
             key += (tuple(copyable.items()),)  # a reveal of fields alone changes it
         if key == self._kkey and self._kpart is not None:
             return self._kpart
-        # What follows reads the node counts, not the ids (see _MEMO_NOTE).
+        # What follows reads the node counts, not the ids (see the docstring).
         shape = (tuple(len(v) for v in node_ids.values()), key[1:], self._fact_key)
         self._kshape = shape
         hit = self._kmemo.get(shape)
@@ -346,13 +345,17 @@ class MaskComputer:
         if key == self._bkey and self._cached is not None:
             return self._cached
         tr = self.tracker
-        fresh = None  # with no history, the business part reads only the node counts (see _MEMO_NOTE)
+        fresh = None  # with no history, the business part reads only the node counts (see _knowledge_part)
         if self._bkey is not None and self._bkey[1] == self._kkey and self._bkey[0] == n_hist - 1:
             last = tr.history[-1].skill
             redo = {i for i, _j in tr.by_skill.get(last, ())} | {i for i, _j in tr.by_bind.get(last, ())}
             business = self._business.copy()
             bwhy = dict(self._bwhy)
-        elif n_hist == 0 and (fresh := self._fresh_memo.get(self._kshape)) is not None:  # type: ignore[arg-type]
+        elif (
+            n_hist == 0
+            and self._kshape is not None
+            and (fresh := self._fresh_memo.get(self._kshape)) is not None
+        ):
             pm[...], lm[...] = fresh[0], fresh[1]
             redo, business, bwhy = set(), fresh[2].copy(), dict(fresh[3])
         else:
