@@ -147,12 +147,19 @@ class MemoryStore(EmbedsTexts):
     Args:
         config: where the store lives.
         embedder: texts to vectors (default: the shipped all-MiniLM-L6-v2, loaded on first use).
+        client: a client to share (the store is then its ``config.collection``; :meth:`close` drops that and
+            leaves the client open); None opens one for ``config``.
     """
 
-    def __init__(self, config: MemoryConfig, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, config: MemoryConfig, embedder: Embedder | None = None, client: QdrantClient | None = None
+    ) -> None:
         self.config = config
         self._embedder = embedder
-        if config.url is not None:
+        self._owns_client = client is None
+        if client is not None:  # a client others share: this store is its collection (see close)
+            self.client = client
+        elif config.url is not None:
             self.client = QdrantClient(url=config.url, timeout=config.timeout_s)
         elif config.path is not None:
             self.client = QdrantClient(path=config.path)
@@ -295,8 +302,12 @@ class MemoryStore(EmbedsTexts):
         )
 
     def close(self) -> None:
-        """Release the client (in local mode, the folder's lock): another process may then open the path."""
-        self.client.close()
+        """Release the client (in local mode, the folder's lock): another process may then open the path. A store
+        over a shared client drops its collection instead."""
+        if self._owns_client:
+            self.client.close()
+        else:
+            self.client.delete_collection(self.config.collection)
 
 
 def namespace_filter(customer: str | None, episode: str | None, entity_id: str | None) -> qm.Filter | None:

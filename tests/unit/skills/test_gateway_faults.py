@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import random
 import sqlite3
 from typing import Any
 
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 
 from agentic_ray.cli import app
 from agentic_ray.domains import get_domain, sample_world
-from agentic_ray.skills.backends import FaultConfig, PythonBackend, RawOutcome
+from agentic_ray.skills.backends import FaultConfig, FaultInjector, PythonBackend, RawOutcome
 from agentic_ray.skills.circuit_breaker import CircuitBreaker
 from agentic_ray.skills.contracts import DomainContracts, SkillContract
 from agentic_ray.skills.executor import SimClock, ToolExecutor
@@ -210,3 +211,16 @@ def test_handoffs_are_queued_in_the_audit_file_listed_and_resolved(tmp_path):
     with pytest.raises(sqlite3.DatabaseError, match="open to resolved"):
         db.execute("UPDATE handoffs SET skill = 'x'")
     q.close()
+
+
+def test_fault_injector_seeds_its_generator_lazily_to_the_same_draws():
+    """The injector seeds its generator at the first draw that needs one: a seeded config draws what a generator
+    seeded up front would (latency and kind per call), and a config with no faults never builds one."""
+    cfg = FaultConfig(failure_rate=0.3, timeout_rate=0.2, latency_ms=50.0, latency_std_ms=20.0, seed=11)
+    inj, r = FaultInjector(cfg), random.Random(11)
+    for _ in range(200):
+        u, lat = r.random(), max(0.0, r.gauss(50.0, 20.0))
+        want = "timeout" if u < 0.2 else ("failure" if u < 0.5 else None)
+        assert inj.draw("order.get") == (want, lat)
+    idle = FaultInjector(FaultConfig())
+    assert idle.draw("order.get") == (None, 0.0) and idle._rng is None
