@@ -12,6 +12,7 @@ is static.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from agentic_ray.domains.draws import bits62, small_ints
-from agentic_ray.domains.tool_health import draw_health_values, health_tick
+from agentic_ray.domains.tool_health import health_tick
 
 CATEGORIES: tuple[str, ...] = ("electronics", "apparel", "home", "beauty")
 DEVICES: tuple[str, ...] = ("ios", "android", "web")
@@ -309,11 +310,13 @@ def make_world(rng: np.random.Generator, n_products: int = 8, n_orders: int = 3)
                 placed_days_ago=r.randint(1, 40),
             )
         )
-    health = {  # the bases given: the values __post_init__ would copy
-        name: ToolHealth(lat, std, fr, lat, fr)
-        for name, (lat, std, fr) in zip(
-            BASE_TOOL_HEALTH, draw_health_values(r, BASE_TOOL_HEALTH), strict=True
+    health = {
+        name: ToolHealth(
+            latency_ms=lat * math.exp(r.gauss(0.0, 0.15)),
+            latency_std_ms=std,
+            failure_rate=min(0.5, fr * math.exp(r.gauss(0.0, 0.5))),
         )
+        for name, (lat, std, fr) in BASE_TOOL_HEALTH.items()
     }
     return ShopWorld(user=user, products=products, orders=orders, tool_health=health)
 
