@@ -20,6 +20,7 @@ neither loads the model nor embeds.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import random
@@ -201,11 +202,11 @@ def memory_session(world: MemoryWorld) -> Any:
     s = world.__dict__.get(MEMORY_STATE)
     if s is None:
         name = f"world-{next(_WORLD_STORES)}"
-        client = _shared_client()
+        client, gone = _shared_client()
         store = MemoryStore(
             MemoryConfig(collection=name), embedder=memo_embedder(type(world).memory_vectors), client=client
         )
-        weakref.finalize(store, client.delete_collection, name)  # the world is gone: so is its collection
+        weakref.finalize(store, gone.append, name)  # the world is gone: its collection goes at the next open
         s = _session(world, store, world.conversation, 0.0)
     s.now_h = world.__dict__.get(START_STATE, 0.0) + world.clock_tick * HOURS_PER_TICK
     s.turn = world.clock_tick
@@ -216,21 +217,26 @@ _WORLD_STORES = itertools.count()
 _LOCAL = threading.local()
 
 
-def _shared_client() -> Any:
-    """This thread's in-memory Qdrant client, shared by the worlds' own stores, one collection each.
+def _shared_client() -> tuple[Any, collections.deque[str]]:
+    """This thread's in-memory Qdrant client, shared by the worlds' own stores, one collection each, and the names
+    of the collections whose worlds are gone (dropped here first, on this thread).
 
     Each world used to open a client of its own: ~8 ms, most of it qdrant-client building its inference
     inspector's model schemas (a deepcopy per client), against ~0.05 ms to create a collection in a shared one;
     on help-desk-memory that was ~27% of env time (py-spy, random masked policy). A collection is a store of its
     own (its points, scrolls and counts see no other), so a world still reads only its memories, and the golden
-    trajectories (tests/unit/envs/test_env_golden.py) are unchanged. Per thread: qdrant-client's local mode is not
-    documented as thread-safe."""
-    client = getattr(_LOCAL, "client", None)
-    if client is None:
+    trajectories (tests/unit/envs/test_env_golden.py) are unchanged. Per thread, and a collection is dropped by
+    the thread that owns the client, never by a finalizer (which runs on whichever thread collects the world):
+    qdrant-client's local mode is not documented as thread-safe."""
+    state = getattr(_LOCAL, "state", None)
+    if state is None:
         from qdrant_client import QdrantClient
 
-        client = _LOCAL.client = QdrantClient(location=":memory:")
-    return client
+        state = _LOCAL.state = (QdrantClient(location=":memory:"), collections.deque())
+    client, gone = state
+    while gone:
+        client.delete_collection(gone.popleft())
+    return state
 
 
 def open_memory(config: Any, vectors: Path | None) -> Any:

@@ -215,4 +215,7 @@ def test_worlds_share_one_client_a_collection_each_dropped_with_the_world() -> N
     del store
     env.reset(seed=1, options={"family": FAMILY, "task_seed": 9})  # the backend drops the old world
     gc.collect()
+    assert client.collection_exists(name)  # dropped by the client's thread, when it next opens a store
+    _step(env, *D.expert().plan(env.view()))  # the new world opens its store
+    assert memory_session(env.world).store.client is client
     assert not client.collection_exists(name)
