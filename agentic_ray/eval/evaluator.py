@@ -215,11 +215,12 @@ class ModulePolicy:
         acts, dbg, batch, dist, sample = fw.actions, fw.debug, fw.batch, fw.dist, fw.sample
         debugs = [_row_debug(dbg, i, envs[i], obs[i]) if dbg else {} for i in range(len(obs))]
         if self.debug and hasattr(dist, "parts") and isinstance(sample, dict):
-            from agentic_ray.models.skill_argument_functional import member_probs
+            from agentic_ray.models.skill_argument_functional import member_probs, numeric_params
 
             views = (
                 dist.parts.pointer_by_slot(dist.packed_layout),
                 member_probs(dist.parts, dist.packed_layout),
+                numeric_params(dist.parts, dist.packed_layout, sample["skill"], sample["pointer"]),
             )
             for i, d in enumerate(debugs):
                 j = int(sample["skill"][i])  # a skill, or in prototype mode a prototype of a skill
@@ -236,7 +237,7 @@ class ModulePolicy:
 
 def _argument_debug(
     parts: Any,
-    views: tuple[torch.Tensor, torch.Tensor],
+    views: tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]],
     k: int,
     i: int,
     env: AgentTaskEnv,
@@ -252,9 +253,10 @@ def _argument_debug(
         parts: the action distribution's :class:`~agentic_ray.models.skill_argument_functional.PackedActionLogits`
             (``enum (B, K, E, Me)``, ``source (B, K, N, C1)``, ``numeric_mean``/``numeric_log_std (B, K, N)``),
             masked as the policy sampled from them.
-        views: its pointer logits by slot ``(B, K, P, Mp1)`` (``PackedActionLogits.pointer_by_slot``) and its list
+        views: its pointer logits by slot ``(B, K, P, Mp1)`` (``PackedActionLogits.pointer_by_slot``), its list
             member probabilities ``(B, K, L, Mp)`` (``member_probs``: a set's inclusion marginals, a sequence's
-            first member).
+            first member), and the numeric mean and log-std ``(B, N)`` of the sampled skill at its sampled pointers
+            (``numeric_params``: with ``numeric_on_pointer`` they depend on the pointer).
         k: the choice the policy made for this row (its skill; in prototype mode, the prototype).
         i: the row.
         env: the env the row acts in.
@@ -269,7 +271,7 @@ def _argument_debug(
         the mean/σ value is used.
     """
     out: dict[str, dict[str, Any]] = {"pointer": {}, "members": {}, "enum": {}, "numeric": {}}
-    pointer, members = views
+    pointer, members, (num_mean, num_log_std) = views
     spec, ids = env.graph_spec, env.builder.node_ids
     sources = spec.source_table()
 
@@ -306,8 +308,8 @@ def _argument_debug(
         elif ps.kind == "numeric":
             src_p = torch.softmax(parts.source[i, k, ps.slot].float(), -1)
             out["numeric"][ps.name] = {
-                "mean": float(parts.numeric_mean[i, k, ps.slot]),
-                "sigma": float(parts.numeric_log_std[i, k, ps.slot].exp()),
+                "mean": float(num_mean[i, ps.slot]),
+                "sigma": float(num_log_std[i, ps.slot].exp()),
                 "copy": top([source_label(c) for c in range(min(len(src_p), len(sources) + 1))], src_p),
             }
     return {key: v for key, v in out.items() if v}

@@ -12,7 +12,7 @@ from agentic_ray.graph_spec import TOOL_NODE_TYPE, ActionLayout, GraphSpec, evid
 from agentic_ray.models.flat_mlp_encoder import FlatMLPEncoder
 from agentic_ray.models.hetero_gnn_encoder import HeteroGNNEncoder
 from agentic_ray.models.reflection import failed_last_step
-from agentic_ray.models.skill_argument_functional import member_probs
+from agentic_ray.models.skill_argument_functional import member_probs, numeric_params
 from agentic_ray.models.skill_argument_heads import SkillArgumentHeads, SkillArgumentLogits, mlp
 from agentic_ray.models.state_encoder_output import StateEncoderOutput
 
@@ -99,6 +99,15 @@ class AAACModelConfig(BaseModel):
             "scored from the embedding of the tool node it calls (ToolGroundedScorer), so what message passing "
             "brings to a tool (e.g. a ready goal that needs it) drives that tool's logit directly. 'state': an MLP "
             "on the pooled state only."
+        ),
+    )
+    numeric_on_pointer: bool = Field(
+        default=False,
+        description=(
+            "Condition each skill's numeric arguments on the node its first pointer argument chooses: a mean and "
+            "log-std per candidate node (from the argument context and that node's embedding), taken at the "
+            "pointer the action chose. False: they depend on the state and the skill only, so e.g. a detector's "
+            "threshold cannot differ between the parts it inspects."
         ),
     )
     separate_critic_encoders: bool = Field(
@@ -323,6 +332,7 @@ class AAACModel(nn.Module):
             hh,
             tool_scoring=config.action_scorer == "tool_nodes",
             choice_skills=layout.prototype_skills if prototype_mode else None,
+            numeric_on_pointer=config.numeric_on_pointer,
         )
         self.has_critics = build_critics
         self.reflection_enabled = True
@@ -531,8 +541,9 @@ class AAACModel(nn.Module):
         out["pointer_probs"] = parts.pointer_by_slot(pk)[rows, best].softmax(-1)
         out["enum_probs"] = parts.enum[rows, best].softmax(-1)
         out["source_probs"] = parts.source[rows, best].softmax(-1)
-        out["numeric_mean"] = parts.numeric_mean[rows, best]
-        out["numeric_sigma"] = parts.numeric_log_std[rows, best].exp()
+        mean, log_std = numeric_params(parts, pk, best, out["pointer_probs"].argmax(-1))
+        out["numeric_mean"] = mean  # at the most likely pointers (they matter with numeric_on_pointer)
+        out["numeric_sigma"] = log_std.exp()
         out["member_probs"] = member_probs(parts, pk)[rows, best]
         if self.prototype_mode:
             out["prototype_probs"] = probs

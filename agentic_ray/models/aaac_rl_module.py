@@ -127,7 +127,7 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
             prototype_mode=self.prototype_mode,
         )
         self.aaac_dist_cls: type[TorchDistribution] = skill_argument_distribution_cls(
-            layout.prototype_layout() if self.prototype_mode else layout
+            self.model.policy_heads.packed
         )
         self.action_dist_cls = self.aaac_dist_cls
         self.to(self.aaac_config.resolved_device())

@@ -5,6 +5,10 @@ like any other distribution input. :class:`PackedActionLayout` says how it is cu
 :mod:`agentic_ray.models.skill_argument_functional` for the maths on the parts): the skill logits, then the entity
 slots packed per node type at that type's width and only for the slots some skill uses (pointer groups, set
 groups, sequence slots), then enum, copy-source and numeric slots for every skill.
+
+With numeric arguments conditioned on a pointer (:attr:`PackedActionLayout.numeric_anchor`), the numeric mean and
+log-std of skill ``k`` are given for every candidate of its anchor pointer slot, in the action's index space
+(``Mp + 1`` candidates, the last = left out): ``(K, N, Mp + 1)`` instead of ``(K, N)``.
 """
 
 from __future__ import annotations
@@ -112,8 +116,9 @@ class PackedActionLogits:
         seq_own: per sequence slot ``(B, W, R)`` (followers only, else None).
         enum: ``(B, K, E, Me)``.
         source: ``(B, K, N, C1)``.
-        numeric_mean: ``(B, K, N)``.
-        numeric_log_std: ``(B, K, N)``, clamped to ``[LOG_STD_MIN, LOG_STD_MAX]``.
+        numeric_mean: ``(B, K, N)``; ``(B, K, N, Mp + 1)`` with a numeric anchor (per candidate of the anchor
+            pointer).
+        numeric_log_std: as ``numeric_mean``, clamped to ``[LOG_STD_MIN, LOG_STD_MAX]``.
     """
 
     skill: torch.Tensor
@@ -168,6 +173,10 @@ class PackedActionLayout:
         pointer_groups, set_groups, sequences: the entity-argument slots, per node type (see the module docstring).
         enum_used, numeric_used: ``K`` rows of booleans per slot.
         rank: ``R`` of followers.
+        numeric_anchor: empty (numeric arguments depend on the skill only), or per skill the pointer slot its
+            numeric arguments are conditioned on (-1: none, they read the "left out" candidate): the mean and
+            log-std are then given per candidate of that slot and taken at the pointer the action chose.
+        anchor_width: per skill, the width of its anchor slot's node type (0 without an anchor).
     """
 
     num_skills: int
@@ -185,10 +194,30 @@ class PackedActionLayout:
     enum_used: tuple[tuple[bool, ...], ...]
     numeric_used: tuple[tuple[bool, ...], ...]
     rank: int = FOLLOWER_RANK
+    numeric_anchor: tuple[int, ...] = ()
+    anchor_width: tuple[int, ...] = ()
 
     @classmethod
-    def from_action_layout(cls, layout: ActionLayout, rank: int = FOLLOWER_RANK) -> PackedActionLayout:
-        """Derives the packed layout from the env's :class:`ActionLayout`."""
+    def from_action_layout(
+        cls, layout: ActionLayout, rank: int = FOLLOWER_RANK, numeric_on_pointer: bool = False
+    ) -> PackedActionLayout:
+        """Derives the packed layout from the env's :class:`ActionLayout`.
+
+        Args:
+            layout: The env's action layout.
+            rank: ``R`` of followers.
+            numeric_on_pointer: Condition each skill's numeric arguments on its first pointer slot (a skill with
+                numeric arguments and no pointer slot keeps one value per slot). Without any such skill the
+                layout stays unconditioned.
+        """
+        anchor: tuple[int, ...] = ()
+        widths: tuple[int, ...] = ()
+        if numeric_on_pointer and any(s.numeric_count and s.pointer_types for s in layout.skills):
+            anchor = tuple(0 if s.numeric_count and s.pointer_types else -1 for s in layout.skills)
+            widths = tuple(
+                layout.width(s.pointer_types[0]) if a == 0 else 0
+                for s, a in zip(layout.skills, anchor, strict=True)
+            )
         e, n = layout.enum_slots, layout.numeric_slots
         ptr: dict[str, list[tuple[int, int]]] = {}
         sets: dict[str, list[tuple[int, int, int, int]]] = {}
@@ -238,7 +267,14 @@ class PackedActionLayout:
             enum_used=tuple(tuple(i < len(s.enum_sizes) for i in range(e)) for s in layout.skills),
             numeric_used=tuple(tuple(i < s.numeric_count for i in range(n)) for s in layout.skills),
             rank=rank,
+            numeric_anchor=anchor,
+            anchor_width=widths,
         )
+
+    @property
+    def numeric_candidates(self) -> int:
+        """How many (mean, log-std) pairs each numeric slot of each skill has: ``Mp + 1`` with an anchor, else 1."""
+        return self.max_pointer + 1 if self.numeric_anchor else 1
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -251,8 +287,8 @@ class PackedActionLayout:
             *(q.size(self.rank) for q in self.sequences),
             k * self.enum_slots * self.enum_choices,
             k * self.numeric_slots * self.source_choices,
-            k * self.numeric_slots,
-            k * self.numeric_slots,
+            k * self.numeric_slots * self.numeric_candidates,
+            k * self.numeric_slots * self.numeric_candidates,
         )
 
     @property
@@ -296,6 +332,7 @@ class PackedActionLayout:
                 lead_f.append(None)
                 own_f.append(None)
         enum, src, mean, log_std = chunks
+        num_shape = (k, self.numeric_slots) + ((self.numeric_candidates,) if self.numeric_anchor else ())
         return PackedActionLogits(
             skill=skill,
             pointers=pointers,
@@ -306,8 +343,8 @@ class PackedActionLayout:
             seq_own=tuple(own_f),
             enum=enum.reshape(*lead, k, self.enum_slots, self.enum_choices),
             source=src.reshape(*lead, k, self.numeric_slots, self.source_choices),
-            numeric_mean=mean.reshape(*lead, k, self.numeric_slots),
-            numeric_log_std=log_std.reshape(*lead, k, self.numeric_slots).clamp(LOG_STD_MIN, LOG_STD_MAX),
+            numeric_mean=mean.reshape(*lead, *num_shape),
+            numeric_log_std=log_std.reshape(*lead, *num_shape).clamp(LOG_STD_MIN, LOG_STD_MAX),
         )
 
 
@@ -315,6 +352,8 @@ class PackedActionLayout:
 class _GroupIndex:
     pointer: tuple[tuple[torch.Tensor, torch.Tensor], ...]  # (skills, slots) per pointer group
     sets: tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], ...]  # skills, slots, lo, hi
+    anchor: torch.Tensor  # (K,) each skill's numeric anchor slot (-1: none; empty without anchors)
+    anchor_width: torch.Tensor  # (K,) the width of its node type
 
 
 @functools.lru_cache(maxsize=64)
@@ -346,4 +385,6 @@ def _group_index(layout: PackedActionLayout, device: torch.device) -> _GroupInde
     return _GroupIndex(
         pointer=tuple((t(g.skills), t(g.slots)) for g in layout.pointer_groups),
         sets=tuple((t(g.skills), t(g.slots), t(g.lo), t(g.hi)) for g in layout.set_groups),
+        anchor=t(layout.numeric_anchor),
+        anchor_width=t(layout.anchor_width),
     )

@@ -132,10 +132,15 @@ class SkillArgumentDistribution(TorchDistribution):
         return cls(logits=logits, packed_layout=layout)
 
 
-def skill_argument_distribution_cls(layout: ActionLayout) -> type[SkillArgumentDistribution]:
+def skill_argument_distribution_cls(
+    layout: ActionLayout | PackedActionLayout,
+) -> type[SkillArgumentDistribution]:
     """A :class:`SkillArgumentDistribution` subclass with ``layout`` bound, so ``from_logits(logits)`` and
-    ``required_input_dim(space)`` work without extra arguments (how RLlib calls them)."""
-    packed = PackedActionLayout.from_action_layout(layout)
+    ``required_input_dim(space)`` work without extra arguments (how RLlib calls them). Pass the policy heads'
+    packed layout when the model packs differently from the default (``numeric_on_pointer``)."""
+    packed = (
+        layout if isinstance(layout, PackedActionLayout) else PackedActionLayout.from_action_layout(layout)
+    )
 
     class BoundSkillArgumentDistribution(SkillArgumentDistribution):
         bound_layout = packed

@@ -20,13 +20,20 @@ some skill uses:
 
 ``E`` enum slots of ``Me`` choices; ``N`` numeric slots, each with a copy-source choice of ``C1 = C + 1`` (0 = a free
 value, ``c + 1`` = copy source ``c``) and a Gaussian free value. Sampling draws the skill first, then the arguments
-of that skill. Given the skill, argument slots are independent (but a follower follows its leader), only the slots
-the skill uses count, and a numeric slot's Gaussian counts only when it is free::
+of that skill. Given the skill, argument slots are independent (but a follower follows its leader, and with a numeric
+anchor, a numeric slot's Gaussian is the one of the candidate the skill's anchor pointer chose), only the slots the
+skill uses count, and a numeric slot's Gaussian counts only when it is free::
 
     logp(a)  = log p(k) + Σ_{used slots i of k} log p(arg_i | k),
                log p(numeric_n | k) = log p(src_n | k) + 1[src_n = 0] · log N(x_n; μ, σ)
     H        = H(skill) + Σ_k p(k) · Σ_{used i of k} H(arg_i | k),   H(numeric_n) = H(src_n) + p(free)·H(N)
     KL(p‖q)  = KL(skill) + Σ_k p(k) · Σ_{used i of k} KL(arg_i | k), KL(numeric_n) = KL(src) + p(free)·KL(N)
+
+With a numeric anchor (:attr:`PackedActionLayout.numeric_anchor`: skill ``k``'s numeric arguments conditioned on its
+pointer slot ``a_k``), the Gaussian is ``N(x_n; μ_{k,n,c}, σ_{k,n,c})`` at the anchor's chosen candidate ``c``, and
+its entropy and KL terms are expectations over the anchor: ``Σ_c p(a_k = c | k) · H(N_{k,n,c})``, and
+``Σ_c p(a_k = c | k) · KL(N^p_{k,n,c} ‖ N^q_{k,n,c})`` (exact, since the pointer's own entropy and KL are already
+counted: ``H(a, x) = H(a) + E_a H(x | a)``).
 
 All are exact except the entropy and KL of a sequence slot whose step distributions depend on what was drawn before
 (a ``unique`` ordered list, and a follower, which reads its leader's members): for those the per-step entropy and
@@ -89,8 +96,10 @@ __all__ = [
     "PointerGroup",
     "SequenceSlot",
     "SetGroup",
+    "anchor_probs",
     "masked_fill_value",
     "member_probs",
+    "numeric_params",
     "sigma_scaled_mean",
     "skill_argument_entropy",
     "skill_argument_kl",
@@ -106,6 +115,50 @@ def _select_skill(t: torch.Tensor, skill: torch.Tensor) -> torch.Tensor:
     """``t[b, skill[b]]`` for ``t`` of shape ``(B, K, ...)`` → ``(B, ...)``."""
     idx = skill.long().view(-1, *([1] * (t.dim() - 1))).expand(-1, 1, *t.shape[2:])
     return t.gather(1, idx).squeeze(1)
+
+
+def _anchor_candidate(layout: PackedActionLayout, skill: torch.Tensor, pointer: torch.Tensor) -> torch.Tensor:
+    """``(B,)``: the candidate (action index space, ``Mp`` = left out) the chosen skill's anchor pointer took."""
+    gi = layout.group_index(skill.device)
+    anchor, width = gi.anchor[skill], gi.anchor_width[skill]
+    idx = pointer.long().gather(1, anchor.clamp(min=0).unsqueeze(1)).squeeze(1)
+    out_of_type = (anchor < 0) | (idx < 0) | (idx >= width)
+    return torch.where(out_of_type, torch.full_like(idx, layout.max_pointer), idx)
+
+
+def numeric_params(
+    parts: PackedActionLogits, layout: PackedActionLayout, skill: torch.Tensor, pointer: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(B, N)`` mean and log-std of the chosen skill's numeric slots, given the action's pointers ``(B, P)``
+    (read only with a numeric anchor: the Gaussian of the candidate the skill's anchor slot chose)."""
+    mean = _select_skill(parts.numeric_mean, skill)
+    log_std = _select_skill(parts.numeric_log_std, skill)
+    if not layout.numeric_anchor:
+        return mean, log_std
+    c = _anchor_candidate(layout, skill, pointer).view(-1, 1, 1).expand(-1, mean.shape[1], 1)
+    return mean.gather(-1, c).squeeze(-1), log_std.gather(-1, c).squeeze(-1)
+
+
+def anchor_probs(parts: PackedActionLogits, layout: PackedActionLayout) -> torch.Tensor:
+    """``(B, K, Mp + 1)``: the probability of each candidate of each skill's numeric anchor slot (a skill without
+    an anchor takes the "left out" candidate ``Mp`` surely)."""
+    b, mp = parts.skill.shape[0], layout.max_pointer
+    left_out = F.one_hot(torch.tensor(mp, device=parts.skill.device), mp + 1).to(parts.skill.dtype)
+    rows: list[torch.Tensor] = [left_out.expand(b, mp + 1)] * layout.num_skills
+    for g, lg in zip(layout.pointer_groups, parts.pointers, strict=True):
+        pr = F.softmax(lg, dim=-1)
+        for n, (k, p) in enumerate(zip(g.skills, g.slots, strict=True)):
+            if layout.numeric_anchor[k] == p:
+                rows[k] = torch.cat([F.pad(pr[:, n, : g.width], (0, mp - g.width)), pr[:, n, g.width :]], -1)
+    return torch.stack(rows, dim=1)
+
+
+def _over_anchor(parts: PackedActionLogits, layout: PackedActionLayout, x: torch.Tensor) -> torch.Tensor:
+    """``(B, K, N)``: a per-candidate term ``x (B, K, N, Mp + 1)`` in expectation over each skill's anchor (``x``
+    itself without an anchor)."""
+    if not layout.numeric_anchor:
+        return x
+    return (anchor_probs(parts, layout).unsqueeze(2) * x).sum(-1)
 
 
 def _categorical_entropy(logits: torch.Tensor) -> torch.Tensor:
@@ -271,13 +324,14 @@ def skill_argument_sample(
     _write_sequences(layout, skill, _sequences(parts, layout, sequence_sample), members)
     enum = categorical_sample(_select_skill(parts.enum, skill))
     source = categorical_sample(_select_skill(parts.source, skill))
-    mean = _select_skill(parts.numeric_mean, skill)
-    std = _select_skill(parts.numeric_log_std, skill).exp()
+    pointer = _pointer_action(parts, layout, skill, categorical_sample)
+    mean, log_std = numeric_params(parts, layout, skill, pointer)
+    std = log_std.exp()
     eps = torch.randn_like(mean)
     numeric = mean + std * eps if reparameterize else (mean + std * eps).detach()
     return {
         "skill": skill,
-        "pointer": _pointer_action(parts, layout, skill, categorical_sample),
+        "pointer": pointer,
         "members": members.flatten(1),
         "enum": enum * e_used[skill].long(),
         "source": source * n_used[skill].long(),
@@ -302,13 +356,15 @@ def skill_argument_mode(parts: PackedActionLogits, layout: PackedActionLayout) -
     )
     _set_lists(parts, layout, skill, members, lambda lg, g, lo, hi: set_mode(lg, lo, hi, g.levels))
     _write_sequences(layout, skill, _sequences(parts, layout, sequence_mode), members)
+    pointer = _pointer_action(parts, layout, skill, lambda lg: lg.argmax(-1))
+    mean, _ = numeric_params(parts, layout, skill, pointer)
     return {
         "skill": skill,
-        "pointer": _pointer_action(parts, layout, skill, lambda lg: lg.argmax(-1)),
+        "pointer": pointer,
         "members": members.flatten(1),
         "enum": _select_skill(parts.enum, skill).argmax(-1) * e_used[skill].long(),
         "source": _select_skill(parts.source, skill).argmax(-1) * n_used[skill].long(),
-        "numeric": _select_skill(parts.numeric_mean, skill) * n_used[skill].to(parts.numeric_mean.dtype),
+        "numeric": mean * n_used[skill].to(mean.dtype),
     }
 
 
@@ -355,8 +411,8 @@ def skill_argument_logp(
     src_logp = F.log_softmax(_select_skill(parts.source, skill), dim=-1)
     src = action["source"].long().clamp(0, layout.source_choices - 1)
     src_lp = src_logp.gather(-1, src[..., None]).squeeze(-1)
-    log_std = _select_skill(parts.numeric_log_std, skill)
-    mean = sigma_scaled_mean(_select_skill(parts.numeric_mean, skill), log_std)
+    mean, log_std = numeric_params(parts, layout, skill, ptr)
+    mean = sigma_scaled_mean(mean, log_std)
     x = action["numeric"].to(mean.dtype)
     gauss = -0.5 * ((x - mean) / log_std.exp()) ** 2 - log_std - _HALF_LOG_2PI
     free = (src == 0).to(gauss.dtype)
@@ -401,7 +457,8 @@ def _per_skill_argument_entropy(
     gi = layout.group_index(parts.skill.device)
     h = (_categorical_entropy(parts.enum) * e_used).sum(-1)
     p_free = F.softmax(parts.source, dim=-1)[..., 0]
-    h_num = _categorical_entropy(parts.source) + p_free * (parts.numeric_log_std + 0.5 + _HALF_LOG_2PI)
+    h_gauss = _over_anchor(parts, layout, parts.numeric_log_std + 0.5 + _HALF_LOG_2PI)
+    h_num = _categorical_entropy(parts.source) + p_free * h_gauss
     h = h + (h_num * n_used).sum(-1)
     for lg, (ks, _ps) in zip(parts.pointers, gi.pointer, strict=True):
         h = h.index_add(1, ks, _categorical_entropy(lg))
@@ -471,7 +528,7 @@ def skill_argument_kl(
         - 0.5
     )
     p_free = F.softmax(p.source, dim=-1)[..., 0]
-    kl_num = _categorical_kl(p.source, q.source) + p_free * kl_gauss
+    kl_num = _categorical_kl(p.source, q.source) + p_free * _over_anchor(p, layout, kl_gauss)
     kl_args = kl_args + (kl_num * n_used).sum(-1)
     for lp, lq, (ks, _ps) in zip(p.pointers, q.pointers, gi.pointer, strict=True):
         kl_args = kl_args.index_add(1, ks, _categorical_kl(lp, lq))

@@ -49,7 +49,9 @@ class SkillArgumentHeads(nn.Module):
     the same position (rank-``R`` factors of both types' nodes, gated by the slot's query). Every slot is as wide as
     its node type (``ActionLayout.width``). Numeric slot ``n`` chooses, by attention over the graph spec's copy
     sources (the node embedding of the entity plus an embedding of the field), which revealed value to copy, or a
-    free value from a Gaussian. Masks come from the observation (``pointer_mask``, ``list_mask``,
+    free value from a Gaussian; with ``numeric_on_pointer`` that Gaussian is given per candidate of the skill's
+    first pointer slot, from the argument context and the candidate's node embedding (so ``detect``'s threshold
+    can depend on the part it inspects). Masks come from the observation (``pointer_mask``, ``list_mask``,
     ``source_mask``).
 
     Args:
@@ -64,6 +66,8 @@ class SkillArgumentHeads(nn.Module):
             :meth:`~agentic_ray.graph_spec.ActionLayout.prototype_layout`) and choice ``j`` acts with skill
             ``choice_skills[j]``: its tool node, its fix prior, and its rows of the observation's
             ``pointer_mask``/``list_mask``; the choice mask is ``proto_mask``. None: one choice per skill.
+        numeric_on_pointer: Condition each skill's numeric arguments on the node its first pointer slot chooses
+            (:attr:`PackedActionLayout.numeric_anchor`).
     """
 
     enum_valid: torch.Tensor
@@ -85,6 +89,7 @@ class SkillArgumentHeads(nn.Module):
         hidden_dim: int,
         tool_scoring: bool = False,
         choice_skills: tuple[int, ...] | None = None,
+        numeric_on_pointer: bool = False,
     ) -> None:
         super().__init__()
         self.spec, self.layout = spec, layout
@@ -97,7 +102,7 @@ class SkillArgumentHeads(nn.Module):
             None if choice_skills is None else torch.tensor(choice_skills, dtype=torch.long),
             persistent=False,
         )
-        self.packed = PackedActionLayout.from_action_layout(layout)
+        self.packed = PackedActionLayout.from_action_layout(layout, numeric_on_pointer=numeric_on_pointer)
         pk = self.packed
         k, p, lt, e, n = pk.num_skills, pk.pointer_slots, pk.list_slots, pk.enum_slots, pk.numeric_slots
         widths = [(g.node_type, g.width) for g in pk.pointer_groups]
@@ -157,6 +162,13 @@ class SkillArgumentHeads(nn.Module):
             self.follow_gate = nn.Linear(hidden_dim, r)
         self.enum_head = nn.Linear(hidden_dim, e * pk.enum_choices)
         self.numeric_head = nn.Linear(hidden_dim, 2 * n)
+        # Numeric anchor: the Gaussian of skill k's slot n for candidate c of its anchor pointer reads
+        # GELU(W_ctx ctx_k + W_type node_c) (node_c = 0 for "left out" and for skills without an anchor).
+        anchor_types = sorted(
+            {layout.skills[i].pointer_types[a] for i, a in enumerate(pk.numeric_anchor) if a >= 0}
+        )
+        self.numeric_ctx = nn.Linear(hidden_dim, hidden_dim) if anchor_types else None
+        self.numeric_node = nn.ModuleDict({t: nn.Linear(node_dim, hidden_dim) for t in anchor_types})
         with torch.no_grad():
             self.numeric_head.bias.view(n, 2)[:, 1] = math.log(
                 (INITIAL_LOG_STD - LOG_STD_MIN) / (LOG_STD_MAX - INITIAL_LOG_STD)
@@ -283,11 +295,17 @@ class SkillArgumentHeads(nn.Module):
             source = free
         source = torch.where(self.numeric_used.unsqueeze(-1), source, torch.zeros_like(source))
 
-        raw = self.numeric_head(ctx).view(b, k, n, 2)
+        if self.numeric_ctx is None:
+            raw = self.numeric_head(ctx).view(b, k, n, 2)
+            used = self.numeric_used
+        else:
+            h = self.numeric_ctx(ctx).unsqueeze(2) + self._anchor_nodes(enc, b, mp + 1)  # (B, K, Mp + 1, hd)
+            raw = self.numeric_head(nn.functional.gelu(h)).view(b, k, mp + 1, n, 2).transpose(2, 3)
+            used = self.numeric_used.unsqueeze(-1)
         mean = NUMERIC_BOUND * torch.tanh(raw[..., 0] / NUMERIC_BOUND)
         log_std = LOG_STD_MIN + (LOG_STD_MAX - LOG_STD_MIN) * torch.sigmoid(raw[..., 1])
-        mean = torch.where(self.numeric_used, mean, torch.zeros_like(mean))
-        log_std = torch.where(self.numeric_used, log_std, torch.zeros_like(log_std))
+        mean = torch.where(used, mean, torch.zeros_like(mean))
+        log_std = torch.where(used, log_std, torch.zeros_like(log_std))
 
         packed = torch.cat(
             [
@@ -303,3 +321,16 @@ class SkillArgumentHeads(nn.Module):
             dim=-1,
         )
         return SkillArgumentLogits(skill=skill, parts=pk.split(packed), packed=packed)
+
+    def _anchor_nodes(self, enc: StateEncoderOutput, b: int, candidates: int) -> torch.Tensor:
+        """``(B, K, candidates, hd)``: per skill, its anchor type's projected node embeddings in the action's
+        index space (zeros past the type's nodes, for "left out", and for a skill without an anchor)."""
+        proj = {}
+        for t, lin in self.numeric_node.items():
+            x = lin(enc.nodes[t])
+            proj[t] = nn.functional.pad(x, (0, 0, 0, candidates - x.shape[1]))
+        zeros = enc.state.new_zeros(b, candidates, self.hidden_dim)
+        rows = []
+        for i, a in enumerate(self.packed.numeric_anchor):
+            rows.append(proj[self.layout.skills[i].pointer_types[a]] if a >= 0 else zeros)
+        return torch.stack(rows, dim=1)

@@ -196,13 +196,41 @@ def test_tool_node_scoring_reads_the_tool_node_of_each_action() -> None:
         assert moved[:, on_tool].any() and not moved[:, ~on_tool].any()
 
 
-def test_gradients_reach_every_head_and_parameter() -> None:
+def test_numeric_on_pointer_reads_the_candidate_node() -> None:
+    """With numeric_on_pointer, b.refund's numeric Gaussian is given per node of its pointer's type (c), and a
+    change to one c node's embedding moves that candidate's mean only."""
+    spec, layout, obs = toy_batch(6, seed=2)
+    torch.manual_seed(0)
+    model = AAACModel(spec, layout, TINY.model_copy(update={"numeric_on_pointer": True})).eval()
+    refund, mp = layout.skill_index("b.refund"), layout.max_pointer
+    enc = model.encode(obs)
+    with torch.no_grad():
+        a = model.policy_logits(obs, enc)["parts"]
+        nodes = dict(enc.nodes)
+        nodes["c"] = enc.nodes["c"].clone()
+        nodes["c"][:, 1] += 1.0
+        b = model.policy_logits(obs, type(enc)(state=enc.state, nodes=nodes, node_masks=enc.node_masks))[
+            "parts"
+        ]
+    n = layout.numeric_slots
+    assert a.numeric_mean.shape == a.numeric_log_std.shape == (6, layout.num_skills, n, mp + 1)
+    mean = a.numeric_mean[:, refund, 0]
+    assert (mean[:, 0] - mean[:, 2]).abs().min() > 1e-4  # candidates differ
+    moved = ~torch.isclose(a.numeric_mean[:, refund, 0], b.numeric_mean[:, refund, 0])
+    assert moved[:, 1].all() and not moved[:, [0, 2, mp]].any()
+
+
+@pytest.mark.parametrize("numeric_on_pointer", [False, True])
+def test_gradients_reach_every_head_and_parameter(numeric_on_pointer: bool) -> None:
     spec, layout, obs = toy_batch(16, seed=4)
     for prototype_mode in (False, True):
-        model = _model(spec, layout, prototype_mode=prototype_mode)
+        torch.manual_seed(0)
+        cfg = TINY.model_copy(update={"numeric_on_pointer": numeric_on_pointer})
+        model = AAACModel(spec, layout, cfg, prototype_mode=prototype_mode)
         enc = model.encode(obs)
         acting = layout.prototype_layout() if prototype_mode else layout
-        packed = PackedActionLayout.from_action_layout(acting)
+        packed = model.policy_heads.packed
+        assert packed.total_dim == model.policy_logits(obs, enc)["packed"].shape[-1]
         parts = packed.split(model.policy_logits(obs, enc)["packed"])
         torch.manual_seed(0)
         action = skill_argument_sample(parts, packed)
@@ -225,8 +253,7 @@ def test_gradients_reach_every_head_and_parameter() -> None:
         single = tuple(f"policy_heads.node_key.{nt}." for nt, n in spec.max_nodes.items() if n == 1)
         if prototype_mode:  # a prototype fixes its enum values and numeric rule: those heads are unused
             single += tuple(
-                f"policy_heads.{h}"
-                for h in ("enum_head", "numeric_head", "source_", "list_key.", "list_query")
+                f"policy_heads.{h}" for h in ("enum_head", "numeric_", "source_", "list_key.", "list_query")
             )
         zero = [
             n for n, p in model.named_parameters() if p.grad.abs().sum() == 0 and not n.startswith(single)

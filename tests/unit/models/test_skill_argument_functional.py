@@ -28,17 +28,19 @@ from tests.unit.models.helpers import all_sequences, pad_sequence, ref_sequence_
 
 _, LAYOUT = toy_specs()
 PACKED = PackedActionLayout.from_action_layout(LAYOUT)
+ANCHORED = PackedActionLayout.from_action_layout(LAYOUT, numeric_on_pointer=True)
+"""b.refund's numeric argument conditioned on its pointer (over type c, width 3 < Mp)."""
 MP, T = LAYOUT.max_pointer, LAYOUT.list_length
 SWAP = LAYOUT.skill_index("f.swap")
 Cat = torch.distributions.Categorical
 Normal = torch.distributions.Normal
 
 
-def _logits(batch: int, seed: int, masked: bool = False) -> torch.Tensor:
+def _logits(batch: int, seed: int, masked: bool = False, pk: PackedActionLayout = PACKED) -> torch.Tensor:
     gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, PACKED.total_dim, generator=gen, dtype=torch.float64)
+    x = torch.randn(batch, pk.total_dim, generator=gen, dtype=torch.float64)
     if masked:
-        parts = PACKED.split(x)
+        parts = pk.split(x)
         fill = masked_fill_value(x.dtype)
         parts.skill[:, 0] = fill  # skill 0 masked everywhere
         for lg in parts.pointers:
@@ -119,7 +121,19 @@ def _swap_pairs(parts, b: int) -> list[tuple[tuple[tuple[int, ...], ...], float]
     ]
 
 
-def _ref_args(parts, b: int, k: int, fn: str, other=None, action=None) -> torch.Tensor:  # type: ignore[no-untyped-def]
+def _gaussians(parts, b: int, k: int, i: int, pk: PackedActionLayout):  # type: ignore[no-untyped-def]
+    """Numeric slot ``i`` of skill ``k`` in row ``b``: ``[(p(candidate), Normal)]`` over its anchor's candidates
+    (one sure entry without an anchor)."""
+    mean, log_std = parts.numeric_mean[b, k, i], parts.numeric_log_std[b, k, i]
+    if not pk.numeric_anchor:
+        return [(torch.tensor(1.0, dtype=mean.dtype), Normal(mean, log_std.exp()))]
+    probs = Cat(logits=_pointer(parts, k, pk.numeric_anchor[k])[b]).probs  # (W + 1,), the last = left out
+    w = probs.shape[-1] - 1
+    cands = [*range(w), MP]
+    return [(probs[j], Normal(mean[c], log_std[c].exp())) for j, c in enumerate(cands)]
+
+
+def _ref_args(parts, b: int, k: int, fn: str, other=None, action=None, pk=PACKED) -> torch.Tensor:  # type: ignore[no-untyped-def]
     """logp / entropy / KL of skill ``k``'s arguments in row ``b``, slot by slot."""
     s = LAYOUT.skills[k]
     total = torch.zeros((), dtype=torch.float64)
@@ -181,29 +195,32 @@ def _ref_args(parts, b: int, k: int, fn: str, other=None, action=None) -> torch.
             total = total + kl(d, Cat(logits=other.enum[b, k, i]))
     for i in range(s.numeric_count):
         d = Cat(logits=parts.source[b, k, i])
-        g = Normal(parts.numeric_mean[b, k, i], parts.numeric_log_std[b, k, i].exp())
+        gs = _gaussians(parts, b, k, i, pk)
         if fn == "logp":
             src = int(action["source"][b, i])
             total = total + d.log_prob(torch.tensor(src))
             if src == 0:
+                a = int(action["pointer"][b, pk.numeric_anchor[k]]) if pk.numeric_anchor else 0
+                g = gs[min(a, len(gs) - 1)][1]  # the chosen candidate's Gaussian (left out: the last)
                 total = total + g.log_prob(action["numeric"][b, i])
         elif fn == "entropy":
-            total = total + d.entropy() + d.probs[0] * g.entropy()
+            total = total + d.entropy() + d.probs[0] * sum(p * g.entropy() for p, g in gs)
         else:
-            g_q = Normal(other.numeric_mean[b, k, i], other.numeric_log_std[b, k, i].exp())
-            total = total + kl(d, Cat(logits=other.source[b, k, i])) + d.probs[0] * kl(g, g_q)
+            gq = [g for _, g in _gaussians(other, b, k, i, pk)]
+            kl_g = sum(p * kl(g, g_q) for (p, g), g_q in zip(gs, gq, strict=True))
+            total = total + kl(d, Cat(logits=other.source[b, k, i])) + d.probs[0] * kl_g
     return total
 
 
-def _ref(x: torch.Tensor, fn: str, y: torch.Tensor | None = None, action=None) -> torch.Tensor:  # type: ignore[no-untyped-def]
-    parts = PACKED.split(x)
-    other = PACKED.split(y) if y is not None else None
+def _ref(x: torch.Tensor, fn: str, y: torch.Tensor | None = None, action=None, pk=PACKED) -> torch.Tensor:  # type: ignore[no-untyped-def]
+    parts = pk.split(x)
+    other = pk.split(y) if y is not None else None
     out = []
     for b in range(x.shape[0]):
         d = Cat(logits=parts.skill[b])
         if fn == "logp":
             k = int(action["skill"][b])
-            out.append(d.log_prob(torch.tensor(k)) + _ref_args(parts, b, k, fn, action=action))
+            out.append(d.log_prob(torch.tensor(k)) + _ref_args(parts, b, k, fn, action=action, pk=pk))
             continue
         head = (
             d.entropy()
@@ -211,7 +228,8 @@ def _ref(x: torch.Tensor, fn: str, y: torch.Tensor | None = None, action=None) -
             else torch.distributions.kl_divergence(d, Cat(logits=other.skill[b]))
         )
         out.append(
-            head + sum(d.probs[k] * _ref_args(parts, b, k, fn, other) for k in range(LAYOUT.num_skills))
+            head
+            + sum(d.probs[k] * _ref_args(parts, b, k, fn, other, pk=pk) for k in range(LAYOUT.num_skills))
         )
     return torch.stack(out)
 
@@ -228,22 +246,22 @@ def _draw_grid(parts, b: int) -> tuple[list[list[torch.Tensor]], torch.Tensor]: 
     return draws, torch.tensor([v for _, v in pairs], dtype=torch.float64).exp()
 
 
-def _expected_over_draws(x: torch.Tensor, fn: str, y: torch.Tensor | None = None) -> torch.Tensor:
+def _expected_over_draws(
+    x: torch.Tensor, fn: str, y: torch.Tensor | None = None, pk: PackedActionLayout = PACKED
+) -> torch.Tensor:
     """The estimators' expectation over every draw of the sequence slots, row by row (exact, by enumeration)."""
     out = []
     for b in range(x.shape[0]):
-        parts_b = PACKED.split(x[b : b + 1])
+        parts_b = pk.split(x[b : b + 1])
         draws, prob = _draw_grid(parts_b, 0)
         n = len(draws)
         xb = x[b : b + 1].expand(n, -1)
         stacked = [torch.stack([d[j] for d in draws]) for j in range(len(PACKED.sequences))]
         if fn == "entropy":
-            est = skill_argument_entropy(PACKED.split(xb), PACKED, stacked)
+            est = skill_argument_entropy(pk.split(xb), pk, stacked)
         else:
             assert y is not None
-            est = skill_argument_kl(
-                PACKED.split(xb), PACKED.split(y[b : b + 1].expand(n, -1)), PACKED, stacked
-            )
+            est = skill_argument_kl(pk.split(xb), pk.split(y[b : b + 1].expand(n, -1)), pk, stacked)
         out.append((prob * est).sum())
     return torch.stack(out)
 
@@ -259,29 +277,60 @@ def test_layout_packs_each_type_at_its_width() -> None:
     assert new < old / 4
 
 
-def test_logp_entropy_kl_match_loop_reference() -> None:
-    x, y = _logits(3, 0), _logits(3, 1)
+@pytest.mark.parametrize("pk", [PACKED, ANCHORED], ids=["skill", "anchored"])
+def test_logp_entropy_kl_match_loop_reference(pk: PackedActionLayout) -> None:
+    x, y = _logits(3, 0, pk=pk), _logits(3, 1, pk=pk)
     x[0, SWAP] += 30.0  # row 0 calls f.swap: its sequence slots are scored too
+    refund = LAYOUT.skill_index("b.refund")
+    x[1:, refund] += 30.0  # rows 1-2 call b.refund: its (anchored) numeric slot is scored too
+    src = pk.split(x).source
+    src[1:, refund, 0, 0] += 30.0  # ... as a free value
     torch.manual_seed(0)
-    action = skill_argument_sample(PACKED.split(x), PACKED)
-    assert int(action["skill"][0]) == SWAP
+    action = skill_argument_sample(pk.split(x), pk)
+    assert int(action["skill"][0]) == SWAP and action["skill"][1:].eq(refund).all()
+    assert action["source"][1:, 0].eq(0).all()
     torch.testing.assert_close(
-        skill_argument_logp(PACKED.split(x), PACKED, action), _ref(x, "logp", action=action)
+        skill_argument_logp(pk.split(x), pk, action), _ref(x, "logp", action=action, pk=pk)
     )
-    torch.testing.assert_close(_expected_over_draws(x, "entropy"), _ref(x, "entropy"))
-    torch.testing.assert_close(_expected_over_draws(x, "kl", y), _ref(x, "kl", y))
+    torch.testing.assert_close(_expected_over_draws(x, "entropy", pk=pk), _ref(x, "entropy", pk=pk))
+    torch.testing.assert_close(_expected_over_draws(x, "kl", y, pk=pk), _ref(x, "kl", y, pk=pk))
     torch.testing.assert_close(
-        skill_argument_kl(PACKED.split(x), PACKED.split(x), PACKED), torch.zeros(3, dtype=torch.float64)
+        skill_argument_kl(pk.split(x), pk.split(x), pk), torch.zeros(3, dtype=torch.float64)
     )
 
 
-def test_entropy_matches_monte_carlo_of_minus_logp() -> None:
-    x = _logits(1, 2).expand(20000, -1)
+@pytest.mark.parametrize("pk", [PACKED, ANCHORED], ids=["skill", "anchored"])
+def test_entropy_matches_monte_carlo_of_minus_logp(pk: PackedActionLayout) -> None:
+    x = _logits(1, 2, pk=pk).expand(20000, -1)
     torch.manual_seed(1)
-    parts = PACKED.split(x)
-    mc = -skill_argument_logp(parts, PACKED, skill_argument_sample(parts, PACKED)).mean()
-    est = skill_argument_entropy(parts, PACKED).mean()  # each row its own draw: the estimate's mean
+    parts = pk.split(x)
+    mc = -skill_argument_logp(parts, pk, skill_argument_sample(parts, pk)).mean()
+    est = skill_argument_entropy(parts, pk).mean()  # each row its own draw: the estimate's mean
     assert abs(float(mc - est)) < 0.05, (float(mc), float(est))
+
+
+def test_anchored_numeric_is_drawn_from_the_chosen_candidates_gaussian() -> None:
+    """b.refund's numeric value follows the Gaussian of the node its pointer chose, in sample, mode and logp."""
+    refund = LAYOUT.skill_index("b.refund")
+    x = _logits(4000, 5, pk=ANCHORED)
+    parts = ANCHORED.split(x)
+    parts.skill[:, refund] += 50.0
+    parts.source[:, refund, 0, 0] += 50.0  # a free value
+    parts.numeric_mean[:, refund, 0, :] = torch.tensor([-2.0, 0.0, 2.0, 9.0, 5.0], dtype=x.dtype)
+    parts.numeric_log_std[:, refund, 0, :] = -3.0
+    torch.manual_seed(3)
+    a = skill_argument_sample(parts, ANCHORED)
+    ptr = a["pointer"][:, 0]
+    expected = torch.tensor([-2.0, 0.0, 2.0, 9.0, 5.0], dtype=x.dtype)[ptr.clamp(max=MP)]
+    assert set(ptr.tolist()) == {0, 1, 2, MP}  # width 3: index 3 is never drawn
+    assert (a["numeric"][:, 0] - expected).abs().max() < 0.5
+    mode = skill_argument_mode(parts, ANCHORED)
+    assert float(mode["numeric"][0, 0]) == float(
+        expected[0] * 0 + parts.numeric_mean[0, refund, 0, mode["pointer"][0, 0].clamp(max=MP)]
+    )
+    # Moving the value to another candidate's mean costs log-probability.
+    moved = dict(a, numeric=a["numeric"] + 2.0)
+    assert (skill_argument_logp(parts, ANCHORED, moved) < skill_argument_logp(parts, ANCHORED, a)).all()
 
 
 def test_unused_slots_do_not_count() -> None:
