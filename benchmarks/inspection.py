@@ -59,6 +59,7 @@ import numpy as np
 from agentic_ray.domains import get_domain
 from agentic_ray.domains.inspection import detector as det
 from agentic_ray.domains.inspection.baseline import FamilyParamsPolicy, FixedThresholdPolicy
+from agentic_ray.domains.inspection.family_params import family_detect_params
 from agentic_ray.domains.protocol import EpisodeView
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
 from agentic_ray.keys import EPISODE_RECORD
@@ -240,64 +241,6 @@ def goals(trained: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-SELECT_GRID = [
-    {"confidence_threshold": t, "iou_threshold": iou, "max_detections": m, "class_filter": cf}
-    for t in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
-    for iou in (0.3, 0.5)
-    for m in (5, 10)
-    for cf in ("all", "crack")
-]
-
-
-def family_params(tasks_per_family: int, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """Per family, the grid point of ``detect``'s parameters with the best mean crack F1 over the parts of
-    ``tasks_per_family`` training tasks (ties: the point nearest the contract's default threshold, then the first).
-    The same F1 as the benchmark's (the tool's crack outcome, matched at IoU >= 0.5); frames the camera spoiled are
-    skipped, as the tool skips them."""
-    import torch
-
-    from agentic_ray.domains.inspection.images import DEFECT_CLASSES
-    from agentic_ray.domains.inspection.tasks import SPECS
-    from agentic_ray.domains.inspection.tools import EXPOSURE_LIMIT
-    from agentic_ray.rewards.detection_functional import f1_score, match_detections
-
-    crack = DEFECT_CLASSES.index("crack")
-    d = get_domain("inspection")
-    rng = np.random.default_rng(seed)
-    out: dict[str, dict[str, Any]] = {}
-    for fam in d.families:
-        sums, n = np.zeros(len(SELECT_GRID)), 0
-        for _ in range(tasks_per_family):
-            world, task = d.make_task(fam, d.draw_training_seed(rng))
-            for pid in task.extra[SPECS]:
-                r = world.rendered(pid)
-                if float(r.pixels.mean()) > EXPOSURE_LIMIT:
-                    continue
-                tb = torch.as_tensor(r.boxes[r.classes == crack], dtype=torch.float32).reshape(-1, 4)
-                tc = torch.zeros(len(tb), dtype=torch.long)
-                cands = world.candidates(pid)
-                for j, p in enumerate(SELECT_GRID):
-                    found = [x for x in det.postprocess(cands, **p) if x.cls == "crack"]
-                    pb = torch.tensor([x.box for x in found], dtype=torch.float32).reshape(-1, 4)
-                    ps = torch.tensor([x.score for x in found], dtype=torch.float32)
-                    sums[j] += f1_score(
-                        *match_detections(pb, torch.zeros(len(pb), dtype=torch.long), ps, tb, tc)
-                    )
-                n += 1
-        if n:
-            default_t = float(det.DEFAULT_PARAMS["confidence_threshold"])
-            j = max(
-                range(len(SELECT_GRID)),
-                key=lambda k: (
-                    round(sums[k] / n, 9),
-                    -abs(SELECT_GRID[k]["confidence_threshold"] - default_t),
-                    -k,
-                ),
-            )
-            out[fam] = {**SELECT_GRID[j], "train_f1": round(float(sums[j] / n), 4), "train_parts": n}
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -350,7 +293,7 @@ def main() -> None:
             {**det.DEFAULT_PARAMS, "confidence_threshold": best_t}
         ).plan,
     }
-    chosen = family_params(args.select_tasks)
+    chosen = family_detect_params(args.select_tasks)
     policies["best_family_params"] = FamilyParamsPolicy(
         {f: {k: v for k, v in p.items() if k in det.DEFAULT_PARAMS} for f, p in chosen.items()}
     ).plan

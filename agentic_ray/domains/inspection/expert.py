@@ -4,8 +4,16 @@ It acts under the agent's partial information (it names only parts the request o
 the most urgent ready goal. Two things it reads beyond that, as an expert may: the goals' ground truth (which parts
 to record, and how) and, for ``detect``, the parts' specs in ``Task.extra``: it renders the part and picks the
 detector parameters that score the best crack F1 on it (:func:`oracle_detect_params`, a grid over threshold, NMS
-overlap and class filter; ties go to the better localisation, then to the threshold nearest the default). So its
-detections are the best the frozen detector can give, the reference level of the benchmark.
+overlap and class filter; ties go to the better localisation, then to the threshold nearest its family's prior). So
+its detections are the best the frozen detector can give, the reference level of the benchmark.
+
+The prior is the threshold with the best mean crack F1 over the family's training tasks
+(:func:`~agentic_ray.domains.inspection.family_params.family_thresholds`). Most parts' F1 is flat over a range of
+thresholds, and which choices were ties is hidden from a learner; with ties going to the contract's default (0.5),
+imitation learned the mean of those choices, 0.46-0.49 in every family, where the F1-best constant of a cracked line
+is 0.35 (issue 30's analysis: on 569 training parts the per-family mean of the expert's thresholds scored an F1 of
+0.715 as family constants with ties toward 0.5, 0.765 with ties toward the family's prior; the expert's own F1 is
+the same either way, as only ties move).
 
 Fixes: a serial read whose check character fails (a garbled reply) is read again before anything else; after a
 ``wrong_entity`` failure the line is listed again (the listing re-resolves part ids); a masked skill it needs sends
@@ -21,6 +29,7 @@ import numpy as np
 import torch
 
 from agentic_ray.domains.inspection import detector as det
+from agentic_ray.domains.inspection.family_params import family_thresholds
 from agentic_ray.domains.inspection.images import DEFECT_CLASSES, PartSpec, render
 from agentic_ray.domains.inspection.tasks import SPECS
 from agentic_ray.domains.protocol import EpisodeView
@@ -32,7 +41,7 @@ CRACK = DEFECT_CLASSES.index("crack")
 
 
 @functools.lru_cache(maxsize=4096)
-def _oracle(spec_key: str) -> tuple[tuple[str, Any], ...]:
+def _oracle(spec_key: str, prior: float) -> tuple[tuple[str, Any], ...]:
     import json
 
     spec = PartSpec.from_dict(json.loads(spec_key))
@@ -54,7 +63,7 @@ def _oracle(spec_key: str) -> tuple[tuple[str, Any], ...]:
                 top = table[: int((scores >= t).sum())]
                 f1 = f1_score(*match_by_iou(top))
                 loc = localisation_by_iou(top)
-                key = (f1, 0.0 if np.isnan(loc) else loc, -abs(t - DEFAULT_THRESHOLD))
+                key = (f1, 0.0 if np.isnan(loc) else loc, -abs(t - prior))
                 if best is None or key > best:
                     best = key
                     choice = {
@@ -66,11 +75,12 @@ def _oracle(spec_key: str) -> tuple[tuple[str, Any], ...]:
     return tuple(choice.items())
 
 
-def oracle_detect_params(spec: dict[str, Any]) -> dict[str, Any]:
-    """The detector parameters that score the best crack F1 on this part (ground truth; the expert's choice)."""
+def oracle_detect_params(spec: dict[str, Any], prior: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
+    """The detector parameters that score the best crack F1 on this part (ground truth; the expert's choice), ties
+    going to the better localisation, then to the threshold nearest ``prior``."""
     import json
 
-    return dict(_oracle(json.dumps(spec, sort_keys=True)))
+    return dict(_oracle(json.dumps(spec, sort_keys=True), prior))
 
 
 class InspectionExpert:
@@ -92,7 +102,8 @@ class InspectionExpert:
                     return self._handoff(view, "complex")
             elif g.skill == "detect":
                 spec = task.extra[SPECS][g.args["part_id"]]
-                step = "detect", {"part_id": g.args["part_id"], **oracle_detect_params(spec)}
+                prior = family_thresholds().get(task.family, DEFAULT_THRESHOLD)
+                step = "detect", {"part_id": g.args["part_id"], **oracle_detect_params(spec, prior)}
             else:
                 step = g.skill, dict(g.args)
         return step if view.allowed(step[0]) else self._handoff(view, "tool_failure")

@@ -248,6 +248,63 @@ def test_the_expert_solves_every_family_in_optimal_steps(family: str) -> None:
     env.close()
 
 
+def _expert_thresholds(family: str, episodes: int) -> list[float]:
+    env = AgentTaskEnv(AgentTaskEnvConfig(domain="inspection", split="validation", families=[family]))
+    env.reset(seed=0)
+    out: list[float] = []
+    for i in range(episodes):
+        if i:
+            env.reset()
+        rec = _run_expert(env)
+        out += [s["args"]["confidence_threshold"] for s in rec["steps"] if s["skill"] == "detect"]
+    env.close()
+    return out
+
+
+def test_the_experts_ties_go_to_its_familys_prior(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only F1 ties move with the prior: per part the same F1 at either prior, and the expert's thresholds sit
+    near its family's F1-best threshold over training tasks (not the contract's default)."""
+    from agentic_ray.domains.inspection import expert as ex
+    from agentic_ray.domains.inspection.family_params import family_thresholds
+    from agentic_ray.domains.inspection.tasks import SPECS
+
+    prior = family_thresholds()
+    assert prior["top_cracks"] < ex.DEFAULT_THRESHOLD  # faint cracks: a lower threshold scores better
+    env = AgentTaskEnv(AgentTaskEnvConfig(domain="inspection", split="validation", families=["top_cracks"]))
+    env.reset(seed=0)
+    specs = list(env.view().task.extra[SPECS].values())
+    env.close()
+    moved = 0
+    for spec in specs:
+        lo, hi = ex.oracle_detect_params(spec, 0.3), ex.oracle_detect_params(spec, 0.7)
+        moved += lo["confidence_threshold"] != hi["confidence_threshold"]
+        assert _part_f1(spec, lo) == pytest.approx(_part_f1(spec, hi))
+    assert moved
+    near = _expert_thresholds("top_cracks", 2)
+    monkeypatch.setattr(ex, "family_thresholds", lambda: {"top_cracks": ex.DEFAULT_THRESHOLD})
+    at_default = _expert_thresholds("top_cracks", 2)
+    assert np.mean(near) < np.mean(at_default) - 0.03, (np.mean(near), np.mean(at_default))
+
+
+def _part_f1(spec: dict[str, Any], params: dict[str, Any]) -> float:
+    import torch
+
+    from agentic_ray.domains.inspection.images import DEFECT_CLASSES, PartSpec
+    from agentic_ray.rewards.detection_functional import class_iou, f1_score, match_by_iou
+
+    r = render(PartSpec.from_dict(spec))
+    crack = DEFECT_CLASSES.index("crack")
+    found = [
+        d
+        for d in detector.postprocess(detector.detector().candidates(r.pixels), **params)
+        if d.cls == "crack"
+    ]
+    pb = torch.tensor([d.box for d in found], dtype=torch.float32).reshape(-1, 4)
+    tb = torch.as_tensor(r.boxes[r.classes == crack], dtype=torch.float32).reshape(-1, 4)
+    table = class_iou(pb, torch.zeros(len(pb), dtype=torch.long), tb, torch.zeros(len(tb), dtype=torch.long))
+    return float(f1_score(*match_by_iou(table.numpy())))
+
+
 @pytest.mark.parametrize("mode", ["structured", "prototype"])
 def test_check_env(mode: str) -> None:
     env = AgentTaskEnv(AgentTaskEnvConfig(domain="inspection", action_mode=mode))
