@@ -9,6 +9,7 @@ this one.) Every world keeps its table in a :class:`DriftingToolHealth`, which a
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable, Iterator, Mapping
@@ -17,7 +18,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DriftingToolHealth", "ToolHealth", "draw_tool_health", "drift_tool_health", "health_tick"]
+__all__ = [
+    "DriftingToolHealth",
+    "ToolHealth",
+    "draw_tool_health",
+    "drift_tool_health",
+    "drifting_tool_health",
+    "health_tick",
+]
 
 PENDING_MAX = 256
 """Drift ticks a :class:`DriftingToolHealth` keeps before it applies them unread (two ``(n,)`` arrays each)."""
@@ -39,15 +47,35 @@ def draw_tool_health(
 ) -> dict[str, ToolHealth]:
     """Per skill, a base latency (lognormal around the mean, σ 0.15) and failure rate (lognormal, σ 0.5, at most
     0.5) drawn from ``base``: ``skill -> (mean latency ms, latency std ms, failure rate)``."""
+    return _health_table(base, _health_draws(r, len(base)))
+
+
+def drifting_tool_health(
+    r: random.Random, base: Mapping[str, tuple[float, float, float]]
+) -> DriftingToolHealth:
+    """:func:`draw_tool_health` as a :class:`DriftingToolHealth`: the normal draws are made from ``r`` now (it
+    draws on), the table is built from them at the first read (the same float operations on the same numbers)."""
+    draws = _health_draws(r, len(base))
+    return DriftingToolHealth(draw=functools.partial(_health_table, base, draws), size=len(base))
+
+
+def _health_draws(r: random.Random, n: int) -> list[tuple[float, float]]:
+    """Per tool, the latency's and the failure rate's normal draws, in that order."""
+    return [(r.gauss(0.0, 0.15), r.gauss(0.0, 0.5)) for _ in range(n)]
+
+
+def _health_table(
+    base: Mapping[str, tuple[float, float, float]], draws: list[tuple[float, float]]
+) -> dict[str, ToolHealth]:
     return {
         name: ToolHealth(
-            latency_ms=(lat := mean * math.exp(r.gauss(0.0, 0.15))),
+            latency_ms=(lat := mean * math.exp(g_lat)),
             latency_std_ms=std,
-            failure_rate=(fr := min(0.5, rate * math.exp(r.gauss(0.0, 0.5)))),
+            failure_rate=(fr := min(0.5, rate * math.exp(g_fr))),
             base_latency_ms=lat,
             base_failure_rate=fr,
         )
-        for name, (mean, std, rate) in base.items()
+        for (name, (mean, std, rate)), (g_lat, g_fr) in zip(base.items(), draws, strict=True)
     }
 
 

@@ -24,8 +24,8 @@ from agentic_ray.domains.draws import bits62
 from agentic_ray.domains.tool_health import (
     DriftingToolHealth,
     ToolHealth,
-    draw_tool_health,
     drift_tool_health,
+    drifting_tool_health,
 )
 
 DEPARTMENTS: tuple[str, ...] = ("engineering", "sales", "finance", "operations")
@@ -191,7 +191,7 @@ def make_world(rng: np.random.Generator) -> HelpdeskWorld:
     r = random.Random(bits62(rng))  # = rng.integers(1 << 62)
     names, eids = r.sample(NAMES, 2), r.sample(range(10_000, 100_000), 2)
     people = [_employee(r, f"E{i}", n) for i, n in zip(eids, names, strict=True)]
-    health = DriftingToolHealth(draw_tool_health(r, BASE_TOOL_HEALTH))
+    health = drifting_tool_health(r, BASE_TOOL_HEALTH)  # drawn now, built when first read
     w = HelpdeskWorld(people, [], [], health)
     counts = ((people[0], r.randint(2, 4), r.randint(1, 3)), (people[1], 1, 1))
     aids = iter(r.sample(range(10_000, 100_000), 5))
