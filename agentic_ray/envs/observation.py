@@ -434,6 +434,7 @@ class ObservationBuilder:
         self._edge_cache: dict[tuple[str, tuple[tuple[int, int], ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._type_cache: dict[str, tuple[list[str], list[int], np.ndarray]] = {}
         self._goal_key: bytes | None = None
+        self._goal_deps: list[tuple[int, ...]] = []  # per goal, the indices of its prerequisites
         self._goal_x: np.ndarray = np.zeros((0, 0), dtype=np.float32)
         self._session_row = np.zeros((1, spec.feat_dims[SESSION_NODE_TYPE]), dtype=np.float32)
         self._sla_key: object = None
@@ -516,11 +517,8 @@ class ObservationBuilder:
                 self._session_row[0], SESSION_FEATURES + 1, self.schema.task_text_tokens, task.request.text
             )
         n = len(task.goals)
-        self.goal_prereq = np.zeros((max(n, 1), max(n, 1)), dtype=bool)
+        self._goal_deps = [tuple(gidx[d] for d in g.deps) for g in task.goals]
         self._ready_key: bytes | None = None
-        for i, g in enumerate(task.goals):
-            if g.deps:  # most goals have none: no fancy-index write for them
-                self.goal_prereq[i, [gidx[d] for d in g.deps]] = True
         self._static: dict[str, np.ndarray] = {}
         for key, pairs in (
             (f"{TOOL_NODE_TYPE}__depends__{TOOL_NODE_TYPE}", self.tool_deps),
@@ -560,11 +558,19 @@ class ObservationBuilder:
         """``(num_goals,)`` bool: pending goals whose prerequisites are all done (a fresh array).
 
         Cached on ``goal_done`` for the episode: the env asks ~3 times a step and goal status changes on few
-        steps (the reduction cost ~5 us a call on e-commerce)."""
+        steps. Read from each goal's prerequisite indices in Python, not as a reduction over a prerequisite matrix:
+        a task has a few goals, and the matrix's fancy-index writes at reset and the ``any(axis=1)`` reduction
+        were ~1.5% of env time on e-commerce (py-spy, random masked policy; ~8 us against ~2 us a call)."""
         key = goal_done.tobytes()
         if key != self._ready_key:
-            n = len(goal_done)
-            self._ready = ~goal_done & ~(self.goal_prereq[:n, :n] & ~goal_done[None, :]).any(axis=1)
+            done = goal_done.tolist()
+            self._ready = np.array(
+                [
+                    not d and all(done[j] for j in deps)
+                    for d, deps in zip(done, self._goal_deps, strict=False)
+                ],
+                dtype=bool,
+            )
             self._ready_key = key
         return self._ready.copy()
 

@@ -42,6 +42,7 @@ import hashlib
 import os
 import threading
 import time
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -138,6 +139,58 @@ class SLAStats:
     error_budget: float
 
 
+class _LatencyWindow:
+    """The last ``size`` latencies in arrival order and, beside them, in sorted order (``bisect`` at each append),
+    so that a percentile read needs no sort.
+
+    The env re-reads a called skill's SLA statistics after every call (its observation), and sorting the window on
+    each read, with the copies of the error windows, was ~1.5% of env time on e-commerce (py-spy, random masked
+    policy). Equal values keep their arrival order in both (``insort`` puts a value after its equals, and the
+    oldest, evicted, value is the leftmost of its equals), so the sorted list is ``sorted(values)`` element for
+    element. A NaN has no place in a sorted order: while the window holds one, a read sorts, as before.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.values: deque[float] = deque(maxlen=size)
+        self._sorted: list[float] = []
+        self._nan = 0
+
+    def append(self, x: float) -> None:
+        if len(self.values) == self.values.maxlen:
+            old = self.values[0]
+            if old != old:
+                self._nan -= 1
+            else:
+                del self._sorted[bisect_left(self._sorted, old)]
+        self.values.append(x)
+        if x != x:
+            self._nan += 1
+        else:
+            insort(self._sorted, x)
+
+    def sorted(self) -> list[float]:
+        """The window's values in ascending order (shared: read, do not modify)."""
+        return sorted(self.values) if self._nan else self._sorted
+
+
+class _FlagWindow:
+    """The last ``size`` flags and how many of them are set (counted at each append, not summed at each read)."""
+
+    def __init__(self, size: int) -> None:
+        self.values: deque[bool] = deque(maxlen=size)
+        self.count = 0
+
+    def append(self, flag: bool) -> None:
+        if len(self.values) == self.values.maxlen:
+            self.count -= self.values[0]
+        self.values.append(flag)
+        self.count += flag
+
+    def rate(self) -> float:
+        """The share of set flags (0 while empty)."""
+        return self.count / len(self.values) if self.values else 0.0
+
+
 class _SkillState:
     """Per-skill live state: breaker, concurrency, rolling latency/error windows, the retry controller."""
 
@@ -155,9 +208,9 @@ class _SkillState:
         )
         self.active = 0
         self.lock = threading.Lock()
-        self.latencies: deque[float] = deque(maxlen=sla.window)
-        self.call_errors: deque[bool] = deque(maxlen=sla.window)
-        self.attempt_errors: deque[bool] = deque(maxlen=sla.window)
+        self.latencies = _LatencyWindow(sla.window)
+        self.call_errors = _FlagWindow(sla.window)
+        self.attempt_errors = _FlagWindow(sla.window)
         self.calls = 0
         r = contract.retry
         # Retries after the inline first attempt: waits continue the series initial·m, initial·m², ... (capped).
@@ -279,15 +332,15 @@ class ToolExecutor:
         for n in self._state if skills is None else skills:
             st, c = self._state[n], self.contracts[n]
             with st.lock:
-                lat = sorted(st.latencies)
-                ce = list(st.call_errors)
-                ae = list(st.attempt_errors)
+                lat = st.latencies.sorted()
+                p50, p95 = _pct(lat, 0.5), _pct(lat, 0.95)
+                er, aer = st.call_errors.rate(), st.attempt_errors.rate()
             out[n] = SLAStats(
                 calls=st.calls,
-                p50_ms=_pct(lat, 0.5),
-                p95_ms=_pct(lat, 0.95),
-                error_rate=sum(ce) / len(ce) if ce else 0.0,
-                attempt_error_rate=sum(ae) / len(ae) if ae else 0.0,
+                p50_ms=p50,
+                p95_ms=p95,
+                error_rate=er,
+                attempt_error_rate=aer,
                 breaker_state=st.breaker.state,
                 p95_target_ms=c.sla.p95_ms,
                 error_budget=c.sla.error_budget,

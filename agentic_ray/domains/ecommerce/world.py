@@ -12,15 +12,17 @@ is static.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from agentic_ray.domains.draws import bits62, small_ints
-from agentic_ray.domains.tool_health import health_tick
+from agentic_ray.domains.tool_health import DriftingToolHealth, drift_tool_health
 
 CATEGORIES: tuple[str, ...] = ("electronics", "apparel", "home", "beauty")
 DEVICES: tuple[str, ...] = ("ios", "android", "web")
@@ -137,7 +139,7 @@ class ShopWorld:
     user: User
     products: list[Product]
     orders: list[Order]
-    tool_health: dict[str, ToolHealth]
+    tool_health: Mapping[str, ToolHealth]  # a DriftingToolHealth: drifted when read
     session: Session = field(default_factory=Session)
     tick: int = 0
 
@@ -183,16 +185,12 @@ class ShopWorld:
                 p.stock -= 1
             elif ui > 0.97:
                 p.stock += r
-        hs = list(self.tool_health.values())
-        lat = np.exp(rng.normal(0.0, 0.03, len(hs))).tolist()
-        fr = rng.normal(0.0, 0.002, len(hs)).tolist()
         # Ornstein-Uhlenbeck-style drift: wanders, but reverts to the base (no divergence over long training).
-        for h, a, b in zip(hs, lat, fr, strict=True):
-            h.latency_ms, h.failure_rate = health_tick(h, a, b)  # the shared tick, the same float operations
+        drift_tool_health(self.tool_health, rng)  # the shared tick: drawn now, applied when read
 
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(replace(self, tool_health=dict(self.tool_health)))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ShopWorld:
@@ -205,7 +203,7 @@ class ShopWorld:
             user=User(**d["user"]),
             products=[Product(**p) for p in d["products"]],
             orders=orders,
-            tool_health={k: ToolHealth(**v) for k, v in d["tool_health"].items()},
+            tool_health=DriftingToolHealth({k: ToolHealth(**v) for k, v in d["tool_health"].items()}),
             session=Session(**d.get("session", {})),
             tick=int(d.get("tick", 0)),
         )
@@ -310,7 +308,15 @@ def make_world(rng: np.random.Generator, n_products: int = 8, n_orders: int = 3)
                 placed_days_ago=r.randint(1, 40),
             )
         )
-    health = {
+    # The tool health is the last thing ``r`` draws, so it is drawn when first read (see DriftingToolHealth).
+    health = DriftingToolHealth(draw=functools.partial(_draw_health, r), size=len(BASE_TOOL_HEALTH))
+    return ShopWorld(user=user, products=products, orders=orders, tool_health=health)
+
+
+def _draw_health(r: random.Random) -> dict[str, ToolHealth]:
+    """Per skill, a latency around its base mean (lognormal, σ 0.15) and a failure rate (lognormal, σ 0.5, at
+    most 0.5), drawn from ``r`` (make_world's RNG, after everything else it draws)."""
+    return {
         name: ToolHealth(
             latency_ms=lat * math.exp(r.gauss(0.0, 0.15)),
             latency_std_ms=std,
@@ -318,7 +324,6 @@ def make_world(rng: np.random.Generator, n_products: int = 8, n_orders: int = 3)
         )
         for name, (lat, std, fr) in BASE_TOOL_HEALTH.items()
     }
-    return ShopWorld(user=user, products=products, orders=orders, tool_health=health)
 
 
 def entity_fields(world: ShopWorld, entity_type: str, entity_id: str) -> dict[str, Any] | None:

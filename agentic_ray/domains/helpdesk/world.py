@@ -14,13 +14,19 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from agentic_ray.domains.draws import bits62
-from agentic_ray.domains.tool_health import ToolHealth, draw_tool_health, drift_tool_health
+from agentic_ray.domains.tool_health import (
+    DriftingToolHealth,
+    ToolHealth,
+    drift_tool_health,
+    drifting_tool_health,
+)
 
 DEPARTMENTS: tuple[str, ...] = ("engineering", "sales", "finance", "operations")
 ACCOUNT_STATUSES: tuple[str, ...] = ("active", "locked", "disabled")
@@ -83,7 +89,7 @@ class HelpdeskWorld:
     employees: list[Employee]
     tickets: list[Ticket]
     assets: list[Asset]
-    tool_health: dict[str, ToolHealth]
+    tool_health: Mapping[str, ToolHealth]  # a DriftingToolHealth: drifted when read
     session: Session = field(default_factory=Session)
     tick: int = 0
 
@@ -120,7 +126,7 @@ class HelpdeskWorld:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(replace(self, tool_health=dict(self.tool_health)))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> HelpdeskWorld:
@@ -128,7 +134,7 @@ class HelpdeskWorld:
             employees=[Employee(**e) for e in d["employees"]],
             tickets=[Ticket(**t) for t in d["tickets"]],
             assets=[Asset(**a) for a in d["assets"]],
-            tool_health={k: ToolHealth(**v) for k, v in d["tool_health"].items()},
+            tool_health=DriftingToolHealth({k: ToolHealth(**v) for k, v in d["tool_health"].items()}),
             session=Session(**d.get("session", {})),
             tick=int(d.get("tick", 0)),
         )
@@ -185,7 +191,7 @@ def make_world(rng: np.random.Generator) -> HelpdeskWorld:
     r = random.Random(bits62(rng))  # = rng.integers(1 << 62)
     names, eids = r.sample(NAMES, 2), r.sample(range(10_000, 100_000), 2)
     people = [_employee(r, f"E{i}", n) for i, n in zip(eids, names, strict=True)]
-    health = draw_tool_health(r, BASE_TOOL_HEALTH)
+    health = drifting_tool_health(r, BASE_TOOL_HEALTH)  # drawn now, built when first read
     w = HelpdeskWorld(people, [], [], health)
     counts = ((people[0], r.randint(2, 4), r.randint(1, 3)), (people[1], 1, 1))
     aids = iter(r.sample(range(10_000, 100_000), 5))
