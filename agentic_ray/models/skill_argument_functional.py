@@ -324,10 +324,12 @@ def skill_argument_sample(
     _write_sequences(layout, skill, _sequences(parts, layout, sequence_sample), members)
     enum = categorical_sample(_select_skill(parts.enum, skill))
     source = categorical_sample(_select_skill(parts.source, skill))
+    # The Gaussian's noise is drawn before the pointers, as before anchors existed, so the default layout's draws
+    # (and every seeded run) stay the same.
+    eps = torch.randn(b, layout.numeric_slots, dtype=parts.numeric_mean.dtype, device=skill.device)
     pointer = _pointer_action(parts, layout, skill, categorical_sample)
     mean, log_std = numeric_params(parts, layout, skill, pointer)
     std = log_std.exp()
-    eps = torch.randn_like(mean)
     numeric = mean + std * eps if reparameterize else (mean + std * eps).detach()
     return {
         "skill": skill,
