@@ -3,8 +3,8 @@ base values and revert to them (mean-reverting drift). A domain draws the base v
 (:func:`draw_tool_health`), drifts them each tick (:func:`drift_tool_health`) and reports them through
 ``Domain.tool_health``; the env injects them as latency and failures when ``simulate_tool_health`` is on.
 
-(The e-commerce world still carries its own copy of this from before it was shared; the help-desk world uses
-this one.) Every world keeps its table in a :class:`DriftingToolHealth`, which applies the drift when it is read.
+The e-commerce and help-desk worlds keep their tables in a :class:`DriftingToolHealth`, which applies the drift
+when it is read; the inspection world keeps a plain dict, drifted at every tick.
 """
 
 from __future__ import annotations

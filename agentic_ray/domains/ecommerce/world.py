@@ -13,7 +13,6 @@ is static.
 from __future__ import annotations
 
 import functools
-import math
 import random
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -22,7 +21,12 @@ from typing import Any
 import numpy as np
 
 from agentic_ray.domains.draws import bits62, small_ints
-from agentic_ray.domains.tool_health import DriftingToolHealth, drift_tool_health
+from agentic_ray.domains.tool_health import (
+    DriftingToolHealth,
+    ToolHealth,
+    draw_tool_health,
+    drift_tool_health,
+)
 
 CATEGORIES: tuple[str, ...] = ("electronics", "apparel", "home", "beauty")
 DEVICES: tuple[str, ...] = ("ios", "android", "web")
@@ -99,23 +103,6 @@ class Order:
     @property
     def skus(self) -> list[str]:
         return [it.sku for it in self.items]
-
-
-@dataclass
-class ToolHealth:
-    """Simulated health of one backend service; drifts around its base values (mean-reverting)."""
-
-    latency_ms: float
-    latency_std_ms: float
-    failure_rate: float
-    base_latency_ms: float = 0.0  # 0 → the initial latency
-    base_failure_rate: float = -1.0  # < 0 → the initial failure rate
-
-    def __post_init__(self) -> None:
-        if self.base_latency_ms <= 0:
-            self.base_latency_ms = self.latency_ms
-        if self.base_failure_rate < 0:
-            self.base_failure_rate = self.failure_rate
 
 
 @dataclass
@@ -309,21 +296,10 @@ def make_world(rng: np.random.Generator, n_products: int = 8, n_orders: int = 3)
             )
         )
     # The tool health is the last thing ``r`` draws, so it is drawn when first read (see DriftingToolHealth).
-    health = DriftingToolHealth(draw=functools.partial(_draw_health, r), size=len(BASE_TOOL_HEALTH))
+    health = DriftingToolHealth(
+        draw=functools.partial(draw_tool_health, r, BASE_TOOL_HEALTH), size=len(BASE_TOOL_HEALTH)
+    )
     return ShopWorld(user=user, products=products, orders=orders, tool_health=health)
-
-
-def _draw_health(r: random.Random) -> dict[str, ToolHealth]:
-    """Per skill, a latency around its base mean (lognormal, σ 0.15) and a failure rate (lognormal, σ 0.5, at
-    most 0.5), drawn from ``r`` (make_world's RNG, after everything else it draws)."""
-    return {
-        name: ToolHealth(
-            latency_ms=lat * math.exp(r.gauss(0.0, 0.15)),
-            latency_std_ms=std,
-            failure_rate=min(0.5, fr * math.exp(r.gauss(0.0, 0.5))),
-        )
-        for name, (lat, std, fr) in BASE_TOOL_HEALTH.items()
-    }
 
 
 def entity_fields(world: ShopWorld, entity_type: str, entity_id: str) -> dict[str, Any] | None:
