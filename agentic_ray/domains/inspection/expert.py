@@ -9,11 +9,11 @@ its detections are the best the frozen detector can give, the reference level of
 
 The prior is the threshold with the best mean crack F1 over the family's training tasks
 (:func:`~agentic_ray.domains.inspection.family_params.family_thresholds`). Most parts' F1 is flat over a range of
-thresholds, and which choices were ties is hidden from a learner; with ties going to the contract's default (0.5),
-imitation learned the mean of those choices, 0.46-0.49 in every family, where the F1-best constant of a cracked line
-is 0.35 (issue 30's analysis: on 569 training parts the per-family mean of the expert's thresholds scored an F1 of
-0.715 as family constants with ties toward 0.5, 0.765 with ties toward the family's prior; the expert's own F1 is
-the same either way, as only ties move).
+thresholds, and which choices were ties is hidden from a learner. With ties going to the contract's default (0.5),
+the expert's mean threshold was 0.46-0.5 in every family and imitation learned about that (trained 0.42-0.48),
+where the F1-best setting of a cracked line is 0.35 (``best_family_params``; all three as
+``benchmarks/inspection.py`` printed them before this change). The expert's own F1 is the same either way, as only
+ties move.
 
 Fixes: a serial read whose check character fails (a garbled reply) is read again before anything else; after a
 ``wrong_entity`` failure the line is listed again (the listing re-resolves part ids); a masked skill it needs sends
