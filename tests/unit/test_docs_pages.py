@@ -99,3 +99,26 @@ def test_records_are_json_with_their_command() -> None:
 
 def test_every_docs_bash_block_is_marked() -> None:
     assert unmarked_docs_blocks() == [], "mark each block <!-- ci:run --> or <!-- ci:no-run: <reason> -->"
+
+
+def test_the_reward_layer_table_lists_every_registered_layer_as_it_is() -> None:
+    """docs/concepts/reward-pool.md's layer table has one row per registered layer, with the class's stream,
+    granularity, where it runs and default weight (five layers were missing from it for three sessions)."""
+    from agentic_ray.rewards.layers import LAYER_CLASSES, CostClass
+
+    runs = {
+        CostClass.SYNC: "inline",
+        CostClass.ASYNC_CPU: "CPU actor group",
+        CostClass.ASYNC_IO: "async I/O actor group",
+    }
+    page = (REPO / "docs" / "concepts" / "reward-pool.md").read_text()
+    rows = {c[0].strip("`"): c for c in _table_cells(page) if len(c) == 6 and c[0].startswith("`")}
+    assert set(rows) == set(LAYER_CLASSES)
+    for name, cls in LAYER_CLASSES.items():
+        _, _, stream, granularity, where, weight = rows[name]
+        assert (stream.strip("*"), granularity, where, float(weight)) == (
+            cls.stream.value,
+            cls.granularity.value,
+            runs[cls.cost],
+            cls.default_weight,
+        ), name
