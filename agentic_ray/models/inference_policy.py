@@ -36,8 +36,10 @@ slices, and about a third fewer kernels that compute (``addmm`` x 90):
 The training path keeps its maths: this is a second implementation of the same function, checked against it on
 every registered domain and action mode (``tests/unit/models/test_inference_policy.py``: logits and values within
 1e-5; on a model with sequence slots also the same greedy and seeded sampled sequences). What it does not cover
-falls back to the training path (:meth:`InferencePolicy.supports`): multimodal node encoders, the flat encoder, PyG
-layers, a reflection head that reads the state.
+falls back to the training path (:meth:`InferencePolicy.supports`): the flat encoder, PyG layers, numeric arguments
+conditioned on a pointer, a reflection head that reads the state. Node types with image or text blocks (the gated
+multimodal input projection) run the training path's own modules for their input rows (a CNN, a text bag and a
+cross-attention have no per-type linear to fuse), and the rest of the forward runs fused.
 
 Tool nodes are not cached as embeddings: their rows carry the episode's SLA, masks and call counts, and message
 passing mixes the whole graph into them, so only the parts that depend on no observation are precomputed.
@@ -419,13 +421,26 @@ class _FastEncoder:
                 _as(nn.Linear, _as(nn.Sequential, encoder.input_proj[t])[0]).bias.detach(),
             )
             for i, t in enumerate(self.types)
+            if t in encoder.input_proj
         ]
         self.proj_norm = _FlatLayerNorm(
-            [_as(nn.LayerNorm, _as(nn.Sequential, encoder.input_proj[t])[1]) for t in self.types],
+            [
+                _as(nn.LayerNorm, _as(nn.Sequential, encoder.input_proj[t])[1])
+                if t in encoder.input_proj
+                else None
+                for t in self.types
+            ],
             self.counts,
             h,
             device,
         )
+        # Node types with image or text blocks: their input projection is the training path's own module (a CNN,
+        # a text bag and the gated cross-attention with the task query), whose output replaces the type's rows
+        # of the first node table.
+        self.multimodal = [
+            (i, encoder.multimodal[t]) for i, t in enumerate(self.types) if t in encoder.multimodal
+        ]
+        self.task_query = encoder.task_query
         layers = list(encoder.layers)
         if not all(isinstance(layer, GatedHeteroAttentionLayer) for layer in layers):
             raise ValueError("the inference path needs the fused GNN layers")
@@ -559,11 +574,16 @@ class _FastEncoder:
         nt, n, h = len(self.types), self.n, self.h
         g = self.graph(obs, b)
         s = self.scratch(b)
-        for p, t in zip(self.input_proj, self.types, strict=True):
-            feats = obs[f"{t}_x"].reshape(b * self.counts[p.index], -1).float()
+        for p in self.input_proj:
+            feats = obs[f"{self.types[p.index]}_x"].reshape(b * self.counts[p.index], -1).float()
             torch.addmm(p.bias, feats, p.weight, out=s.x0s[p.index])
         rows = b * self.num_nodes
         x = self.proj_norm(s.x0, out=s.x[0][:rows])
+        if self.multimodal:  # their x0 rows stay zero: normed to zero, then overwritten here
+            assert self.task_query is not None
+            query = self.task_query(obs, b)
+            for i, enc in self.multimodal:
+                s.xs[0][i].copy_(enc(obs[f"{self.types[i]}_x"], query)[0])
         xs, src = s.xs[0], 0
         if self.layers:
             attention = self.attention.index_select(1, g.relation)  # (L, E, A, dh)
@@ -732,8 +752,6 @@ class InferencePolicy:
             return "encoder 'flat'"
         if cfg.gnn_layer != "fused":
             return "gnn_layer 'pyg'"
-        if len(model.encoder.multimodal):
-            return "multimodal node encoders"
         if model.policy_heads.packed.numeric_anchor:
             return "numeric arguments conditioned on a pointer"
         if model.has_critics and cfg.separate_critic_encoders:

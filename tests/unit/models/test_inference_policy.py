@@ -110,13 +110,16 @@ def test_inference_path_equals_training_path(domain: str, mode: str) -> None:
     env = AgentTaskEnv({"domain": domain, "action_mode": mode})
     env.action_space.seed(0)
     model = _model(env, prototype=mode == "prototype")
-    if env.graph_spec.modalities:
-        # A schema with image or text blocks gets the multimodal input projections, which the inference path
-        # does not cover (the training path runs them); the rest of the model is checked with the flat projection.
-        assert InferencePolicy.unsupported(model) == "multimodal node encoders"
-        model = _model(env, prototype=mode == "prototype", modality_fusion="flat")
     assert InferencePolicy.supports(model)
-    _check(model, _observations(env), f"{domain}/{mode}")
+    obs = _observations(env)
+    _check(model, obs, f"{domain}/{mode}")
+    if env.graph_spec.modalities:
+        # A schema with image or text blocks: the gated multimodal input projections (above, the default) and
+        # seed 000's flat concatenation of the same features.
+        assert model.encoder.multimodal
+        flat = _model(env, prototype=mode == "prototype", modality_fusion="flat")
+        assert InferencePolicy.supports(flat) and not flat.encoder.multimodal
+        _check(flat, obs, f"{domain}/{mode}/flat")
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
