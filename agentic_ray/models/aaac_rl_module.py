@@ -131,6 +131,11 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
         )
         self.action_dist_cls = self.aaac_dist_cls
         self.to(self.aaac_config.resolved_device())
+        if self.inference_only:
+            # An EnvRunner's copy never trains (its weights come from the learner). RLlib builds it in train mode
+            # and its forward_exploration switches to eval and back around every call, so the copy stayed in
+            # train mode for good: each sampled step walked every submodule twice and ran the training path.
+            self.eval()
 
     # -- forward passes ---------------------------------------------------------------------------------
     def _obs(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -187,10 +192,17 @@ class AAACRLModule(TorchRLModule, TwoCriticAPI, InferenceOnlyAPI):
 
     @override(TorchRLModule)
     def forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        """As :meth:`forward_inference` (no per-call ``self.eval()`` walk in eval mode)."""
+        """The logits to sample from. In eval mode (EnvRunners; the learner's frozen reference policy) through the
+        inference path, as :meth:`forward_inference_fast` (the same logits within 1e-5,
+        ``tests/unit/models/test_inference_policy.py``), returned as ordinary tensors (a clone made outside
+        inference mode, so the learner may use the reference's logits in a loss); in train mode RLlib's (an eval
+        forward of the training path)."""
         if self.training:
             return super().forward_exploration(batch, **kwargs)
-        return self._forward_exploration(batch, **kwargs)
+        out = self.forward_inference_fast(batch, **kwargs)
+        return {
+            k: v.clone() if isinstance(v, torch.Tensor) and v.is_inference() else v for k, v in out.items()
+        }
 
     def forward_inference_fast(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """:meth:`forward_inference` through the inference path (:class:`InferencePolicy`: the same logits in

@@ -138,3 +138,34 @@ def test_model_config_errors_are_explicit() -> None:
             action_space=layout.action_space(),
             model_config={},
         )
+
+
+def test_an_env_runner_copy_samples_through_the_inference_path(monkeypatch) -> None:
+    """An inference-only module (an EnvRunner's copy) is in eval mode from the start, so exploration runs the
+    inference path (not RLlib's eval/train switch around the training path on every step); its logits equal the
+    training path's, and they are ordinary tensors: a loss may use them beside a tensor with a gradient, as the
+    learner's KL anchor to the frozen reference policy does."""
+    from agentic_ray.models.inference_policy import InferencePolicy
+
+    _, _, obs = toy_batch(6, seed=3)
+    module = _module(inference_only=True)
+    assert not module.training
+    calls = []
+    original = InferencePolicy.__call__
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(InferencePolicy, "__call__", counted)
+    with torch.no_grad():
+        got = module.forward_exploration({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+    assert calls, "exploration did not run the inference path"
+    want = module.model.policy_logits(obs, module.model.encode(obs))["packed"].detach()
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+    assert not got.is_inference()
+    live = _module()  # a trained copy of the same weights, with a gradient
+    logits = live.forward_train({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+    dist_cls = module.get_exploration_action_dist_cls()
+    dist_cls.from_logits(got).kl(dist_cls.from_logits(logits)).mean().backward()
+    assert any(p.grad is not None for p in live.parameters())
