@@ -581,9 +581,10 @@ class _FastEncoder:
         x = self.proj_norm(s.x0, out=s.x[0][:rows])
         if self.multimodal:  # their x0 rows stay zero: normed to zero, then overwritten here
             assert self.task_query is not None
-            query = self.task_query(obs, b)
-            for i, enc in self.multimodal:
-                s.xs[0][i].copy_(enc(obs[f"{self.types[i]}_x"], query)[0])
+            with torch.no_grad():  # the training path's modules: no graph, whatever the caller's grad mode
+                query = self.task_query(obs, b)
+                for i, enc in self.multimodal:
+                    s.xs[0][i].copy_(enc(obs[f"{self.types[i]}_x"], query)[0])
         xs, src = s.xs[0], 0
         if self.layers:
             attention = self.attention.index_select(1, g.relation)  # (L, E, A, dh)

@@ -218,3 +218,15 @@ def test_work_tables_are_per_thread_and_results_outlive_them() -> None:
     for t in threads:
         t.join()
     assert not errors, errors[:5]
+
+
+def test_callable_with_grad_enabled_on_a_multimodal_model() -> None:
+    """Outside inference mode, with grad on (a caller's own loop), the multimodal input rows are still written into
+    the work tables: the training path's modules run without a graph there."""
+    env = AgentTaskEnv({"domain": "inspection"})
+    env.action_space.seed(0)
+    model = _model(env)
+    assert model.encoder.multimodal
+    obs = _observations(env)
+    want = model.policy_logits(obs, model.encode(obs))["packed"].detach()
+    torch.testing.assert_close(InferencePolicy.for_model(model)(obs).packed, want, atol=ATOL, rtol=0)
