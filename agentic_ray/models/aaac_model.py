@@ -110,6 +110,14 @@ class AAACModelConfig(BaseModel):
             "threshold cannot differ between the parts it inspects."
         ),
     )
+    argument_task_context: bool = Field(
+        default=False,
+        description=(
+            "Feed the request's task text, as the encoder's text encoder reads it (the multimodal fusion's query), "
+            "to the argument heads beside the pooled state, so an argument (e.g. a detector's threshold) can depend "
+            "on the task directly. Needs a spec with a task text and modality_fusion 'gated'."
+        ),
+    )
     separate_critic_encoders: bool = Field(
         default=False,
         description="Critics read their own encoder instead of the policy's (critic regression then cannot "
@@ -186,6 +194,15 @@ class AAACModelConfig(BaseModel):
     def _heads_divide_hidden(self) -> AAACModelConfig:
         if self.hidden_dim % self.num_heads:
             raise ValueError(f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
+        return self
+
+    @model_validator(mode="after")
+    def _task_context_has_a_task(self) -> AAACModelConfig:
+        if self.argument_task_context and (self.encoder != "gnn" or self.modality_fusion != "gated"):
+            raise ValueError(
+                "argument_task_context reads the gated fusion's task text: encoder 'gnn' and "
+                "modality_fusion 'gated'"
+            )
         return self
 
     @property
@@ -333,6 +350,7 @@ class AAACModel(nn.Module):
             tool_scoring=config.action_scorer == "tool_nodes",
             choice_skills=layout.prototype_skills if prototype_mode else None,
             numeric_on_pointer=config.numeric_on_pointer,
+            task_context=config.argument_task_context,
         )
         self.has_critics = build_critics
         self.reflection_enabled = True

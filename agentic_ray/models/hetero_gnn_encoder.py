@@ -150,6 +150,7 @@ class HeteroGNNEncoder(nn.Module):
             if nt in self.input_proj
         }
         modality_gates: dict[str, torch.Tensor] = {}
+        query = None
         if self.task_query is not None:
             query = self.task_query(obs, first.shape[0])
             for nt, enc in self.multimodal.items():
@@ -174,4 +175,5 @@ class HeteroGNNEncoder(nn.Module):
             debug=debug,
             reflection_free_state=free,
             modality_gates=modality_gates,
+            task=query,
         )
