@@ -115,7 +115,8 @@ class AAACModelConfig(BaseModel):
         description=(
             "Feed the request's task text, as the encoder's text encoder reads it (the multimodal fusion's query), "
             "to the argument heads beside the pooled state, so an argument (e.g. a detector's threshold) can depend "
-            "on the task directly. Needs a spec with a task text and modality_fusion 'gated'."
+            "on the task directly. Needs encoder 'gnn' and a spec with a task text (with modality_fusion 'flat' the "
+            "text gets an encoder of its own, used only here)."
         ),
     )
     separate_critic_encoders: bool = Field(
@@ -198,10 +199,9 @@ class AAACModelConfig(BaseModel):
 
     @model_validator(mode="after")
     def _task_context_has_a_task(self) -> AAACModelConfig:
-        if self.argument_task_context and (self.encoder != "gnn" or self.modality_fusion != "gated"):
+        if self.argument_task_context and self.encoder != "gnn":
             raise ValueError(
-                "argument_task_context reads the gated fusion's task text: encoder 'gnn' and "
-                "modality_fusion 'gated'"
+                "argument_task_context reads the task text as the gnn encoder encodes it: encoder 'gnn'"
             )
         return self
 
@@ -245,6 +245,7 @@ def build_state_encoder(
             gnn_layer=config.gnn_layer,
             reflection_dim=failure_input_dim,
             modality_fusion=config.modality_fusion,
+            task_output=config.argument_task_context,
         )
     return FlatMLPEncoder(
         spec,

@@ -196,7 +196,8 @@ def test_gate_means_are_logged_by_forward_train_and_low_gates_are_reported() -> 
 def test_argument_task_context_feeds_the_task_text_to_the_argument_heads() -> None:
     """With ``argument_task_context`` the encoder's task text reaches the argument heads directly: moving only
     ``enc.task`` (state and nodes fixed) moves the numeric means and not the skill logits; without it, it moves
-    nothing. The inference fast path says it does not cover it (so the training path runs)."""
+    nothing; with the flat fusion too. The inference fast path says it does not cover it (so the training path
+    runs)."""
     from dataclasses import replace
 
     from agentic_ray.models.inference_policy import InferencePolicy
@@ -218,4 +219,11 @@ def test_argument_task_context_feeds_the_task_text_to_the_argument_heads() -> No
         else:
             assert delta == 0.0
     with pytest.raises(ValueError, match="argument_task_context"):
-        AAACModelConfig(**(TINY.model_dump() | {"modality_fusion": "flat", "argument_task_context": True}))
+        AAACModelConfig(**(TINY.model_dump() | {"encoder": "flat", "argument_task_context": True}))
+    # The flat fusion ablation (issue 30's comparison) keeps the option: the task text gets its own encoder.
+    flat = _model(env, modality_fusion="flat", argument_task_context=True)
+    with torch.no_grad():
+        enc = flat.encode(obs)
+        assert not len(flat.encoder.multimodal) and enc.task is not None
+        moved = flat.policy_logits(obs, replace(enc, task=enc.task + 1.0))["parts"].numeric_mean
+        assert (moved - flat.policy_logits(obs, enc)["parts"].numeric_mean).abs().max() > 1e-3
