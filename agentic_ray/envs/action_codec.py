@@ -51,7 +51,9 @@ def free_numeric_action(value: float, lo: float, hi: float, integer: bool) -> fl
     of a unit; at a bound it keeps the target off the Box's clip. ``max_detections = 10`` of ``[1, 10]`` (every
     inspection expert call) encoded as ``arctanh(1)`` was raw 5.0, 12.5 nats for an initial unit Gaussian, where
     any raw above 1.42 decodes to 10; the middle, 3.2, is the same value under more of the policy's noise
-    (measured on 40 inspection demonstrations: first-epoch imitation NLL 31.0 -> 17.5, sixth 4.8 -> 4.1).
+    (measured on 40 inspection demonstrations: first-epoch imitation NLL 31.0 -> 17.5, sixth 4.8 -> 4.1). The
+    bound's end of that interval is now :data:`~agentic_ray.graph_spec.NUMERIC_TARGET_BOUND` (about 3.45, not 5),
+    so the middle is about 2.44.
     """
     if hi <= lo:
         return 0.0

@@ -110,6 +110,15 @@ class AAACModelConfig(BaseModel):
             "threshold cannot differ between the parts it inspects."
         ),
     )
+    argument_task_context: bool = Field(
+        default=False,
+        description=(
+            "Feed the request's task text, as the encoder's text encoder reads it (the multimodal fusion's query), "
+            "to the argument heads beside the pooled state, so an argument (e.g. a detector's threshold) can depend "
+            "on the task directly. Needs encoder 'gnn' and a spec with a task text (with modality_fusion 'flat' the "
+            "text gets an encoder of its own, used only here)."
+        ),
+    )
     separate_critic_encoders: bool = Field(
         default=False,
         description="Critics read their own encoder instead of the policy's (critic regression then cannot "
@@ -188,6 +197,14 @@ class AAACModelConfig(BaseModel):
             raise ValueError(f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
         return self
 
+    @model_validator(mode="after")
+    def _task_context_has_a_task(self) -> AAACModelConfig:
+        if self.argument_task_context and self.encoder != "gnn":
+            raise ValueError(
+                "argument_task_context reads the task text as the gnn encoder encodes it: encoder 'gnn'"
+            )
+        return self
+
     @property
     def uses_oracle(self) -> bool:
         """True when the policy reads the env's privileged root cause (``reflection_source="oracle_env"``)."""
@@ -228,6 +245,7 @@ def build_state_encoder(
             gnn_layer=config.gnn_layer,
             reflection_dim=failure_input_dim,
             modality_fusion=config.modality_fusion,
+            task_output=config.argument_task_context,
         )
     return FlatMLPEncoder(
         spec,
@@ -333,6 +351,7 @@ class AAACModel(nn.Module):
             tool_scoring=config.action_scorer == "tool_nodes",
             choice_skills=layout.prototype_skills if prototype_mode else None,
             numeric_on_pointer=config.numeric_on_pointer,
+            task_context=config.argument_task_context,
         )
         self.has_critics = build_critics
         self.reflection_enabled = True

@@ -66,6 +66,9 @@ class HeteroGNNEncoder(nn.Module):
         modality_fusion: ``"gated"``: node types with image or text blocks are encoded per modality and fused
             (:class:`MultimodalNodeEncoder`); ``"flat"``: one ``Linear`` over all their columns. No effect on a
             spec without modality blocks.
+        task_output: Also return the task text's encoding (:attr:`StateEncoderOutput.task`); with
+            ``modality_fusion="flat"`` it gets a text encoder of its own, which nothing else reads. Needs a spec
+            with a task text.
     """
 
     def __init__(
@@ -80,6 +83,7 @@ class HeteroGNNEncoder(nn.Module):
         gnn_layer: Literal["fused", "pyg"] = "fused",
         reflection_dim: int | None = None,
         modality_fusion: Literal["gated", "flat"] = "gated",
+        task_output: bool = False,
     ) -> None:
         super().__init__()
         self.spec = spec
@@ -103,6 +107,10 @@ class HeteroGNNEncoder(nn.Module):
             self.multimodal.update(
                 {nt: MultimodalNodeEncoder(spec, nt, hidden_dim, text, num_heads) for nt in sorted(fused)}
             )
+        if task_output and spec.task_text is None:
+            raise ValueError("task_output needs a spec with a task text")
+        if task_output and self.task_query is None:
+            self.task_query = TaskQuery(spec, TextTokenEncoder(hidden_dim), hidden_dim)
         layer_cls: type[GatedHeteroAttentionLayer] | type[PyGGATv2HeteroLayer] = (
             PyGGATv2HeteroLayer if gnn_layer == "pyg" else GatedHeteroAttentionLayer
         )
@@ -150,6 +158,7 @@ class HeteroGNNEncoder(nn.Module):
             if nt in self.input_proj
         }
         modality_gates: dict[str, torch.Tensor] = {}
+        query = None
         if self.task_query is not None:
             query = self.task_query(obs, first.shape[0])
             for nt, enc in self.multimodal.items():
@@ -174,4 +183,5 @@ class HeteroGNNEncoder(nn.Module):
             debug=debug,
             reflection_free_state=free,
             modality_gates=modality_gates,
+            task=query,
         )

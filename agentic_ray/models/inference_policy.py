@@ -755,6 +755,8 @@ class InferencePolicy:
             return "gnn_layer 'pyg'"
         if model.policy_heads.packed.numeric_anchor:
             return "numeric arguments conditioned on a pointer"
+        if model.policy_heads.task_context:
+            return "argument heads that read the task text"
         if model.has_critics and cfg.separate_critic_encoders:
             for which in ("reward_critic", "risk_critic"):
                 if not isinstance(model.critic_encoder(which), HeteroGNNEncoder):

@@ -68,6 +68,9 @@ class SkillArgumentHeads(nn.Module):
             ``pointer_mask``/``list_mask``; the choice mask is ``proto_mask``. None: one choice per skill.
         numeric_on_pointer: Condition each skill's numeric arguments on the node its first pointer slot chooses
             (:attr:`PackedActionLayout.numeric_anchor`).
+        task_context: Feed the encoder's task representation (:attr:`StateEncoderOutput.task`, ``(B, state_dim)``)
+            to the argument context beside the state, so arguments can depend on the request directly and not only
+            through the pooled state.
     """
 
     enum_valid: torch.Tensor
@@ -90,6 +93,7 @@ class SkillArgumentHeads(nn.Module):
         tool_scoring: bool = False,
         choice_skills: tuple[int, ...] | None = None,
         numeric_on_pointer: bool = False,
+        task_context: bool = False,
     ) -> None:
         super().__init__()
         self.spec, self.layout = spec, layout
@@ -135,8 +139,12 @@ class SkillArgumentHeads(nn.Module):
         )
         self.skill_embedding = nn.Embedding(k, hidden_dim)
         self.tool_scoring = tool_scoring
+        self.task_context = task_context
+        ctx_in = (
+            state_dim + hidden_dim + (node_dim if tool_scoring else 0) + (state_dim if task_context else 0)
+        )
         self.argument_context = nn.Sequential(
-            nn.Linear(state_dim + hidden_dim + (node_dim if tool_scoring else 0), hidden_dim),
+            nn.Linear(ctx_in, hidden_dim),
             nn.GELU(),
             nn.Linear(hidden_dim, hidden_dim),
             nn.LayerNorm(hidden_dim),
@@ -233,6 +241,12 @@ class SkillArgumentHeads(nn.Module):
             # values, its hints) reaches the tool over the goal -needs-> tool edge.
             assert tools is not None
             parts.append(tools)
+        if self.task_context:
+            if enc.task is None:
+                raise ValueError(
+                    "task_context needs an encoder with a task representation (the spec's task text)"
+                )
+            parts.append(enc.task.unsqueeze(1).expand(b, k, enc.task.shape[-1]))
         ctx = self.argument_context(torch.cat(parts, dim=-1))  # (B, K, hd)
 
         def nodes(t: str, width: int) -> torch.Tensor:

@@ -24,6 +24,8 @@ class StateEncoderOutput:
             input proposes (:attr:`~agentic_ray.models.aaac_model.AAACModel.fix_prior`); None without one.
         modality_gates: ``{"modality/<node type>/<modality>": (B, N_nt)}`` the per-modality gates of the
             multimodal input projections (NaN where a node has not revealed that modality); empty without one.
+        task: ``(B, H)`` the request's task text through the text encoder (the multimodal fusion's query); None
+            when the encoder has none.
     """
 
     state: torch.Tensor
@@ -33,3 +35,4 @@ class StateEncoderOutput:
     reflection_free_state: torch.Tensor | None = None
     skill_prior: torch.Tensor | None = None
     modality_gates: dict[str, torch.Tensor] = field(default_factory=dict)
+    task: torch.Tensor | None = None

@@ -24,6 +24,7 @@ from agentic_ray.domains.inspection.font import checksum_ok, make_serial
 from agentic_ray.domains.inspection.images import draw_part, render
 from agentic_ray.domains.inspection.ocr import GARBLE_CHARS
 from agentic_ray.envs.agent_task_env import AgentTaskEnv, AgentTaskEnvConfig
+from agentic_ray.graph_spec import NUMERIC_TARGET_BOUND
 from agentic_ray.keys import CONTEXT_DETECTION_CALLS, CONTEXT_RANKING_CALLS, EPISODE_RECORD
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layer_group_scorer import LayerGroupScorer, make_layers
@@ -165,8 +166,9 @@ def test_raw_policy_outputs_map_into_the_detectors_bounds_by_tanh(raw: list[floa
 
 def test_an_integer_parameter_encodes_inside_the_clip_and_decodes_to_itself() -> None:
     """Every ``max_detections`` the expert may send round-trips through the codec, and one at a bound is encoded
-    in the middle of the raw values that decode to it, not at the Box's clip (``arctanh(1)`` -> raw 5.0: a far
-    imitation target whose Gaussian NLL dominated the first epochs)."""
+    in the middle of the raw values that decode to it up to the encoding's resolution (``NUMERIC_TARGET_BOUND``),
+    not at the Box's clip (``arctanh(1)`` -> raw 5.0: a far imitation target whose Gaussian NLL dominated the
+    first epochs)."""
     env, action = _detect_env()
     _k, params, err, msg = env.codec.decode(action, env.task, env.knowledge)
     assert err is None, msg
@@ -177,8 +179,8 @@ def test_an_integer_parameter_encodes_inside_the_clip_and_decodes_to_itself() ->
         raws[v] = float(a["numeric"][slot])
         assert env.codec.decode(a, env.task, env.knowledge)[1]["max_detections"] == v
     lo_edge, hi_edge = np.arctanh(2 * 0.5 / 9 - 1), np.arctanh(2 * 8.5 / 9 - 1)  # raw where 1 and 10 begin
-    assert raws[10] == pytest.approx((hi_edge + 5.0) / 2, abs=1e-5), raws
-    assert raws[1] == pytest.approx((lo_edge - 5.0) / 2, abs=1e-5), raws
+    assert raws[10] == pytest.approx((hi_edge + NUMERIC_TARGET_BOUND) / 2, abs=1e-5), raws
+    assert raws[1] == pytest.approx((lo_edge - NUMERIC_TARGET_BOUND) / 2, abs=1e-5), raws
     assert raws[5] == pytest.approx(np.arctanh(2 * 4 / 9 - 1), abs=0.01), raws  # inside: the value's own raw
 
 

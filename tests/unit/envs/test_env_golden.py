@@ -65,7 +65,7 @@ GOLDEN: dict[str, str] = {
     "ecommerce_memory-expert": "7278a71e99ad 347dfa15f6c4 bcbffa15c63f 1be6662f1162",
     "ecommerce_memory-random": "cca31aa4b421 ddb46525c5f2 ed4e40f20a1a 87c811d12298",
     "ecommerce_memory-random-faults": "532320fec320 b1835d38dd90 a8e5ffbe35e2 de0f161490d8",
-    "inspection-expert": "0adf9a1ccdcd f6633fca7855 fa015933792e 4b03c4ed4a98",
+    "inspection-expert": "0adf9a1ccdcd f6633fca7855 fa015933792e 6740ad6f93cf",
     "inspection-random": "11317093b76b f1a6e86c3288 1224f94a58e7 01913dd49027",
     "inspection-random-faults": "1676dda65ef1 450e596e456f f9598bd5be70 cd2e29e3b9b2",
 }

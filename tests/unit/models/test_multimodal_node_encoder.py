@@ -191,3 +191,39 @@ def test_gate_means_are_logged_by_forward_train_and_low_gates_are_reported() -> 
     assert gate_warnings({"gate_image": 0.05, "gate_text": 0.4, "entropy": 0.01}) == [
         "gate_image = 0.050 < 0.1: the encoder for the image modality is not used"
     ]
+
+
+def test_argument_task_context_feeds_the_task_text_to_the_argument_heads() -> None:
+    """With ``argument_task_context`` the encoder's task text reaches the argument heads directly: moving only
+    ``enc.task`` (state and nodes fixed) moves the numeric means and not the skill logits; without it, it moves
+    nothing; with the flat fusion too. The inference fast path says it does not cover it (so the training path
+    runs)."""
+    from dataclasses import replace
+
+    from agentic_ray.models.inference_policy import InferencePolicy
+
+    env, rows, _skills = _episode()
+    obs = stack_observations(rows)
+    for on in (True, False):
+        model = _model(env, argument_task_context=on)
+        with torch.no_grad():
+            enc = model.encode(obs)
+            assert enc.task is not None and enc.task.shape == enc.state.shape
+            base = model.policy_logits(obs, enc)["parts"]
+            moved = model.policy_logits(obs, replace(enc, task=enc.task + 1.0))["parts"]
+        torch.testing.assert_close(moved.skill, base.skill)
+        delta = (moved.numeric_mean - base.numeric_mean).abs().max()
+        if on:
+            assert delta > 1e-3, delta
+            assert InferencePolicy.unsupported(model) is not None
+        else:
+            assert delta == 0.0
+    with pytest.raises(ValueError, match="argument_task_context"):
+        AAACModelConfig(**(TINY.model_dump() | {"encoder": "flat", "argument_task_context": True}))
+    # The flat fusion ablation (issue 30's comparison) keeps the option: the task text gets its own encoder.
+    flat = _model(env, modality_fusion="flat", argument_task_context=True)
+    with torch.no_grad():
+        enc = flat.encode(obs)
+        assert not len(flat.encoder.multimodal) and enc.task is not None
+        moved = flat.policy_logits(obs, replace(enc, task=enc.task + 1.0))["parts"].numeric_mean
+        assert (moved - flat.policy_logits(obs, enc)["parts"].numeric_mean).abs().max() > 1e-3
