@@ -17,8 +17,9 @@ slices, and about a third fewer kernels that compute (``addmm`` x 90):
   attention of every relation is one gather / softmax / ``index_add`` over the real edges of all relations
   (the per-edge attention vectors gathered by relation id, for every layer at once; no loop per relation);
 * **the heads** read the state and the tool nodes through one matmul each (the first layers of the skill scorer
-  and of the argument context split into a state part, a tool-node part and a constant part per action: the
-  action and skill embeddings through their first layer, computed once per checkpoint); every query of every
+  and of the argument context split into a state part, a tool-node part, a task-text part (with
+  ``argument_task_context``) and a constant part per action: the action and skill embeddings through their first
+  layer, computed once per checkpoint); every query of every
   argument slot meets every key in one ``bmm``, and the packed distribution input is then one gather and one
   mask (no loop per pointer group or head);
 * **sequence slots** (ordered lists, lists with repeats, lists paired by position): every position of every slot
@@ -567,9 +568,9 @@ class _FastEncoder:
 
     def __call__(
         self, obs: dict[str, torch.Tensor], failure_input: torch.Tensor
-    ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor, _Graph]:
+    ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor, _Graph, torch.Tensor | None]:
         """``(state (B, H), the flat node table's rows per node type (each (B·n_t, H)), padded node table
-        (B, T, N, H), graph)``. The per-type rows are this thread's work tables: valid until its next forward."""
+        (B, T, N, H), graph, the task query (B, H) or None)``. The per-type rows are this thread's work tables: valid until its next forward."""
         b = failure_input.shape[0]
         nt, n, h = len(self.types), self.n, self.h
         g = self.graph(obs, b)
@@ -579,10 +580,11 @@ class _FastEncoder:
             torch.addmm(p.bias, feats, p.weight, out=s.x0s[p.index])
         rows = b * self.num_nodes
         x = self.proj_norm(s.x0, out=s.x[0][:rows])
-        if self.multimodal:  # their x0 rows stay zero: normed to zero, then overwritten here
-            assert self.task_query is not None
+        query = None
+        if self.task_query is not None:
             with torch.no_grad():  # the training path's modules: no graph, whatever the caller's grad mode
                 query = self.task_query(obs, b)
+                # multimodal types: their x0 rows stay zero (normed to zero), then are overwritten here
                 for i, enc in self.multimodal:
                     s.xs[0][i].copy_(enc(obs[f"{self.types[i]}_x"], query)[0])
         xs, src = s.xs[0], 0
@@ -603,7 +605,7 @@ class _FastEncoder:
         top = torch.where(m.any(2), top, torch.zeros_like(top))
         pooled = torch.cat([mean, top], -1).reshape(b, nt * 2 * h)
         state = self.readout(torch.cat([pooled, failure_input.to(pooled.dtype)], -1))
-        return state, xs, nodes, g
+        return state, xs, nodes, g, query
 
 
 class InferencePolicy:
@@ -668,7 +670,8 @@ class InferencePolicy:
             self.base_out = sc.base[2]
             self.score_out = sc.score[2]
             self.score_const = _param(sc.action_embedding.weight) @ w1[:, 2 * h :].T + score0.bias.detach()
-            self.tool_w = torch.cat([w1[:, h : 2 * h], w_ctx[:, h + hd :]]).T.contiguous()  # (H, hh + hd)
+            tool_cols = w_ctx[:, h + hd : 2 * h + hd]
+            self.tool_w = torch.cat([w1[:, h : 2 * h], tool_cols]).T.contiguous()  # (H, hh + hd)
         else:
             head = heads.skill_head
             assert isinstance(head, nn.Sequential)
@@ -680,6 +683,11 @@ class InferencePolicy:
         self.state_w = torch.cat(state_w).T.contiguous()
         self.state_b = torch.cat(state_b)
         self.ctx_const = _param(heads.skill_embedding.weight) @ w_ctx[:, h : h + hd].T + ctx0.bias.detach()
+        # the task text's columns of the context's first layer, last (after the tool node's)
+        task_start = h + hd + (h if self.tool_scoring else 0)
+        self.task_w = w_ctx[:, task_start:].T.contiguous() if heads.task_context else None
+        if self.task_w is not None and self.task_w.shape[0] != h:
+            raise ValueError("the argument context's task columns are not one state wide")
         self.ctx_rest = heads.argument_context[1:]
         if self.tool_scoring:
             tool_t = types.index(TOOL_NODE_TYPE)
@@ -755,8 +763,6 @@ class InferencePolicy:
             return "gnn_layer 'pyg'"
         if model.policy_heads.packed.numeric_anchor:
             return "numeric arguments conditioned on a pointer"
-        if model.policy_heads.task_context:
-            return "argument heads that read the task text"
         if model.has_critics and cfg.separate_critic_encoders:
             for which in ("reward_critic", "risk_critic"):
                 if not isinstance(model.critic_encoder(which), HeteroGNNEncoder):
@@ -1014,8 +1020,8 @@ class InferencePolicy:
         diag_on = model.reflection_enabled if reflection is None else reflection
         ev_on = model.evidence_enabled if evidence is None else evidence
         failure, prior = self.failure_input(obs, bool(diag_on), bool(ev_on))
-        state, rows, nodes, graph = self.encoder(obs, failure)
-        return InferenceResult(packed=self.heads(obs, state, rows, nodes, graph, prior), state=state)
+        state, rows, nodes, graph, task = self.encoder(obs, failure)
+        return InferenceResult(packed=self.heads(obs, state, rows, nodes, graph, prior, task), state=state)
 
     def heads(
         self,
@@ -1025,9 +1031,10 @@ class InferencePolicy:
         nodes: torch.Tensor,
         graph: _Graph,
         prior: torch.Tensor | None,
+        task: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``(B, D)`` packed logits from the state, the flat node table's rows per node type and the padded table
-        ``(B, T, N, H)``."""
+        """``(B, D)`` packed logits from the state, the flat node table's rows per node type, the padded table
+        ``(B, T, N, H)`` and the task query (read when the argument heads read the task text)."""
         b, nt, n, h = nodes.shape
         k, hd = self.k, self.hd
         wb, ws, _ = self.widths
@@ -1035,6 +1042,9 @@ class InferencePolicy:
         base = self.base_out(F.gelu(s[:, :wb]))
         table = nodes.view(b, nt * n, h)
         ctx_pre = s[:, None, wb + ws :] + self.ctx_const
+        if self.task_w is not None:
+            assert task is not None
+            ctx_pre = ctx_pre + (task @ self.task_w).unsqueeze(1)
         if self.tool_scoring:
             tools = table.index_select(1, self.tool_rows) @ self.tool_w  # (B, K, hh + hd)
             hidden = F.gelu(s[:, None, wb : wb + ws] + tools[..., :ws] + self.score_const)

@@ -220,6 +220,19 @@ def test_work_tables_are_per_thread_and_results_outlive_them() -> None:
     assert not errors, errors[:5]
 
 
+@pytest.mark.parametrize("mode", ["structured", "prototype"])
+@pytest.mark.parametrize("fusion", ["gated", "flat"])
+def test_inference_path_equals_training_path_with_the_task_context(fusion: str, mode: str) -> None:
+    """Argument heads that read the request's task text (``argument_task_context``, what configs/inspection.yaml
+    sets), with the gated multimodal projection and with seed 000's flat one (the task text then has an encoder
+    of its own)."""
+    env = AgentTaskEnv({"domain": "inspection", "action_mode": mode})
+    env.action_space.seed(0)
+    model = _model(env, prototype=mode == "prototype", argument_task_context=True, modality_fusion=fusion)
+    assert InferencePolicy.supports(model)
+    _check(model, _observations(env), f"task context/{fusion}/{mode}")
+
+
 def test_callable_with_grad_enabled_on_a_multimodal_model() -> None:
     """Outside inference mode, with grad on (a caller's own loop), the multimodal input rows are still written into
     the work tables: the training path's modules run without a graph there."""
