@@ -30,13 +30,15 @@ imitation policy, and near a weak one it holds back exactly the learning that is
 changes any setting of every arm. The budget, ``--iterations 32`` of 256 env steps (about 8k env steps, ~700
 episodes), fits about 10 minutes per run on one free CPU (20 env steps/s) with imitation and evaluations.
 
-**Not shown by the campaign run so far** (``benchmarks/results/inspection-compare-*.json``, 3 seeds, 40 iterations
-at ``--set algo.lr=0.001``, since at the config's 1e-4 the RL stage left greedy completion where imitation had put it):
-neither comparison resolves. Greedy completion on the curve's 20 tasks wandered between 0.2 and 0.6 without a trend
-in every arm (layered 0.38 -> 0.43, sparse 0.38 -> 0.42, flat 0.35 -> 0.35), so all runs but one (a sparse seed
-that touched 0.6 once) are censored and the ratios (0.81 and 0.99) are not measurements of convergence. What is
-missing is an RL stage that raises completion on this domain at all; the target and the setting can then be
-revisited (``--target`` reuses the recorded runs; ``--set`` changes the setting).
+**Not shown by the two campaigns run so far** (``benchmarks/results/inspection-compare-*.json``, 3 seeds, 40
+iterations at ``--set algo.lr=0.001``, since at the config's 1e-4 the RL stage left greedy completion where imitation
+had put it): neither comparison resolves. Greedy completion on the curve's 20 tasks wandered between 0.2 and 0.6
+without a trend in every arm. In the first campaign (2026-12-05) it went layered 0.38 -> 0.43, sparse 0.38 -> 0.42,
+flat 0.35 -> 0.35 (ratios 0.81 and 0.99). In the second (2026-12-06, after the numeric-target encoding fix and the
+task context, the record) it went layered 0.40 -> 0.37, sparse 0.40 -> 0.42, flat 0.35 -> 0.35 (ratios 0.999 and
+0.961). All runs but one sparse seed per campaign are censored, so the ratios are not measurements of convergence.
+What is missing is an RL stage that raises completion on this domain at all; the target and the setting can then
+be revisited (``--target`` reuses the recorded runs; ``--set`` changes the setting).
 
 **Measure.** Every ``--eval-every`` RL iterations the pipeline evaluates the policy greedily on
 ``--curve-tasks-per-family`` validation tasks of each of the 5 families, faults off (``eval.fault_share=0``, as the
