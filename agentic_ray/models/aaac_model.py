@@ -229,10 +229,11 @@ def check_tool_nodes(spec: GraphSpec, layout: ActionLayout) -> None:
 
 
 def build_state_encoder(
-    spec: GraphSpec, config: AAACModelConfig, failure_input_dim: int | None = None
+    spec: GraphSpec, config: AAACModelConfig, failure_input_dim: int | None = None, task_output: bool = False
 ) -> HeteroGNNEncoder | FlatMLPEncoder:
     """The encoder named by ``config.encoder``; ``failure_input_dim`` is the width of its readout's failure input
-    (default: the root causes, what ``obs["reflection"]`` holds)."""
+    (default: the root causes, what ``obs["reflection"]`` holds); ``task_output``: it also returns the task text's
+    encoding (the policy's encoder with ``argument_task_context``; the critics read none)."""
     if config.encoder == "gnn":
         return HeteroGNNEncoder(
             spec,
@@ -245,7 +246,7 @@ def build_state_encoder(
             gnn_layer=config.gnn_layer,
             reflection_dim=failure_input_dim,
             modality_fusion=config.modality_fusion,
-            task_output=config.argument_task_context,
+            task_output=task_output,
         )
     return FlatMLPEncoder(
         spec,
@@ -330,7 +331,9 @@ class AAACModel(nn.Module):
         h, hh = config.hidden_dim, config.head_width
         self.evidence_dim = evidence_width(layout.num_skills)
         failure_dim = len(spec.root_causes) + (self.evidence_dim if config.evidence_to_policy else 0)
-        self.encoder = build_state_encoder(spec, config, failure_dim)
+        self.encoder = build_state_encoder(
+            spec, config, failure_dim, task_output=config.argument_task_context
+        )
         self.prototype_mode = prototype_mode
         if prototype_mode and (
             not layout.num_prototypes or len(layout.prototype_skills) != layout.num_prototypes

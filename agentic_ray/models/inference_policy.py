@@ -570,7 +570,8 @@ class _FastEncoder:
         self, obs: dict[str, torch.Tensor], failure_input: torch.Tensor
     ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor, _Graph, torch.Tensor | None]:
         """``(state (B, H), the flat node table's rows per node type (each (B·n_t, H)), padded node table
-        (B, T, N, H), graph, the task query (B, H) or None)``. The per-type rows are this thread's work tables: valid until its next forward."""
+        (B, T, N, H), graph, the task query (B, H) or None)``. The per-type rows are this thread's work tables:
+        valid until its next forward."""
         b = failure_input.shape[0]
         nt, n, h = len(self.types), self.n, self.h
         g = self.graph(obs, b)

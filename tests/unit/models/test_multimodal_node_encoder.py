@@ -223,3 +223,19 @@ def test_argument_task_context_feeds_the_task_text_to_the_argument_heads() -> No
         assert not len(flat.encoder.multimodal) and enc.task is not None
         moved = flat.policy_logits(obs, replace(enc, task=enc.task + 1.0))["parts"].numeric_mean
         assert (moved - flat.policy_logits(obs, enc)["parts"].numeric_mean).abs().max() > 1e-3
+
+
+def test_only_the_policy_encoder_encodes_the_task_for_the_argument_heads() -> None:
+    """Critic encoders read no task context: under the flat fusion they build no text encoder of their own (one
+    would never be trained), while the policy's encoder does."""
+    env = AgentTaskEnv({"domain": "inspection"})
+    model = _model(
+        env,
+        modality_fusion="flat",
+        argument_task_context=True,
+        separate_critic_encoders=True,
+        critics_share_encoder=False,
+    )
+    assert model.encoder.task_query is not None
+    for which in ("reward_critic", "risk_critic"):
+        assert model.critic_encoder(which).task_query is None, which
