@@ -103,14 +103,6 @@ class ImitationSettings(_Strict):
         description="Share of imitation rows whose failure evidence (and with it the diagnosis) is zeroed: the "
         "policy also learns what to do with neither, so the evidence-uplift ablation compares inputs it saw.",
     )
-    numeric_weight: float = Field(
-        default=1.0,
-        gt=0,
-        description="Weight of the free numeric arguments' Gaussian log-densities in the imitation loss, against "
-        "the skill's and the discrete arguments' log-probabilities (1: the demonstrations' log-likelihood). On "
-        "configs/inspection.yaml's imitation 3 measured no gain (validation F1 0.759 and 0.749 against 0.759 and "
-        "0.751 at 1, seeds 0 and 1, 20 tasks per family).",
-    )
     correction_weight: float = Field(
         default=1.0,
         gt=0,

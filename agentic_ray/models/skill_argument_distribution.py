@@ -82,11 +82,8 @@ class SkillArgumentDistribution(TorchDistribution):
 
     @override(TorchDistribution)
     def logp(self, value: dict[str, torch.Tensor], **kwargs: Any) -> torch.Tensor:  # type: ignore[override]
-        """``(B,)``: ``log p(skill) + Σ_{used slots} log p(arg | skill)`` (``numeric_weight=w`` weighs the free
-        numeric values' log-densities, for a weighted imitation loss)."""
-        return skill_argument_logp(
-            self.parts, self.packed_layout, value, numeric_weight=kwargs.get("numeric_weight", 1.0)
-        )
+        """``(B,)``: ``log p(skill) + Σ_{used slots} log p(arg | skill)``."""
+        return skill_argument_logp(self.parts, self.packed_layout, value)
 
     @override(TorchDistribution)
     def entropy(self) -> torch.Tensor:  # type: ignore[override]

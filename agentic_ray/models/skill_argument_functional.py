@@ -371,10 +371,7 @@ def skill_argument_mode(parts: PackedActionLogits, layout: PackedActionLayout) -
 
 
 def skill_argument_logp(
-    parts: PackedActionLogits,
-    layout: PackedActionLayout,
-    action: dict[str, torch.Tensor],
-    numeric_weight: float = 1.0,
+    parts: PackedActionLogits, layout: PackedActionLayout, action: dict[str, torch.Tensor]
 ) -> torch.Tensor:
     """Log-probability of a structured action; only the slots of the chosen skill count.
 
@@ -382,8 +379,6 @@ def skill_argument_logp(
         parts: Packed logits, batch ``B``.
         layout: Static layout.
         action: as :func:`skill_argument_sample` returns; unused slots may hold anything (they are ignored).
-        numeric_weight: Weight of the free numeric values' Gaussian log-densities (1: the log-probability; other
-            values give a weighted imitation objective, ``stages.il.numeric_weight``).
 
     Returns:
         ``(B,)`` float tensor.
@@ -423,7 +418,7 @@ def skill_argument_logp(
     x = action["numeric"].to(mean.dtype)
     gauss = -0.5 * ((x - mean) / log_std.exp()) ** 2 - log_std - _HALF_LOG_2PI
     free = (src == 0).to(gauss.dtype)
-    return logp + ((src_lp + numeric_weight * free * gauss) * n_used[skill]).sum(-1)
+    return logp + ((src_lp + free * gauss) * n_used[skill]).sum(-1)
 
 
 def member_probs(parts: PackedActionLogits, layout: PackedActionLayout) -> torch.Tensor:

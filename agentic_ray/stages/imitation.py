@@ -61,7 +61,6 @@ def behaviour_cloning(
     reflection_coeff: float = 0.0,
     reflection_dropout: float = 0.0,
     correction_weight: float = 1.0,
-    numeric_weight: float = 1.0,
     seed: int = 0,
     evidence_dropout: float = 0.0,
     on_epoch: Callable[[float], None] | None = None,
@@ -80,8 +79,7 @@ def behaviour_cloning(
     evidence uplift's "off").
 
     ``correction_weight`` weighs the imitated steps right after a failure (see :func:`bc_dataset`): they are few
-    (one or two per wrong sample) and they are what the reflection input is for. ``numeric_weight`` weighs the free
-    numeric arguments' Gaussian log-densities against the discrete parts of each action.
+    (one or two per wrong sample) and they are what the reflection input is for.
 
     ``on_epoch(nll)`` is called after each epoch with its mean weighted NLL (progress).
 
@@ -122,7 +120,7 @@ def behaviour_cloning(
                     evidence_dropout=evidence_dropout,
                 )
                 dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
-                logp = dist.logp(stack_actions([acts[i] for i in idx], device), numeric_weight=numeric_weight)
+                logp = dist.logp(stack_actions([acts[i] for i in idx], device))
                 loss = -(logp * wb).sum() / wb.sum()
                 if reflection_coeff > 0 and hasattr(module, "compute_reflection_logits"):
                     from agentic_ray.models.aaac_rl_module import REFLECTION_EMBEDDINGS
@@ -159,7 +157,6 @@ def imitate_stage(
         reflection_dropout=il.reflection_dropout,
         evidence_dropout=il.evidence_dropout,
         correction_weight=il.correction_weight,
-        numeric_weight=il.numeric_weight,
         epochs=il.epochs,
         minibatch_size=il.minibatch_size,
         lr=il.lr,

@@ -477,32 +477,3 @@ def test_the_default_layouts_seeded_draws_are_pinned() -> None:
         h.update(k.encode())
         h.update(action[k].numpy().tobytes())
     assert h.hexdigest()[:16] == "c7824e77f8f3a631"
-
-
-def test_numeric_weight_scales_only_the_free_values_log_densities() -> None:
-    """``numeric_weight=w`` adds ``(w - 1)`` times the free numeric values' Gaussian log-densities, and nothing
-    when no numeric value is free (a copied value counts only by its source choice)."""
-    x = _logits(64, 11)
-    parts = PACKED.split(x)
-    torch.manual_seed(5)
-    action = skill_argument_sample(parts, PACKED)
-    action["source"] = torch.zeros_like(action["source"])
-    _e_used, n_used = PACKED.used_masks(x.device)
-    skill = action["skill"].long()
-    mu = parts.numeric_mean.gather(1, skill[:, None, None].expand(-1, 1, PACKED.numeric_slots)).squeeze(1)
-    log_std = parts.numeric_log_std.gather(
-        1, skill[:, None, None].expand(-1, 1, PACKED.numeric_slots)
-    ).squeeze(1)
-    gauss = torch.distributions.Normal(mu, log_std.exp()).log_prob(action["numeric"].to(mu.dtype))
-    free_lp = (gauss * n_used[skill]).sum(-1)
-    assert free_lp.abs().max() > 0.1  # the sample has free values that count
-    base = skill_argument_logp(parts, PACKED, action)
-    for w in (0.0, 0.5, 3.0):
-        torch.testing.assert_close(
-            skill_argument_logp(parts, PACKED, action, numeric_weight=w), base + (w - 1.0) * free_lp
-        )
-    copied = dict(action, source=torch.ones_like(action["source"]))
-    torch.testing.assert_close(
-        skill_argument_logp(parts, PACKED, copied, numeric_weight=3.0),
-        skill_argument_logp(parts, PACKED, copied),
-    )
