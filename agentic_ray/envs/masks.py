@@ -445,7 +445,8 @@ class MaskComputer:
             soft = np.zeros(self.layout.num_skills, dtype=bool)
             return Masks(st.mask.copy(), st.pm, st.lm, st.hard, soft, st.reasons, st.business)
         er, is_open = sla["error_rate"], sla["open"]
-        hot = (er > self.threshold) & (sla["calls"] >= self.soft_min_calls)
+        over = er > self.threshold  # mostly none over: then the call counts need no comparison (~1 us a step)
+        hot = over & (sla["calls"] >= self.soft_min_calls) if any(over.tolist()) else over
         # The common case: no soft mask, the structure decides (any() of the lists: .any() costs ~10x more here).
         if not (any(hot.tolist()) or any(is_open.tolist())):
             self._calm_key = sla_key
