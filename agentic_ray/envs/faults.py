@@ -107,6 +107,11 @@ def draw_caller_error(cfg: FaultScheduleConfig, rng: np.random.Generator) -> str
     return causes[int(rng.choice(len(causes), p=w / w.sum()))]
 
 
+_NO_FAULTS = FaultConfig()
+"""The faults of an episode with none, built once: most resets push it, and building a pydantic model each time
+was ~1.4 us of a ~4.5 us push (small: ~0.1% of env time). Only read (a :class:`FaultInjector` reads its config)."""
+
+
 def backend_faults(
     cfg: FaultScheduleConfig,
     kind: str | None,
@@ -117,7 +122,7 @@ def backend_faults(
 ) -> FaultConfig:
     """Backend faults: the episode's injected fault kind plus, if given, the domain's live tool health."""
     if kind is None and not health:
-        return FaultConfig()
+        return _NO_FAULTS
     per: dict[str, FaultConfig] = {}
     for s in skills:
         lat, std, fr = (health or {}).get(s, (0.0, 0.0, 0.0))

@@ -298,13 +298,15 @@ class PreconditionTracker:
         self.joint: list[bool] = [any(len(pc.constrained) > 1 for pc in rules) for rules in self.rules]
         """Per skill: a precondition constrains several arguments (the env checks the chosen combination)."""
         self.history: list[Call] = []
+        self._n_rules = [len(rules) for rules in self.rules]
         self.reset()
 
     def reset(self, history: Sequence[Call] = ()) -> None:
         """Start over (a new episode), optionally from an existing history."""
         self.history = []
-        self.admits: list[list[list[SlotSets]]] = [[[] for _ in rules] for rules in self.rules]
-        self.any: list[list[bool]] = [[False for _ in rules] for rules in self.rules]
+        # From the rule counts, empty skills without an inner comprehension: ~2.5 of ~7.5 us per reset.
+        self.admits: list[list[list[SlotSets]]] = [[[] for _ in range(n)] if n else [] for n in self._n_rules]
+        self.any: list[list[bool]] = [[False] * n for n in self._n_rules]
         for c in history:
             self.add(c)
 
