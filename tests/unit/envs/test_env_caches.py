@@ -106,3 +106,33 @@ def test_mask_cache_is_invalidated_by_a_field_reveal_and_by_an_open_breaker(doma
     assert third.skill_mask[j] == 0 and third.soft[j]
     assert third.reasons[env.skills[j]] == ["soft: circuit breaker open"]
     env.close()
+
+
+@pytest.mark.parametrize("domain", ["ecommerce", "helpdesk", "inspection"])
+def test_kept_observations_never_change_and_shared_arrays_are_read_only(domain: str) -> None:
+    """build hands out its memoised arrays without copying: an observation a caller keeps (RLlib's episodes keep
+    every one) must read the same after later steps and episodes, an array handed out in two observations must be
+    read-only (a write would corrupt the memo for every later observation), and a write into one must raise."""
+    env = AgentTaskEnv(AgentTaskEnvConfig(domain=domain))
+    pol = RandomMaskedPolicy(env.layout, seed=1)
+    obs, _ = env.reset(seed=2)
+    kept: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = []
+    owners: dict[int, set[int]] = {}  # id of an array's memory -> the observations holding it
+    for i in range(300):
+        kept.append((obs, {key: v.copy() for key, v in obs.items()}))
+        for v in obs.values():
+            owners.setdefault(id(v if v.base is None else v.base), set()).add(i)
+        obs, _, term, trunc, _ = env.step(pol.act(obs))
+        if term or trunc:
+            obs, _ = env.reset()
+    shared = 0
+    for o, snapshot in kept:
+        for key, v in o.items():
+            np.testing.assert_array_equal(v, snapshot[key], err_msg=key)
+            if len(owners[id(v if v.base is None else v.base)]) > 1:
+                shared += 1
+                assert not v.flags.writeable, f"{key} is handed out in several observations and writable"
+                with pytest.raises(ValueError, match="read-only"):
+                    v.reshape(-1)[:1] = 1
+    assert shared > 300 * 10  # most of each observation is shared, not copied
+    env.close()
