@@ -179,6 +179,12 @@ class ReflectionSettings(_Strict):
     correction_epochs: int = Field(
         default=24, ge=1, description="Epochs over the correction demonstrations (and imitation's)."
     )
+    correction_lr: float | None = Field(
+        default=None,
+        gt=0,
+        description="Learning rate of the correction imitation. None: the imitation stage's (stages.il.lr). The "
+        "correction imitation starts from the RL-tuned policy, which imitation's rate can carry far from it.",
+    )
     fix_memory: str | None = Field(
         default="refine/memory",
         description="Error -> fix pairs that `agentic-ray refine` stored (a memory store folder, relative to the "
