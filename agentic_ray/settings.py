@@ -179,6 +179,16 @@ class ReflectionSettings(_Strict):
     correction_epochs: int = Field(
         default=24, ge=1, description="Epochs over the correction demonstrations (and imitation's)."
     )
+    correction_lr: float | None = Field(
+        default=None,
+        gt=0,
+        description="Learning rate of the correction imitation. None: the imitation stage's (stages.il.lr). The "
+        "correction imitation starts from the RL-tuned policy, which imitation's rate can carry far from it: on "
+        "configs/inspection.yaml's three record runs, from their RL checkpoints, 0.002 took F1 0.754 -> 0.745 and "
+        "completion 0.76 -> 0.63 (benchmarks/inspection.py); 1e-4 kept 0.754 and 0.76 but also left CU (the stage's "
+        "evaluation, mean of the seeds) where RL had it, 0.66, against 0.74 at 0.002: the stage then changed no "
+        "metric, so the config does not set it.",
+    )
     fix_memory: str | None = Field(
         default="refine/memory",
         description="Error -> fix pairs that `agentic-ray refine` stored (a memory store folder, relative to the "

@@ -184,7 +184,8 @@ def imitate_corrections(
     an injected caller error, a garbled reply or a reversed step, and is corrected according to its root cause),
     mixed with imitation's ``demos``, imitated with the reflection input on, zeroed on
     ``stages.reflection.reflection_dropout`` of the rows (so the blind policy stays the best one the data
-    teaches), corrected steps weighted ``stages.reflection.correction_weight``, and the root-cause cross-entropy.
+    teaches), corrected steps weighted ``stages.reflection.correction_weight``, and the root-cause cross-entropy,
+    at ``stages.reflection.correction_lr`` (None: imitation's ``stages.il.lr``).
 
     Args:
         module: an AAAC RLModule (trained in place).
@@ -212,7 +213,7 @@ def imitate_corrections(
         correction_weight=rf.correction_weight,
         epochs=rf.correction_epochs,
         minibatch_size=il.minibatch_size,
-        lr=il.lr,
+        lr=il.lr if rf.correction_lr is None else rf.correction_lr,
         seed=settings.seed,
         on_epoch=on_epoch,
     )
