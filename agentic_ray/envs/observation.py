@@ -447,6 +447,9 @@ class ObservationBuilder:
         # recur (rebuilding them on each change was ~2.4% of env time on e-commerce, py-spy).
         self._uses_memo: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
         self._calls_memo: dict[bytes, np.ndarray] = {}  # the tool rows' call-count column by the calls vector
+        tool_on, session_on = np.ones(self.k, dtype=np.int8), np.ones(1, dtype=np.int8)
+        tool_on.flags.writeable = session_on.flags.writeable = False
+        self._all_on = (tool_on, session_on)  # the tool and session node masks: every node, every episode
         self._task: Task | None = None
         self._know_version: tuple[int, int] = (-1, -1)
         self._row_cache: dict[tuple[str, str], tuple[int, np.ndarray]] = {}
@@ -539,11 +542,9 @@ class ObservationBuilder:
             self._static[f"{key}_ei"], self._static[f"{key}_mask"] = self._edges(key, pairs)
         gm = np.zeros(sp.max_nodes[GOAL_NODE_TYPE], dtype=np.int8)
         gm[:n] = 1
+        gm.flags.writeable = False  # the edges above are read-only already (_edges)
         self._static[f"{GOAL_NODE_TYPE}_mask"] = gm
-        self._static[f"{TOOL_NODE_TYPE}_mask"] = np.ones(self.k, dtype=np.int8)
-        self._static[f"{SESSION_NODE_TYPE}_mask"] = np.ones(1, dtype=np.int8)
-        for arr in self._static.values():
-            arr.flags.writeable = False
+        self._static[f"{TOOL_NODE_TYPE}_mask"], self._static[f"{SESSION_NODE_TYPE}_mask"] = self._all_on
         # Goal -> entity edges from the request only (see the module docstring): an argument the request names
         # links to that entity; any other entity argument links to the request-tied candidates of its type. Each
         # over the relation of its argument: (goal index, relation key, type, id) and (goal index, key, type).
