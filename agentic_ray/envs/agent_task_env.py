@@ -88,6 +88,7 @@ from agentic_ray.keys import (
 )
 from agentic_ray.memory.memory_episode import WRITE_SKILL, FactEvent, KeyFact, MemoryEpisode
 from agentic_ray.rewards.episode_record import EpisodeRecord, StepRecord
+from agentic_ray.skills.audit_log import DEFAULT_WINDOW
 from agentic_ray.skills.backends import FaultConfig, HttpBackend, PythonBackend
 from agentic_ray.skills.contracts import EntityListParam, EntityParam, StringParam, load_contracts
 from agentic_ray.skills.executor import CALLER_ERRORS, RealClock, SimClock, ToolExecutor, ToolResult
@@ -183,6 +184,12 @@ class AgentTaskEnvConfig(BaseModel):
     backend: Literal["python", "http"] = Field(default="python", description="Where tools run.")
     http_url: str | None = Field(default=None, description="Skill server URL for backend=http.")
     audit_path: str = Field(default=":memory:", description="SQLite file of the executor's audit log.")
+    audit_window: int | None = Field(
+        default=DEFAULT_WINDOW,
+        ge=1,
+        description="Calls an in-memory audit log keeps (the latest; null: every call, which grows without "
+        "bound over a long run). A file (audit_path) keeps every call.",
+    )
     risk_mode: Literal["hard", "soft"] = Field(
         default="hard",
         description="hard: every precondition is enforced. soft: safety preconditions are lifted, so high-risk "
@@ -334,6 +341,7 @@ class AgentTaskEnv(gym.Env):
             self.contracts,
             self.backend,
             audit_path=self.config.audit_path,
+            audit_window=self.config.audit_window,
             clock=self.clock,
             rules=self.domain.fallback_rules(),
             enforce_safety=self.config.risk_mode == "hard",

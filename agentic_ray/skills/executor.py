@@ -51,7 +51,7 @@ from typing import Any
 
 import tenacity
 
-from agentic_ray.skills.audit_log import AuditLog
+from agentic_ray.skills.audit_log import DEFAULT_WINDOW, AuditLog
 from agentic_ray.skills.backends import Backend, RawOutcome
 from agentic_ray.skills.circuit_breaker import CircuitBreaker
 from agentic_ray.skills.contracts import DomainContracts, SkillContract
@@ -234,6 +234,7 @@ class ToolExecutor:
         contracts: the domain's validated contracts.
         backend: where skills run (:class:`~agentic_ray.skills.backends.PythonBackend` or ``HttpBackend``).
         audit_path: SQLite file of the append-only audit log (default: in memory).
+        audit_window: calls an in-memory audit log keeps (the latest; None: all; a file keeps all).
         clock: time source (default: real time).
         whitelist: names allowed to run (default: every contract with ``allowed: true``).
         max_intents: how many intents' call histories to keep for precondition checks (LRU).
@@ -252,6 +253,7 @@ class ToolExecutor:
         backend: Backend,
         *,
         audit_path: str | Path = ":memory:",
+        audit_window: int | None = DEFAULT_WINDOW,
         clock: Clock | None = None,
         whitelist: set[str] | None = None,
         max_intents: int = 10_000,
@@ -269,7 +271,7 @@ class ToolExecutor:
             check_requirements(contracts, self.whitelist)
         self.backend = backend
         self.clock = clock or RealClock()
-        self.audit = AuditLog(audit_path)
+        self.audit = AuditLog(audit_path, window=audit_window)
         self.handoffs = handoffs if handoffs is not None else HandoffQueue(audit_path)
         self._state = {n: _SkillState(c, self.clock) for n, c in self.contracts.items()}
         self._history = CallHistory(max_intents)

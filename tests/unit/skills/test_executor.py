@@ -294,6 +294,24 @@ def test_audit_log_is_append_only_sqlite(tmp_path):
         db.execute("DELETE FROM audit")
 
 
+def test_an_in_memory_audit_keeps_its_window_and_a_file_keeps_every_call(tmp_path):
+    """An in-memory log holds the latest ``audit_window`` calls (ids are call numbers, so the dropped ones show),
+    readable by SQL after any number of appends; a file, the durable record, keeps them all."""
+    ex = make(audit_window=3)
+    for i in range(5):
+        ex.call("stock.check", {"sku": f"S{i}"}, intent_id="i", trace_id=f"t{i}")
+    rows = ex.audit.rows()
+    assert [r["id"] for r in rows] == [3, 4, 5] and [r["trace_id"] for r in rows] == ["t2", "t3", "t4"]
+    assert ex.audit.count() == 3 and ex.audit.dropped == 2
+    ex.call("stock.check", {"sku": "S5"}, intent_id="i", trace_id="t5")  # the window moves after a read
+    assert [r["trace_id"] for r in ex.audit.rows("trace_id > ?", ("t3",))] == ["t4", "t5"]
+    assert make(audit_window=None).audit.dropped == 0
+    f = make(audit_path=tmp_path / "a.sqlite", audit_window=3)
+    for i in range(5):
+        f.call("stock.check", {"sku": f"S{i}"}, intent_id="i", trace_id=f"t{i}")
+    assert f.audit.count() == 5 and f.audit.dropped == 0
+
+
 _values = st.one_of(
     st.none(),
     st.booleans(),
