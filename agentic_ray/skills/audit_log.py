@@ -6,11 +6,11 @@ so the table is append-only at the database level, not just by convention. ``deg
 reply (an ``OK`` that is not the skill's own answer); files written before that column existed gain it on open.
 
 An in-memory log (``":memory:"``, what every env and Serve replica gets unless given a file) keeps the last
-``window`` rows, not every row: it lived as long as its process and grew by one row per call
-(measured: 20 MB of RSS per 100k appends of a help-desk-sized row) in an EnvRunner or a Serve replica, without bound. Its rows stay as tuples in a ring and reach SQLite only when
-read (:meth:`AuditLog.rows`, :meth:`AuditLog.count`), with ``id`` the call's sequence number, so a reader sees which
-calls fell out of the window (:attr:`AuditLog.dropped` counts them). A file keeps every row: it is the durable
-record, append-only as above.
+``window`` rows, not every row: it lives as long as its process, and with every row it grew without bound, 20 MB of
+RSS per 100k calls of a help-desk-sized row (measured), in an EnvRunner or a Serve replica. Its rows stay as tuples
+in a ring and reach SQLite only when read (:meth:`AuditLog.rows`, :meth:`AuditLog.count`), with ``id`` the call's
+sequence number, so a reader sees which calls fell out of the window (:attr:`AuditLog.dropped` counts them). A file
+keeps every row: it is the durable record, append-only as above.
 """
 
 from __future__ import annotations
