@@ -48,12 +48,15 @@ def validation_env() -> AgentTaskEnvConfig:
 
 
 def make_service(
-    settings: dict[str, Any], fail: Collection[str] = (), delay_s: Mapping[str, float] | None = None
+    settings: dict[str, Any],
+    fail: Collection[str] = (),
+    delay_s: Mapping[str, float] | None = None,
+    calls: dict[str, int] | None = None,
 ) -> tuple[Any, Any]:
     """A :class:`PolicyService` whose arms are real :class:`PolicyRunner` s called in-process (``fail``: arms
     whose calls raise, as a dead replica's do; ``delay_s``: seconds an arm waits before answering, as a slow
-    replica does, read at every call so a test may change it), and a TestClient on its HTTP app that reports a
-    server error as a 500 response."""
+    replica does, read at every call so a test may change it; ``calls``: counts the calls each arm receives), and
+    a TestClient on its HTTP app that reports a server error as a 500 response."""
     from fastapi.testclient import TestClient
 
     from agentic_ray.serving.http_app import create_app
@@ -68,6 +71,8 @@ def make_service(
     delays = delay_s if delay_s is not None else {}
 
     async def call(arm: str, obs: dict) -> dict:
+        if calls is not None:
+            calls[arm] = calls.get(arm, 0) + 1
         if arm in fail:
             raise RuntimeError(f"{arm} is down")
         if delays.get(arm):

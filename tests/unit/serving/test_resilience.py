@@ -53,21 +53,25 @@ def test_a_session_survives_a_gateway_restart(settings_dict):
 def test_a_slow_policy_is_answered_by_rules_within_the_sla_then_skipped_until_it_recovers(settings_dict):
     delays = {"stable": 0.5}
     sla = {"policy_timeout_ms": 100, "breaker_min_calls": 3, "breaker_window": 5, "breaker_reset_s": 0.5}
-    svc, c = make_service({**settings_dict, "sla": sla}, delay_s=delays)
+    calls: dict[str, int] = {}
+    svc, c = make_service({**settings_dict, "sla": sla}, delay_s=delays, calls=calls)
     _w, task = DOMAIN.make_task("address_error", 3)
     body = act_body("ecommerce", task)
-    answers = []
+    answers, called = [], []
     for _ in range(6):
         t0 = time.perf_counter()
         d = c.post("/v1/act", json=body, headers=AUTH).json()
         answers.append((time.perf_counter() - t0, d))
+        called.append(calls.get("stable", 0))
     for ms, d in answers:
         assert (d["arm"], d["strategy_mode"], d["degraded"]) == ("rules", "learned", True)
         assert d["skill"] == d["fallback_action"]["skill"] and ms < 0.45  # never waited for the slow policy
     reasons = [d["degraded_reason"] for _ms, d in answers]
     assert reasons[:3] == ["the stable policy did not answer within 100 ms"] * 3
     assert all("breaker open" in r for r in reasons[3:]), reasons
-    assert all(ms < 0.1 for ms, _d in answers[3:])  # skipped: no wait at all
+    # Skipped: the open breaker answers without calling the policy at all (a call count, not a wall-clock bound,
+    # which a loaded box broke).
+    assert called == [1, 2, 3, 3, 3, 3], called
     m = c.get("/v1/metrics", headers=AUTH).json()
     assert m["degraded_to_rules"] == 6 and m["breakers"]["stable"] == "open"
     delays["stable"] = 0.0  # it recovers: after breaker_reset_s a probe goes through and closes the breaker
