@@ -162,6 +162,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument(
         "--lr", type=float, default=None, help="Learning rate of the update (default: RefineConfig's)."
     )
+    ap.add_argument(
+        "--anchor-kl",
+        type=float,
+        default=None,
+        help="Weight of the update's trust region (default: RefineConfig's; 0: none).",
+    )
     ap.add_argument("--pref-pairs", type=int, default=100, help="Annotated pairs the preference scorers fit.")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -197,7 +203,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         # the app's settings file: refine registers its candidate there, and the canary app starts from it
         app_file = work / "serve.yaml"
         app_file.write_text(yaml.safe_dump({**base, "canary": CANARY, "sla": CANARY_SLA}))
-        update = {k: v for k, v in (("epochs", args.epochs), ("lr", args.lr)) if v is not None}
+        given = (("epochs", args.epochs), ("lr", args.lr), ("anchor_kl_coeff", args.anchor_kl))
+        update = {k: v for k, v in given if v is not None}
         cfg = RefineConfig(
             tasks_per_family=args.tasks_per_family, fix_memory=None, serve_config=str(app_file), **update
         )
@@ -233,7 +240,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "validation_completion_after_ci95": [lo, hi],
             "validation_tasks": n_val,
             "gates_passed": u.get("passed"),
-            "update": {"samples": u.get("samples"), "epochs": cfg.epochs, "lr": cfg.lr},
+            "update": {
+                "samples": u.get("samples"),
+                "epochs": cfg.epochs,
+                "lr": cfg.lr,
+                "anchor_kl_coeff": cfg.anchor_kl_coeff,
+                "anchor_states": (u.get("train") or {}).get("anchor_states"),
+            },
             "hard_negative_share": ds.get("hard_negative_share"),
             "filtered_share": ds.get("filtered_share"),
             "promoted": promoted is not None and promoted["state"] == "promoted",

@@ -14,12 +14,17 @@ with only its last layers trainable; validate it through the pipeline's gates; r
   choice's own last layers an update could never change which skill is called, the decision a skipped
   prerequisite needs. The root-cause term trains those layers only where it reaches them.
 * **Loss**, in reflection mode (the diagnosis input on): the fix's negative log-likelihood, a pairwise term
-  ``softplus(log π(negative) - log π(fix))`` per hard negative (weight ``hard_negative_coeff``), and the
-  reflection head's root-cause cross-entropy (``reflection_coeff``), as the reflection stage trains it.
+  ``softplus(log π(negative) - log π(fix))`` per hard negative (weight ``hard_negative_coeff``), the
+  reflection head's root-cause cross-entropy (``reflection_coeff``), as the reflection stage trains it, and the
+  trust region ``anchor_kl_coeff · KL(π_served ‖ π)`` averaged over the served episodes' states but the
+  training pivots (:func:`anchor_states`): trained on the failure class's few windows alone, the update moved
+  the served policy's other decisions too (on the serve test's loop it lost 61 and won 5 of 480 tasks of the
+  canary's traffic; see ``RefineConfig.anchor_kl_coeff``).
 * **Gates**, the pipeline's on the fixed validation tasks: the run's ``stages.keep_better`` test (the candidate's
   completion not worse than the served policy's beyond the noise: exact one-sided McNemar at
   ``stages.regression_alpha``, :func:`~agentic_ray.stages.stage_guard.compare_completion`) and the RL gate
-  (``dvr_progress >= stages.rl.gate_dvr``).
+  (``dvr_progress >= stages.rl.gate_dvr``). The paired test sees only what the tasks show: an update that lost
+  10 and won none of 100 validation tasks (p = 0.001) lost 1 of 10 (p = 0.5) and passed there.
 * **Registration**: a candidate that passes is saved under ``RUN_DIR/refine/candidates/<n>`` (an RLModule
   checkpoint the Serve app loads) and registered (:mod:`agentic_ray.refine.candidate_registry`).
 """
@@ -27,6 +32,7 @@ with only its last layers trainable; validate it through the pipeline's gates; r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +48,23 @@ from agentic_ray.refine.refine_config import RefineConfig
 from agentic_ray.settings import ExperimentSettings
 from agentic_ray.stages.stage_guard import compare_completion, completion_by_task
 
-__all__ = ["last_layers", "run_update", "train_update", "validate"]
+__all__ = ["Anchor", "anchor_states", "last_layers", "run_update", "train_update", "validate"]
+
+
+@dataclass
+class Anchor:
+    """The trust region's states (a stacked observation batch) and the served policy's action distribution
+    there, computed once before the update."""
+
+    batch: dict[str, torch.Tensor]
+    served: Any
+
+
+def anchor_states(episodes: Sequence[Any], samples: Sequence[WindowSample]) -> list[dict[str, np.ndarray]]:
+    """The observations of the served ``episodes`` (:class:`~agentic_ray.refine.served_episodes.ServedEpisode`)
+    at every step but the pivots of ``samples``, where the update is meant to move the policy."""
+    pivots = {(s.episode_id, s.pivot) for s in samples}
+    return [o for ep in episodes for t, o in enumerate(ep.obs) if (ep.session_id, t) not in pivots]
 
 
 def _batch(module: Any, obs: Sequence[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
@@ -77,10 +99,14 @@ def _reached(module: Any, loss: torch.Tensor) -> list[str]:
 
 
 def _loss(
-    module: Any, samples: Sequence[WindowSample], cfg: RefineConfig, reflection: bool = True
+    module: Any,
+    samples: Sequence[WindowSample],
+    cfg: RefineConfig,
+    reflection: bool = True,
+    anchor: Anchor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The update's loss on ``samples`` (see the module docstring) and its parts (``reflection=False``: without
-    the root-cause term)."""
+    the root-cause term; ``anchor``: with the trust region to the served policy on its states)."""
     from ray.rllib.core.columns import Columns
 
     from agentic_ray.models.aaac_rl_module import REFLECTION_EMBEDDINGS
@@ -104,11 +130,21 @@ def _loss(
     refl = torch.zeros((), device=device)
     if reflection and cfg.reflection_coeff > 0 and hasattr(module, "compute_reflection_logits"):
         refl, _ = reflection_loss(module, batch, embeddings=out.get(REFLECTION_EMBEDDINGS))
-    loss = fix_nll + cfg.hard_negative_coeff * neg_term + cfg.reflection_coeff * refl
+    anchor_kl = torch.zeros((), device=device)
+    if anchor is not None:
+        logits = module.forward_train({Columns.OBS: anchor.batch})[Columns.ACTION_DIST_INPUTS]
+        anchor_kl = anchor.served.kl(module.get_train_action_dist_cls().from_logits(logits)).mean()
+    loss = (
+        fix_nll
+        + cfg.hard_negative_coeff * neg_term
+        + cfg.reflection_coeff * refl
+        + cfg.anchor_kl_coeff * anchor_kl
+    )
     parts = {
         "fix_nll": float(fix_nll.detach()),
         "hard_negative": float(neg_term.detach()),
         "reflection": float(refl.detach()),
+        "anchor_kl": float(anchor_kl.detach()),
     }
     return loss, parts
 
@@ -124,18 +160,34 @@ def last_layers(module: Any, samples: Sequence[WindowSample], cfg: RefineConfig,
     return sorted(set(whole) | set(skill), key=order.index)
 
 
-def train_update(module: Any, samples: Sequence[WindowSample], cfg: RefineConfig) -> dict[str, Any]:
+def train_update(
+    module: Any,
+    samples: Sequence[WindowSample],
+    cfg: RefineConfig,
+    anchors: Sequence[dict[str, np.ndarray]] = (),
+) -> dict[str, Any]:
     """Train ``module`` in place on ``samples`` in reflection mode, only its last ``cfg.trainable_layers``
-    layers trainable. Returns the trained layers and the loss per epoch."""
+    layers trainable, held near its own action distribution on the ``anchors`` states (``cfg.anchor_kl_coeff``;
+    none: no trust region). Returns the trained layers and the loss per epoch."""
     with torch_threads(cfg.torch_threads):
-        return _train_update(module, samples, cfg)
+        return _train_update(module, samples, cfg, anchors)
 
 
-def _train_update(module: Any, samples: Sequence[WindowSample], cfg: RefineConfig) -> dict[str, Any]:
+def _train_update(
+    module: Any, samples: Sequence[WindowSample], cfg: RefineConfig, anchors: Sequence[dict[str, np.ndarray]]
+) -> dict[str, Any]:
+    from ray.rllib.core.columns import Columns
+
     torch.manual_seed(cfg.seed)
     if hasattr(module, "reflection_enabled"):
         module.reflection_enabled = True
     module.train()
+    anchor = None
+    if anchors and cfg.anchor_kl_coeff > 0:
+        batch = _batch(module, anchors)
+        with torch.no_grad():
+            logits = module.forward_train({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
+        anchor = Anchor(batch, module.get_train_action_dist_cls().from_logits(logits))
     names = set(last_layers(module, samples, cfg, cfg.trainable_layers))
     params = [p for name, m in module.named_modules() if name in names for p in m.parameters(recurse=False)]
     saved = {id(p): p.requires_grad for p in module.parameters()}
@@ -147,7 +199,7 @@ def _train_update(module: Any, samples: Sequence[WindowSample], cfg: RefineConfi
     history = []
     try:
         for _ in range(cfg.epochs):
-            loss, parts = _loss(module, samples, cfg)
+            loss, parts = _loss(module, samples, cfg, anchor=anchor)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -157,7 +209,12 @@ def _train_update(module: Any, samples: Sequence[WindowSample], cfg: RefineConfi
         for p in module.parameters():
             p.requires_grad_(saved[id(p)])
         module.eval()
-    return {"trained_layers": sorted(names), "history": history, "samples": len(samples)}
+    return {
+        "trained_layers": sorted(names),
+        "history": history,
+        "samples": len(samples),
+        "anchor_states": len(anchors) if anchor is not None else 0,
+    }
 
 
 def validate(base: EvalResult, cand: EvalResult, settings: ExperimentSettings) -> tuple[bool, dict[str, Any]]:
@@ -183,9 +240,15 @@ def _cause_share(res: EvalResult, cause: str) -> float:
 
 
 def run_update(
-    run: Path, settings: ExperimentSettings, samples: Sequence[WindowSample], cause: str, cfg: RefineConfig
+    run: Path,
+    settings: ExperimentSettings,
+    samples: Sequence[WindowSample],
+    cause: str,
+    cfg: RefineConfig,
+    episodes: Sequence[Any] = (),
 ) -> dict[str, Any]:
-    """The trigger's update for the dominant ``cause`` (see the module docstring); returns what it did."""
+    """The trigger's update for the dominant ``cause`` (see the module docstring), its trust region on the
+    states of the served ``episodes``; returns what it did."""
     from agentic_ray.refine.candidate_registry import register_candidate, served_checkpoint
 
     chosen = [s for s in samples if s.cause == cause][: cfg.train_samples]
@@ -198,7 +261,7 @@ def run_update(
     val_env = validation_env_config(settings.env, settings.eval.fault_share)
     tasks = cfg.tasks_per_family or settings.eval.tasks_per_family
     base = evaluate_policy(ModulePolicy(module), val_env, tasks)
-    out["train"] = train_update(module, chosen, cfg)
+    out["train"] = train_update(module, chosen, cfg, anchor_states(episodes, chosen))
     cand = evaluate_policy(ModulePolicy(module), val_env, tasks)
     passed, gates = validate(base, cand, settings)
     out.update(

@@ -74,6 +74,21 @@ class RefineConfig(BaseModel):
         ge=0,
         description="Weight of the hard-negative term (log-probability of a counterfactual worse action).",
     )
+    anchor_kl_coeff: float = Field(
+        default=10.0,
+        ge=0,
+        description="Weight of the trust region: KL(served || updated) of the whole action's distribution, averaged "
+        "over the states of the served episodes read but the training pivots (0: none, the update then trains on "
+        "the failure class's windows alone). Measured on the serve test's loop (its fixture's policy, 20 served "
+        "episodes, 9 samples of wrong_entity), completion on 480 tasks of the canary's traffic: stable 0.827; the "
+        "update at 0 had 0.71 (61 tasks lost, 5 won), passed the gates on 10 validation tasks and was rolled back "
+        "in 5.6% of 2,000 simulated canaries (stable against itself: 0.3%); at 10, 0.827 (2 lost, 2 won), 0.1% "
+        "rolled back, the fix's NLL 2.62 -> 2.22 (1.93 at 0); on the first 240 of those tasks (stable 0.808) 1 "
+        "and 3 left the update at 0.70 and 0.725, 30 and 100 at stable's. Over that policy imitated with seeds "
+        "0-4, at 0 two updates were 10 and 14 points below stable there, at 10 all five within a point of it. The "
+        "cost: on benchmarks/refine.py (a family the policy never saw) the update then no longer lowers the failure "
+        "class's share (0.15 -> 0.20 at 10, 0.05 at 0; docs/concepts/refine.md).",
+    )
     tasks_per_family: int | None = Field(
         default=None, ge=1, description="Validation tasks per family (None: the run's eval.tasks_per_family)."
     )

@@ -143,7 +143,7 @@ def refine(
             if cfg.fix_memory is not None:
                 report.fix_pairs = _write_fixes(run / cfg.fix_memory, samples)
             if train and report.dominant_cause is not None:
-                report.update = run_update(run, settings, samples, report.dominant_cause, cfg)
+                report.update = run_update(run, settings, samples, report.dominant_cause, cfg, episodes)
     finally:
         env.close()
         rescorer.close()

@@ -305,7 +305,8 @@ def test_feedback_refine_and_the_canary_close_the_loop(served):
     candidate is ``test_canary_rolls_back_a_random_candidate_without_failing_a_request``.
 
     Measured on the shared 2-CPU box (load 3-15, two runs): in the fixture, the loop's 20 episodes with feedback
-    3.9-6.6 s and refine 3.1-4.5 s, then ``good`` deployed in 41 s while bad and local were still starting (the
+    3.9-6.6 s and refine 3.1-4.5 s (6.5-12.7 s at load 5-20 since it validates on 10 tasks per family and trains
+    with the trust region, three runs), then ``good`` deployed in 41 s while bad and local were still starting (the
     fixture's setup was 147 s in all at load 3; no same-load measurement of the old fixture, which deployed the four
     at once, to subtract; redeploying ``good`` in this test instead took 140 s at load 20); this test 23-45 s,
     nearly all of it the canary run to promotion, as for the hand-deployed candidate's promotion it replaces."""
@@ -352,9 +353,12 @@ def test_feedback_refine_and_the_canary_close_the_loop(served):
     ], json.dumps(decisions[-1:])
     assert [d["share"] for d in decisions] == [0.05, 0.10, 0.50, 1.0, 1.0]
     assert load.errors == 0
+    g = u["gates"]["completion"]
     print(
         f"loop: {dict(Counter(loop['outcomes']))}, causes {dict(causes)}, traffic {loop['traffic_s']} s, "
-        f"refine {loop['refine_s']} s, good deployed in {loop['good_deploy_s']} s"
+        f"refine {loop['refine_s']} s (validation {g['before']} -> {g['after']} on {g['n']} tasks, "
+        f"{g['only_before']} lost, {g['only_after']} won), good deployed in {loop['good_deploy_s']} s; canary "
+        f"{json.dumps({k: decisions[-1][k] for k in ('stable', 'candidate')})}"
     )
 
 

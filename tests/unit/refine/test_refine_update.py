@@ -115,3 +115,65 @@ def test_below_the_trigger_nothing_trains(fresh_store, served_run) -> None:
     assert rep.attribution["cause_shares"] == {"wrong_entity": 0.5}  # must exceed, not reach
     assert rep.dominant_cause is None and rep.update is None
     assert not (served_run / "refine" / "candidate.json").exists()
+
+
+def test_an_update_that_fails_its_gates_is_not_registered(
+    fresh_store, served_run, tmp_path, monkeypatch
+) -> None:
+    """The gates decide: a failed update leaves the Serve config, candidate.json and the candidates folder as
+    they were (the canary never sees it)."""
+    from agentic_ray.refine import incremental_update
+
+    def worse(base, cand, settings):
+        _ok, gates = validate(base, cand, settings)
+        return False, {**gates, "completion": {**gates["completion"], "passed": False}}
+
+    monkeypatch.setattr(incremental_update, "validate", worse)
+    doc = yaml.safe_load((REPO / "serve_apps" / "policy.yaml").read_text())
+    doc["applications"][0]["args"]["stable"]["checkpoint"] = str(pick_checkpoint(served_run))
+    serve_yaml = tmp_path / "policy.yaml"
+    serve_yaml.write_text(yaml.safe_dump(doc, sort_keys=False))
+    before = serve_yaml.read_text()
+    u = refine(fresh_store, served_run, FAST.model_copy(update={"serve_config": str(serve_yaml)})).update
+    assert u is not None and u["train"]["samples"] == 4 and not u["passed"]
+    assert not u["promoted_to_candidate"] and "checkpoint" not in u and "registered" not in u
+    assert serve_yaml.read_text() == before
+    assert not (served_run / "refine" / "candidate.json").exists()
+    assert not (served_run / "refine" / "candidates").exists()
+
+
+def test_the_trust_region_holds_the_served_policy_off_the_pivots(fresh_store, served_run) -> None:
+    """With the anchor the update moves the served policy's action distribution on the served states it does not
+    train on (every step but the pivots) several times less than without, and still makes the fix likelier."""
+    from ray.rllib.core.columns import Columns
+
+    from agentic_ray.refine.incremental_update import _batch, anchor_states
+    from agentic_ray.refine.refiner import run_settings, served_env
+    from agentic_ray.refine.served_episodes import read_served_episodes
+
+    episodes = read_served_episodes(fresh_store, served_env(run_settings(served_run), FAST))
+    rep = refine(fresh_store, served_run, FAST, train=False)
+    samples = [s for s in rep.samples if s.cause == rep.dominant_cause]
+    anchors = anchor_states(episodes, samples)
+    pivots = {(s.episode_id, s.pivot) for s in samples}
+    assert pivots and len(anchors) == sum(len(ep.obs) for ep in episodes) - len(pivots)
+
+    def dist(module):
+        with torch.no_grad():
+            out = module.forward_train({Columns.OBS: _batch(module, anchors)})
+        return module.get_train_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
+
+    moved, nll = {}, {}
+    coeff_default = RefineConfig().anchor_kl_coeff
+    for coeff in (0.0, coeff_default):
+        module = load_policy_module(pick_checkpoint(served_run))
+        served = dist(module)
+        nll_before = float(_skill_choice_loss(module, samples).detach())
+        cfg = FAST.model_copy(update={"epochs": 20, "anchor_kl_coeff": coeff})
+        stats = train_update(module, samples, cfg, anchors)
+        assert stats["anchor_states"] == (len(anchors) if coeff else 0)
+        moved[coeff] = float(served.kl(dist(module)).mean())
+        nll[coeff] = nll_before - float(_skill_choice_loss(module, samples).detach())
+    print(f"KL to the served policy off the pivots: {moved}, the fix's skill NLL down by {nll}")
+    assert moved[coeff_default] < moved[0.0] / 10, moved
+    assert nll[coeff_default] > 0.02, nll
