@@ -16,7 +16,7 @@ with only its last layers trainable; validate it through the pipeline's gates; r
 * **Loss**, in reflection mode (the diagnosis input on): the fix's negative log-likelihood, a pairwise term
   ``softplus(log π(negative) - log π(fix))`` per hard negative (weight ``hard_negative_coeff``), the
   reflection head's root-cause cross-entropy (``reflection_coeff``), as the reflection stage trains it, and the
-  trust region ``anchor_kl_coeff · KL(π_served ‖ π)`` averaged over the served episodes' states but the
+  optional (off by default) trust region ``anchor_kl_coeff · KL(π_served ‖ π)`` averaged over the served episodes' states but the
   training pivots (:func:`anchor_states`): trained on the failure class's few windows alone, the update moved
   the served policy's other decisions too (on the serve test's loop it lost 61 and won 5 of 480 tasks of the
   canary's traffic; see ``RefineConfig.anchor_kl_coeff``).

@@ -84,6 +84,9 @@ def make_service(
     return svc, TestClient(create_app(lambda: svc), raise_server_exceptions=False)
 
 
+LOOP_ANCHOR_KL = 10.0
+"""The trust region of the Serve loop's refine (``RefineConfig.anchor_kl_coeff``; its description has the figures)."""
+
 # 8 episodes per step: with the completion check, 4 let a candidate equal to stable be rolled back once (0 of its
 # first 4 episodes completed, z > 3.09); at 8 that takes 0 of 8, and a random candidate (completion ~0.02) is
 # still rolled back at the first minimum sample.
@@ -154,7 +157,16 @@ def close_the_loop(url: str, run: Path, main: Any, good: Any, tmp: Path) -> tupl
     # 10 validation tasks per family: on 1 (10 tasks) the gates passed an update that lost 10 of 100 validation
     # tasks and won none (McNemar p = 0.001 on 100, 0.5 on 10), and the canary then rolled it back now and then
     # (refine took 2.3-3.6 s on 10 tasks, 4.4-6.2 s on 100, at load 3-6).
-    cfg = RefineConfig(max_alternatives=2, tasks_per_family=10, fix_memory=None, serve_config=str(serve_yaml))
+    # The trust region (off by default): without it this fixture's update (9 wrong_entity samples) completes 0.70
+    # of the canary's traffic against stable's 0.81 and the gates on 100 tasks reject it; the test is the loop's
+    # promotion path, the rollback of a worse candidate is test_canary_rolls_back_a_random_candidate...
+    cfg = RefineConfig(
+        max_alternatives=2,
+        tasks_per_family=10,
+        fix_memory=None,
+        serve_config=str(serve_yaml),
+        anchor_kl_coeff=LOOP_ANCHOR_KL,
+    )
     rep = refine(main.feedback_db, run, cfg)
     apps = yaml.safe_load(serve_yaml.read_text())["applications"]
     loop = {

@@ -164,7 +164,9 @@ def test_the_trust_region_holds_the_served_policy_off_the_pivots(fresh_store, se
         return module.get_train_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
 
     moved, nll = {}, {}
-    coeff_default = RefineConfig().anchor_kl_coeff
+    from tests.helpers.serving import LOOP_ANCHOR_KL as coeff_default  # the coefficient the Serve loop uses
+
+    assert RefineConfig().anchor_kl_coeff == 0.0  # off by default
     for coeff in (0.0, coeff_default):
         module = load_policy_module(pick_checkpoint(served_run))
         served = dist(module)
