@@ -15,13 +15,20 @@ Values are potential-based per ``key`` (the item a call is about, e.g. a part): 
 metric of its key since the key's previous scored call (Ng, Harada & Russell 1999), so a repeated call earns only
 what it improves and an episode's sum per key is the metric of its last call. A metric that is undefined for a
 call (NaN: nothing to localise, nothing relevant to rank) leaves the key's potential unchanged and scores 0.
+
+A key's potential starts at 0, or at ``initial[key]`` (:func:`potential_steps`): the detection layers' ``baseline:
+default`` starts it at the metric of what the skill's default arguments report on the same item
+(:meth:`DetectionOutcome.at_defaults`), so a step earns what the call's arguments improved over the defaults and an
+episode's sum per key is ``metric(last call) - metric(defaults)``: a difference reward (Wolpert & Tumer 2002)
+whose counterfactual is the default call. Without it the first call on an item earns the item's whole score, so the
+reward pays for calling at all, with the item's difficulty (an easy part scores 1 at any setting) as its variance.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -61,6 +68,10 @@ class DetectionOutcome:
         image_size: its side.
         quality_model: the model-based scorer that judges these detections, as ``package:path`` (a JSON record
             inside an installed package) or a file path; empty: none.
+        default_boxes: ``(N', 4)`` the reports of the skill's default arguments on the same item, or None when the
+            domain does not log them; with ``default_classes`` and ``default_scores`` (see :meth:`at_defaults`).
+        default_classes: ``(N',)``.
+        default_scores: ``(N',)``.
     """
 
     skill: str
@@ -74,6 +85,9 @@ class DetectionOutcome:
     image: bytes = b""
     image_size: int = 0
     quality_model: str = ""
+    default_boxes: list[list[float]] | None = None
+    default_classes: list[int] | None = None
+    default_scores: list[float] | None = None
 
     def to_context(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -81,6 +95,27 @@ class DetectionOutcome:
     @classmethod
     def from_context(cls, d: dict[str, Any]) -> DetectionOutcome:
         return cls(**d)
+
+    def at_defaults(self) -> DetectionOutcome:
+        """The same call had it run at the skill's default arguments (its reports replaced by the default ones).
+
+        Raises:
+            ValueError: the domain logged no default reports (``default_boxes`` is None).
+        """
+        if self.default_boxes is None:
+            raise ValueError(
+                f"the outcome of {self.skill} on {self.key} carries no default-argument reports (the domain does "
+                "not log them): a layer's baseline 'default' needs them"
+            )
+        return replace(
+            self,
+            pred_boxes=self.default_boxes,
+            pred_classes=list(self.default_classes or []),
+            pred_scores=list(self.default_scores or []),
+            default_boxes=None,
+            default_classes=None,
+            default_scores=None,
+        )
 
     def tensors(self) -> tuple[torch.Tensor, ...]:
         """``(pred_boxes, pred_classes, pred_scores, true_boxes, true_classes)`` as tensors."""
@@ -156,20 +191,39 @@ def align(record: EpisodeRecord, outcomes: Sequence[Outcome]) -> list[tuple[int,
 
 
 def potential_values(
-    record: EpisodeRecord, outcomes: Sequence[Outcome], metric: Callable[[Outcome], float]
+    record: EpisodeRecord,
+    outcomes: Sequence[Outcome],
+    metric: Callable[[Outcome], float],
+    reference: Callable[[Outcome], float] | None = None,
 ) -> np.ndarray:
     """Per-step values: the change of ``metric`` per key at the step of each outcome (see the module docstring).
+
+    Args:
+        reference: a key's starting potential, from its first scored outcome (None: every key starts at 0).
 
     Returns:
         ``(T,)`` float32.
     """
-    return potential_steps(record.num_steps, [(t, o.key, metric(o)) for t, o in align(record, outcomes)])
+    pairs = align(record, outcomes)
+    initial: dict[str, float] | None = None
+    if reference is not None:
+        initial = {}
+        for _, o in pairs:
+            if o.key not in initial:
+                initial[o.key] = reference(o)
+    return potential_steps(record.num_steps, [(t, o.key, metric(o)) for t, o in pairs], initial)
 
 
-def potential_steps(num_steps: int, scored: Sequence[tuple[int, str, float]]) -> np.ndarray:
-    """``(T,)`` float32 potential differences from ``(step, key, metric)`` in step order (NaN metrics skipped)."""
+def potential_steps(
+    num_steps: int, scored: Sequence[tuple[int, str, float]], initial: Mapping[str, float] | None = None
+) -> np.ndarray:
+    """``(T,)`` float32 potential differences from ``(step, key, metric)`` in step order (NaN metrics skipped).
+
+    Args:
+        initial: key -> its potential before its first call (absent or NaN: 0).
+    """
     out = np.zeros(num_steps, dtype=np.float32)
-    last: dict[str, float] = {}
+    last: dict[str, float] = {k: v for k, v in (initial or {}).items() if not math.isnan(v)}
     for t, key, m in scored:
         if math.isnan(m):
             continue

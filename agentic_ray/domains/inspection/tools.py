@@ -7,7 +7,8 @@ world's state and raises :class:`~agentic_ray.skills.backends.ToolError` with a 
   frame itself as a thumbnail (:func:`thumbnail`: the observation's image modality).
 * ``detect``: renders the part's image, checks its exposure, runs the frozen detector (:mod:`.detector`) with the
   call's parameters, writes the inspection to the database and logs the outcome beside the truth for the reward
-  layers. It returns the frame's thumbnail too (a part the request names is never listed) and its
+  layers (with what the contract's default parameters report on the same frame: the detection layers'
+  ``baseline: default`` counterfactual). It returns the frame's thumbnail too (a part the request names is never listed) and its
   ``frame_focus``, the thumbnail's focus mask: 1 inside the boxes it reported. ``received`` keeps
   every parameter vector the detector was given (tests read it).
 * ``ocr_extract``: reads the printed serial by template matching (:mod:`.ocr`), checks its check character and
@@ -109,6 +110,8 @@ def detect(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     w.db.record_inspection(p.id, severity, n_cracks, n_scratches, json.dumps(args, sort_keys=True))
     if image_ok:  # an unusable frame is a camera question, not a detection one: nothing to judge
         true = r.boxes[r.classes == CRACK]
+        # the same candidates at the contract's defaults: the counterfactual of the detection layers' baseline
+        defaults = [d for d in det.postprocess(w.candidates(p.id), **det.DEFAULT_PARAMS) if d.cls == "crack"]
         w.detection_calls.append(
             DetectionOutcome(
                 skill="detect",
@@ -122,6 +125,9 @@ def detect(world: Any, params: dict[str, Any]) -> dict[str, Any]:
                 image=to_uint8(r.pixels).tobytes(),
                 image_size=IMAGE_SIZE,
                 quality_model=QUALITY_MODEL,
+                default_boxes=[list(d.box) for d in defaults],
+                default_classes=[0] * len(defaults),
+                default_scores=[d.score for d in defaults],
             ).to_context()
         )
     return {

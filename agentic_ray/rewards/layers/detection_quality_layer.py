@@ -7,7 +7,9 @@ path to the model's JSON record), or fixed for every call by the ``model`` param
 process and cached. CPU-bound, so it runs in the reward pool's CPU actors and scores a whole batch of episodes with
 one forward pass; its scorer version names the model version and weights digest, so the ledger shows which model
 scored. Values are potential differences per item (as the other detection layers); an episode without detection
-calls scores 0 on every step.
+calls scores 0 on every step. With ``baseline: default`` an item's potential starts at the quality of the reports
+the skill's default arguments give on the same image (scored in the same forward pass; see
+:mod:`~agentic_ray.rewards.layers.call_outcome_layer` for why).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agentic_ray.rewards.call_outcomes import DetectionOutcome, align, detection
 from agentic_ray.rewards.detection_quality_model import DetectionQualityModel
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.base import CostClass, Granularity, RewardLayer, Stream
+from agentic_ray.rewards.layers.call_outcome_layer import BASELINES, Baseline
 
 _MODELS: dict[str, DetectionQualityModel] = {}
 
@@ -48,6 +51,8 @@ class DetectionQualityLayer(RewardLayer):
     Args:
         model: the scorer for every call (``package:path`` or a path to its JSON record); None: the one each
             outcome names.
+        baseline: where a part's potential starts: ``"none"`` (0) or ``"default"`` (the quality of the skill's
+            default reports on the part's first call).
     """
 
     name = "detection_quality"
@@ -60,14 +65,18 @@ class DetectionQualityLayer(RewardLayer):
     context_inputs = (CONTEXT_DETECTION_CALLS,)
     needs_step_args = True  # steps are paired with outcomes by their arguments
 
-    def __init__(self, model: str | None = None) -> None:
+    def __init__(self, model: str | None = None, baseline: Baseline = "none") -> None:
+        if baseline not in BASELINES:
+            raise ValueError(f"{self.name}: baseline must be one of {BASELINES}, got {baseline!r}")
         self.model = model
+        self.baseline = baseline
         self._used: dict[str, DetectionQualityModel] = {}
 
     @property
     def scorer_version(self) -> str:
         models = ",".join(f"{m.version}@{m.digest}" for m in self._used.values()) or "none"
-        return f"{self.version}/{models}"
+        base = "" if self.baseline == "none" else f"/baseline={self.baseline}"
+        return f"{self.version}/{models}{base}"
 
     def _model_of(self, o: DetectionOutcome) -> DetectionQualityModel:
         ref = self.model or o.quality_model
@@ -81,10 +90,16 @@ class DetectionQualityLayer(RewardLayer):
 
     def score_batch(self, records: Sequence[EpisodeRecord]) -> list[np.ndarray]:
         """One forward pass per model over every call of every record."""
-        calls = []  # (record index, step, outcome)
+        calls = []  # (record index, step, outcome); step -1 - t: the defaults' reports of the call at step t
+        firsts: list[dict[str, int]] = []  # per record: key -> the step of its first call
         for i, r in enumerate(records):
+            first: dict[str, int] = {}
             for t, o in align(r, detection_outcomes(r) or []):
                 calls.append((i, t, o))
+                if self.baseline == "default" and o.key not in first:
+                    first[o.key] = t
+                    calls.append((i, -1 - t, o.at_defaults()))
+            firsts.append(first)
         quality: dict[tuple[int, int], float] = {}
         by_model: dict[int, list[tuple[int, int, DetectionOutcome]]] = {}
         models: dict[int, DetectionQualityModel] = {}
@@ -102,7 +117,9 @@ class DetectionQualityLayer(RewardLayer):
                 quality[(i, t)] = float(qv)
         return [
             potential_steps(
-                r.num_steps, [(t, o.key, quality[(i, t)]) for t, o in align(r, detection_outcomes(r) or [])]
+                r.num_steps,
+                [(t, o.key, quality[(i, t)]) for t, o in align(r, detection_outcomes(r) or [])],
+                {key: quality[(i, -1 - t)] for key, t in firsts[i].items()},
             )
             for i, r in enumerate(records)
         ]

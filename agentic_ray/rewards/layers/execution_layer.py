@@ -14,11 +14,23 @@ exactly that: a wrong SMS template, re-sent until truncation.
 
 At the last step the completion term of seed 002 is added: +1 done, −0.5 explicit failure, 0 ongoing
 (truncated without completion).
+
+``progress``: what a successful call that advanced the goal DAG earns. ``"call"`` (the default): the OK value
+(+1), so an episode's sum grows with the number of goals its task has. ``"share"``: the OK value times the share of
+the task's goals the call satisfied, so the goal calls of any task sum to the OK value when it completes: the
+layer pays the fraction of the task done, not the number of calls it took; a successful call that satisfied no goal
+(a lookup) earns ``redundant_value``. Why it exists (issue 30, ``benchmarks/inspection_reward_signal.py``: 200
+sampled episodes of the 40-demonstration imitation policy on ``configs/inspection.yaml``, whose tasks have 2 to 8
+goals): per call, the families with the most goals, which the policy completes least (top_cracks 8 goals, 25%
+completed; camera_fault 2 goals, 100%), earned the most, so across tasks the layered return did not correlate with
+completion (r = 0.02), though within each family it did (0.63 to 0.99); with this and the detection layers'
+``baseline: default``, r = 0.79.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 import numpy as np
 
@@ -52,6 +64,8 @@ class ExecutionLayer(RewardLayer):
         done_value: the completion term of an episode that completed.
         failure_value: the completion term of an explicit failure.
         ongoing_value: the completion term of an episode that ended neither way (truncated).
+        progress: ``"call"`` or ``"share"``: what a goal-advancing successful call earns (see the module
+            docstring).
     """
 
     name = "execution"
@@ -70,7 +84,10 @@ class ExecutionLayer(RewardLayer):
         failure_value: float = -0.5,
         ongoing_value: float = 0.0,
         redundant_value: float = 0.0,
+        progress: Literal["call", "share"] = "call",
     ) -> None:
+        if progress not in ("call", "share"):
+            raise ValueError(f"execution: progress must be 'call' or 'share', got {progress!r}")
         self.code_values = {**DEFAULT_CODE_VALUES, **(code_values or {})}
         self.other_failure = float(other_failure)
         self.masked_value = float(masked_value)
@@ -78,6 +95,7 @@ class ExecutionLayer(RewardLayer):
         self.failure_value = float(failure_value)
         self.ongoing_value = float(ongoing_value)
         self.redundant_value = float(redundant_value)
+        self.progress = progress
 
     def step_value(self, result_code: str, ok: bool, masked: bool, redundant: bool = False) -> float:
         """Value of one executed step."""
@@ -98,6 +116,12 @@ class ExecutionLayer(RewardLayer):
             [self.step_value(s.result_code, s.ok, s.masked, s.redundant) for s in record.steps],
             dtype=np.float32,
         )
+        if self.progress == "share":
+            n = max(1, len(record.goals))
+            for t, s in enumerate(record.steps):
+                if s.ok and not s.masked and not s.redundant:  # a goal call, or a lookup (no goal)
+                    share = len(s.goals_satisfied) / n
+                    out[t] = self.code_values["OK"] * share if share > 0 else self.redundant_value
         if out.size == 0:
             raise ValueError(f"episode {record.episode_id} has no steps")
         out[-1] += self.completion_value(record)

@@ -3,7 +3,9 @@
 Reads the domain's per-call detection outcomes (:mod:`agentic_ray.rewards.call_outcomes`): the reported boxes are
 assigned one-to-one to the true boxes of their class so as to maximise the total IoU (Hungarian), and the call
 scores the mean IoU over the true boxes (a true box left without a report counts 0). A call on an item with no
-true box has nothing to localise and scores nothing. Values are potential differences per item.
+true box has nothing to localise and scores nothing. Values are potential differences per item; with ``baseline:
+default`` an item's potential starts at the IoU of the skill's default arguments (see
+:mod:`~agentic_ray.rewards.layers.call_outcome_layer`).
 """
 
 from __future__ import annotations
@@ -24,14 +26,22 @@ def call_iou(o: DetectionOutcome) -> float:
 
 
 class LocalisationIoULayer(CallOutcomeLayer):
-    """Localisation IoU, reward stream, step-level."""
+    """Localisation IoU, reward stream, step-level.
+
+    Args:
+        baseline: where a part's potential starts: ``"none"`` (0) or ``"default"`` (the defaults' IoU).
+    """
 
     name = "localisation_iou"
     version = "1"
     context_inputs = (CONTEXT_DETECTION_CALLS,)
+    has_reference = True
 
     def outcomes(self, record: EpisodeRecord) -> Sequence[DetectionOutcome] | None:
         return detection_outcomes(record)
 
     def metric(self, outcome: DetectionOutcome) -> float:
         return call_iou(outcome)
+
+    def reference(self, outcome: DetectionOutcome) -> float:
+        return call_iou(outcome.at_defaults())

@@ -132,3 +132,74 @@ def test_quality_layer_scores_with_the_model_the_outcome_names() -> None:
     )  # the exact boxes score above reporting nothing on a cracked part
     assert layer.scorer_version.startswith("1/1@") and len(layer.scorer_version) == len("1/1@") + 12
     np.testing.assert_allclose(layer.score(recs[0]), v_good)
+
+
+def _with_defaults(d: dict, pred: list[list[float]]) -> dict:
+    return dict(d, default_boxes=pred, default_classes=[0] * len(pred), default_scores=[0.9] * len(pred))
+
+
+def test_baseline_default_pays_the_improvement_over_the_default_arguments() -> None:
+    """From the defaults' F1, not from 0: a part the defaults already get right earns nothing for being detected,
+    and parameters worse than the defaults cost what they lose."""
+    half = [TRUE[0]]  # F1 2/3
+    steps = [
+        step(skill="detect", args={"part_id": "a", "t": 0.3}),
+        step(skill="detect", args={"part_id": "a", "t": 0.5}),
+        step(skill="detect", args={"part_id": "b", "t": 0.5}),
+    ]
+    dets = [
+        _with_defaults(_det("a", 0.3, TRUE), half),  # better than the defaults: +1/3
+        _with_defaults(_det("a", 0.5, half), half),  # back to the defaults' F1: -1/3
+        _with_defaults(_det("b", 0.5, half), TRUE),  # worse than the defaults: -1/3
+    ]
+    v = DetectionF1Layer(baseline="default").score(_rec(steps, dets))
+    np.testing.assert_allclose(v, [1 / 3, -1 / 3, -1 / 3], atol=1e-6)
+    np.testing.assert_allclose(DetectionF1Layer().score(_rec(steps, dets)), [1.0, -1 / 3, 2 / 3], atol=1e-6)
+    iou = LocalisationIoULayer(baseline="default").score(_rec(steps, dets))
+    np.testing.assert_allclose(iou, [0.5, -0.5, -0.5], atol=1e-6)  # mean IoU over two cracks: 1 vs 1/2
+    assert DetectionF1Layer(baseline="default").scorer_version == "1/baseline=default"
+    assert DetectionF1Layer().scorer_version == "1"
+
+
+def test_baseline_default_needs_the_default_reports_and_a_layer_that_has_them() -> None:
+    steps = [step(skill="detect", args={"part_id": "a", "t": 0.5})]
+    with pytest.raises(ValueError, match="no default-argument reports"):
+        DetectionF1Layer(baseline="default").score(_rec(steps, [_det("a", 0.5, TRUE)]))
+    with pytest.raises(ValueError, match="baseline must be 'none'"):
+        RankingNDCGLayer(baseline="default")
+    with pytest.raises(ValueError, match="baseline must be one of"):
+        LocalisationIoULayer(baseline="zero")  # type: ignore[arg-type]
+
+
+def test_a_detect_at_the_defaults_earns_nothing_under_baseline_default_and_better_reports_earn_more() -> None:
+    """The inspection domain logs what the contract's defaults report on the same frame; the quality layer scores
+    those in the same forward pass."""
+    from agentic_ray.domains.inspection import detector, tasks, tools
+
+    world, _task = tasks.generate_task("mixed_batch", 3)
+    pid = next(p.id for p in world.parts if p.spec.severity > 0)
+    args = {"part_id": pid, **detector.DEFAULT_PARAMS}
+    tools.detect(world, args)
+    at_defaults = world.detection_calls[-1]
+    assert at_defaults["default_boxes"] == at_defaults["pred_boxes"]
+    assert at_defaults["default_boxes"]  # the defaults find this part's crack: the check above can fail
+    tools.detect(world, {**args, "class_filter": "scratch"})  # other parameters: the defaults' reports stay
+    assert world.detection_calls[-1]["pred_boxes"] == []
+    assert world.detection_calls[-1]["default_boxes"] == at_defaults["default_boxes"]
+    rec = _rec([step(skill="detect", args=args)], [at_defaults])
+    layers = (DetectionF1Layer, LocalisationIoULayer, DetectionQualityLayer)
+    for cls in layers:
+        assert cls(baseline="default").score(rec)[0] == pytest.approx(0.0, abs=1e-6)
+        assert cls().score(rec)[0] > 0  # from 0, the same call earns the part's whole score
+    missed = dict(
+        at_defaults, pred_boxes=[], pred_classes=[], pred_scores=[]
+    )  # parameters that report nothing
+    layer = DetectionQualityLayer(baseline="default")
+    v_missed = layer.score(_rec([step(skill="detect", args=args)], [missed]))[0]
+    assert v_missed < 0
+    assert v_missed == pytest.approx(
+        DetectionQualityLayer().score(_rec([step(skill="detect", args=args)], [missed]))[0]
+        - DetectionQualityLayer().score(rec)[0],
+        abs=1e-6,
+    )
+    assert layer.scorer_version.endswith("/baseline=default")

@@ -66,6 +66,35 @@ def test_execution_pays_nothing_for_a_successful_call_that_advanced_no_goal():
     np.testing.assert_allclose(layer.score(record([step("TOOL_TIMEOUT", redundant=True)])), [-2 + 1])
 
 
+def test_execution_progress_share_pays_the_share_of_the_goals_not_the_calls():
+    """Under ``progress: share`` a completed task's goal calls sum to the OK value whatever its goal count, so a
+    long task no longer out-earns a short one for its length (issue 30)."""
+    layer = ExecutionLayer(progress="share")
+    long_done = record(
+        [step(goals_satisfied=["a"]), step(), step(goals_satisfied=["b", "c"]), step(goals_satisfied=["d"])],
+        goals=["a", "b", "c", "d"],
+    )  # step 1 is a lookup that revealed something: no goal
+    np.testing.assert_allclose(layer.score(long_done), [0.25, 0, 0.5, 0.25 + 1])
+    short_done = record([step(goals_satisfied=["a"]), step(goals_satisfied=["b"])], goals=["a", "b"])
+    np.testing.assert_allclose(layer.score(short_done), [0.5, 0.5 + 1])
+    assert layer.score(long_done).sum() == pytest.approx(layer.score(short_done).sum())
+    # the same records per call: the long task earns more
+    assert ExecutionLayer().score(long_done).sum() > ExecutionLayer().score(short_done).sum()
+    # failures are scored by their code as before, redundant calls by redundant_value
+    rec = record(
+        [step("TOOL_TIMEOUT"), step(redundant=True), step(goals_satisfied=["a"])],
+        goals=["a", "b"],
+        completed=False,
+        truncated=True,
+    )
+    np.testing.assert_allclose(layer.score(rec), [-2, 0, 0.5])
+    np.testing.assert_allclose(
+        ExecutionLayer(progress="share", redundant_value=-0.1).score(rec), [-2, -0.1, 0.5]
+    )
+    with pytest.raises(ValueError, match="progress"):
+        ExecutionLayer(progress="goal")  # type: ignore[arg-type]
+
+
 def test_efficiency_formula_optimal_plan_scores_one():
     assert efficiency(4, 4) == 1.0
     assert efficiency(5, 4) == pytest.approx(0.75)
