@@ -32,6 +32,12 @@ Baseline = Literal["none", "default"]
 BASELINES: tuple[str, ...] = ("none", "default")
 
 
+def check_baseline(layer: str, baseline: str) -> None:
+    """Raise ValueError unless ``baseline`` is one of :data:`BASELINES`."""
+    if baseline not in BASELINES:
+        raise ValueError(f"{layer}: baseline must be one of {BASELINES}, got {baseline!r}")
+
+
 class CallOutcomeLayer(RewardLayer):
     """Step-level, reward stream, cheap; off unless a config enables it (only some domains report outcomes).
 
@@ -48,8 +54,7 @@ class CallOutcomeLayer(RewardLayer):
     """Whether :meth:`reference` is defined (``baseline: default`` is allowed)."""
 
     def __init__(self, baseline: Baseline = "none") -> None:
-        if baseline not in BASELINES:
-            raise ValueError(f"{self.name}: baseline must be one of {BASELINES}, got {baseline!r}")
+        check_baseline(self.name, baseline)
         if baseline == "default" and not self.has_reference:
             raise ValueError(f"{self.name}: no default-argument counterfactual: baseline must be 'none'")
         self.baseline = baseline

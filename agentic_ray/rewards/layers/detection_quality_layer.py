@@ -25,7 +25,7 @@ from agentic_ray.rewards.call_outcomes import DetectionOutcome, align, detection
 from agentic_ray.rewards.detection_quality_model import DetectionQualityModel
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layers.base import CostClass, Granularity, RewardLayer, Stream
-from agentic_ray.rewards.layers.call_outcome_layer import BASELINES, Baseline
+from agentic_ray.rewards.layers.call_outcome_layer import Baseline, check_baseline
 
 _MODELS: dict[str, DetectionQualityModel] = {}
 
@@ -66,8 +66,7 @@ class DetectionQualityLayer(RewardLayer):
     needs_step_args = True  # steps are paired with outcomes by their arguments
 
     def __init__(self, model: str | None = None, baseline: Baseline = "none") -> None:
-        if baseline not in BASELINES:
-            raise ValueError(f"{self.name}: baseline must be one of {BASELINES}, got {baseline!r}")
+        check_baseline(self.name, baseline)
         self.model = model
         self.baseline = baseline
         self._used: dict[str, DetectionQualityModel] = {}
