@@ -4,7 +4,9 @@ Prints one JSON line ``{"benchmark": "encoder", ..., "gnn": {...}, "flat": {...}
 ``params``, ``forward_b1_ms`` (batch 1, eval, no grad, ``--threads``: the training path's forward),
 ``forward_b1_1thread`` (batch 1, 1 thread, the same observation through the training path and through the
 inference path that evaluation and Serve act with, :mod:`agentic_ray.models.inference_policy`, timed alternately:
-``training_ms``, ``inference_ms`` and their paired ratio ``inference_over_training``), ``forward_b1024_ms`` and
+``training_ms``, ``inference_ms`` and their paired ratio ``inference_over_training``; and the inference
+forward's matrix products alone, replayed at their shapes: ``matmuls``, ``macs_m``, ``matmul_floor_ms``, a floor
+under ``inference_ms`` that fusing the other operations cannot go below, :func:`matmul_floor`), ``forward_b1024_ms`` and
 ``train_step_b1024_ms`` (forward, actor-critic loss, backward, Adam step), and for the GNN ``graph_build_b1024_ms``
 (building the batched graph indices from the padded arrays). Medians over repeats. Uses the e-commerce env's spec
 the e-commerce env's own (``benchmarks/specs.py``).
@@ -22,6 +24,7 @@ Run from the repository root: ``python benchmarks/encoder.py [--threads 2] [--sm
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -107,7 +110,60 @@ def forward_b1_1thread(model: AAACModel, obs1: dict[str, torch.Tensor], repeats:
         "training_ms": round(statistics.median(p[0] for p in pairs), 3),
         "inference_ms": round(statistics.median(p[1] for p in pairs), 3),
         "inference_over_training": round(statistics.median(p[1] / p[0] for p in pairs), 3),
+        **matmul_floor(inference, repeats),
     }
+
+
+MATMULS = {"aten::addmm", "aten::mm", "aten::bmm"}
+"""The matrix products a forward issues (leaves: ``linear`` and ``matmul`` call these)."""
+
+
+def matmul_floor(forward: Callable[[], Any], repeats: int) -> dict[str, Any]:
+    """The matrix products of one forward alone, at 1 thread: a floor under its time that no fusion of the
+    other operations can go below.
+
+    The products are read from one forward with ``torch.profiler`` (their operand shapes), then replayed in
+    order on operands of those shapes, each its own tensor (as the forward's weights are: about 10 MB at the
+    default sizes, read once a forward). Returns ``matmuls`` (how many), ``macs_m`` (their multiply-adds, in
+    millions) and ``matmul_floor_ms`` (the replay's median time).
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+                forward()
+            calls: list[tuple[str, list[torch.Tensor]]] = []
+            macs = 0
+            for event in prof.events():
+                if event.name not in MATMULS:
+                    continue
+                shapes = event.input_shapes
+                if event.name == "aten::addmm":
+                    bias, a, b = shapes[0], shapes[1], shapes[2]
+                    operands = [torch.randn(*bias), torch.randn(*a), torch.randn(*b)]
+                    macs += a[0] * a[1] * b[1]
+                else:
+                    a, b = shapes[0], shapes[1]
+                    operands = [torch.randn(*a), torch.randn(*b)]
+                    macs += math.prod(a) * b[-1]
+                calls.append((event.name, operands))
+
+            def replay() -> None:
+                for name, ops in calls:
+                    if name == "aten::addmm":
+                        torch.addmm(*ops)
+                    elif name == "aten::mm":
+                        torch.mm(*ops)
+                    else:
+                        torch.bmm(*ops)
+
+            floor = median_ms(replay, repeats, warmup=10)
+    finally:
+        torch.set_num_threads(threads)
+    return {"matmuls": len(calls), "macs_m": round(macs / 1e6, 2), "matmul_floor_ms": floor}
 
 
 def bench_encoder(
