@@ -34,15 +34,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or imported as benchmarks.<name>
 
 
-def sample_episodes(demos: int, episodes: int, seed: int) -> list[Any]:
-    """``episodes`` sampled training episodes (families in turn) of the ``demos``-demonstration imitation policy."""
+def imitation_start(demos: int, seed: int) -> tuple[Any, Any]:
+    """The settings and the imitated module of ``--compare``'s start: ``demos`` scripted-expert demonstrations at
+    the config's imitation settings, seed ``seed``."""
     import torch
     from inspection_compare import CONFIG
 
     from agentic_ray.algorithms.build import module_spec
-    from agentic_ray.domains import get_domain
     from agentic_ray.envs.agent_task_env import AgentTaskEnv
-    from agentic_ray.eval.evaluator import ModulePolicy, rollout
     from agentic_ray.settings import load_settings
     from agentic_ray.stages.demos import collect_demos
     from agentic_ray.stages.imitation import imitate_stage
@@ -58,6 +57,15 @@ def sample_episodes(demos: int, episodes: int, seed: int) -> list[Any]:
         s.env, il.demos, il.wrong_sample_share, seed=s.seed, caller_errors=il.caller_error_kinds
     )
     imitate_stage(module, demo_set, il, s.seed)
+    return s, module
+
+
+def sample_episodes(demos: int, episodes: int, seed: int) -> list[Any]:
+    """``episodes`` sampled training episodes (families in turn) of the ``demos``-demonstration imitation policy."""
+    from agentic_ray.domains import get_domain
+    from agentic_ray.eval.evaluator import ModulePolicy, rollout
+
+    s, module = imitation_start(demos, seed)
     rng = np.random.default_rng(seed)
     families = s.env.family_list()
     d = get_domain(s.env.domain)
