@@ -14,6 +14,7 @@ POLICY_VERSION = "policy_version"  # custom_data: learner update count when the 
 # or rank lists what each call returned beside the truth, for the detection and ranking reward layers.
 CONTEXT_DETECTION_CALLS = "detection_calls"  # list of DetectionOutcome.to_context() dicts
 CONTEXT_RANKING_CALLS = "ranking_calls"  # list of RankingOutcome.to_context() dicts
+CONTEXT_RECORD_CALLS = "record_calls"  # list of RecordOutcome.to_context() dicts
 # EpisodeRecord.context key of the customer's key facts and the agent's uses and asks of them (the L4 memory layer,
 # Entity Recall@5, forgetting): agentic_ray.memory.memory_episode.MemoryEpisode.to_context().
 CONTEXT_MEMORY_FACTS = "memory_facts"

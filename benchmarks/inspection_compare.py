@@ -65,8 +65,20 @@ call nothing short of the exact goal (a ``db_update`` with 2 of 3 cracked parts 
 ``ranking_ndcg`` scores a ranking over the parts the call was given, so a ``rank_topk`` over a subset of the line can
 score 1 (on 60 sampled top_cracks episodes of the imitation start, 177 of 278 ranking calls ranked a subset and scored
 0.967 on average, 0.913 over the whole line, against 0.951 for the full rankings). A partial-credit record layer and
-a ranking scored over the whole line are the candidates for a layered reward that informs that call; neither is
-tried here.
+a ranking scored over the whole line are the candidates for a layered reward that informs that call: both exist as
+options off by default (the ``record_credit`` layer, ``ranking_ndcg``'s ``over: line``).
+
+**Fifth campaign, the two options** (2026-12-06, the fourth's setting, only the layered arm changed: ``--set
+'rewards.layers.record_credit={}' --set rewards.layers.ranking_ndcg.params.over=line``; the sparse arm's settings
+key is unchanged, so its three kept runs were reused; runs in
+``benchmarks/results/inspection_compare_runs_reward96_options.jsonl``; 394-471 s per run, load1 1.0-3.1): layered
+0.40 -> 0.55, 3 of 3 reached 0.6 at mean 2,153 episodes [1,727, 2,552] (seeds 1,727 / 2,552 / 2,179, against
+2,112 / 2,397 / 1,586 without the options), ratio 1.149 [0.911, 1.449], a lower bound: no faster than without them.
+On the 200 sampled episodes of ``inspection_reward_signal.py`` the options move the return little: its correlation
+with completion 0.791 -> 0.795; ``record_credit`` (weight 0.1) sums 0.565 raw on completed episodes (camera_fault's
+judge no finding) and -0.273 on failed ones (corr 0.53), 0.18 of a completed episode's weighted return of 3.5;
+``over: line`` changes the ranking layer's raw sum on failed episodes 0.260 -> 0.257 (its value is a potential, so
+an episode earns its last ranking's NDCG, and a subset ranking loses about 0.05 of it).
 
 **Measure.** Every ``--eval-every`` RL iterations the pipeline evaluates the policy greedily on
 ``--curve-tasks-per-family`` validation tasks of each of the 5 families, faults off (``eval.fault_share=0``, as the

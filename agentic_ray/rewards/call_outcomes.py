@@ -2,9 +2,10 @@
 
 A domain whose tools detect objects or rank items logs, per call its handler ran, what the call returned beside
 the truth, and hands the log to the reward layers in :meth:`~agentic_ray.domains.protocol.Domain.context`
-(``EpisodeRecord.context``) under :data:`~agentic_ray.keys.CONTEXT_DETECTION_CALLS` and
-:data:`~agentic_ray.keys.CONTEXT_RANKING_CALLS`, as lists of :meth:`DetectionOutcome.to_context` /
-:meth:`RankingOutcome.to_context` dicts (plain, picklable values). The truth is the environment's judgement:
+(``EpisodeRecord.context``) under :data:`~agentic_ray.keys.CONTEXT_DETECTION_CALLS`,
+:data:`~agentic_ray.keys.CONTEXT_RANKING_CALLS` and :data:`~agentic_ray.keys.CONTEXT_RECORD_CALLS`, as lists of
+:meth:`DetectionOutcome.to_context` / :meth:`RankingOutcome.to_context` / :meth:`RecordOutcome.to_context` dicts
+(plain, picklable values). The truth is the environment's judgement:
 reward layers read it, the policy never does.
 
 A step is scored by the outcome of its call: :func:`align` pairs each successful step with the first unused
@@ -34,19 +35,21 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-from agentic_ray.keys import CONTEXT_DETECTION_CALLS, CONTEXT_RANKING_CALLS
+from agentic_ray.keys import CONTEXT_DETECTION_CALLS, CONTEXT_RANKING_CALLS, CONTEXT_RECORD_CALLS
 from agentic_ray.rewards.detection_functional import f1_score, localisation_iou, match_detections, ndcg
 from agentic_ray.rewards.episode_record import EpisodeRecord
 
 __all__ = [
     "DetectionOutcome",
     "RankingOutcome",
+    "RecordOutcome",
     "align",
     "detection_outcomes",
     "final_metrics",
     "potential_steps",
     "potential_values",
     "ranking_outcomes",
+    "record_outcomes",
 ]
 
 
@@ -143,6 +146,8 @@ class RankingOutcome:
         skill, args, key: as in :class:`DetectionOutcome`.
         ranked: item ids, best first.
         relevance: every candidate's true relevance (non-negative).
+        line_relevance: the true relevance of every item the task is about (the call's candidates or more: a
+            call that ranked a subset leaves some out), or None when the domain does not log it.
     """
 
     skill: str
@@ -150,6 +155,7 @@ class RankingOutcome:
     key: str
     ranked: list[str]
     relevance: dict[str, float] = field(default_factory=dict)
+    line_relevance: dict[str, float] | None = None
 
     def to_context(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -157,6 +163,44 @@ class RankingOutcome:
     @classmethod
     def from_context(cls, d: dict[str, Any]) -> RankingOutcome:
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class RecordOutcome:
+    """One call that records findings: the findings table after it, beside the findings the task is judged on.
+
+    Attributes:
+        skill, args, key: as in :class:`DetectionOutcome`.
+        findings: item id -> its recorded finding, every item's, after the call.
+        must: item id -> the finding it must have at the end.
+        must_not: item id -> a finding it must not have at the end.
+    """
+
+    skill: str
+    args: dict[str, Any]
+    key: str
+    findings: dict[str, str]
+    must: dict[str, str]
+    must_not: dict[str, str] = field(default_factory=dict)
+
+    def to_context(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_context(cls, d: dict[str, Any]) -> RecordOutcome:
+        return cls(**d)
+
+    def credit(self) -> float:
+        """The share of the required findings the table holds, less the share of wrong ones:
+        ``(right - wrong) / len(must)``; ``wrong`` counts a required item holding another finding and a forbidden
+        finding held. 1 exactly when the table passes the judgement (every required finding, no forbidden one);
+        NaN when nothing is required."""
+        if not self.must:
+            return math.nan
+        right = sum(self.findings.get(k) == f for k, f in self.must.items())
+        wrong = sum(k in self.findings and self.findings[k] != f for k, f in self.must.items())
+        wrong += sum(self.findings.get(k) == f for k, f in self.must_not.items())
+        return (right - wrong) / len(self.must)
 
 
 def detection_outcomes(record: EpisodeRecord) -> list[DetectionOutcome] | None:
@@ -171,7 +215,13 @@ def ranking_outcomes(record: EpisodeRecord) -> list[RankingOutcome] | None:
     return None if raw is None else [RankingOutcome.from_context(d) for d in raw]
 
 
-Outcome = TypeVar("Outcome", DetectionOutcome, RankingOutcome)
+def record_outcomes(record: EpisodeRecord) -> list[RecordOutcome] | None:
+    """The record's findings-recording outcomes, or None when its domain reports none."""
+    raw: Any = record.context.get(CONTEXT_RECORD_CALLS)
+    return None if raw is None else [RecordOutcome.from_context(d) for d in raw]
+
+
+Outcome = TypeVar("Outcome", DetectionOutcome, RankingOutcome, RecordOutcome)
 
 
 def align(record: EpisodeRecord, outcomes: Sequence[Outcome]) -> list[tuple[int, Outcome]]:

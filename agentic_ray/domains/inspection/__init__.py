@@ -28,7 +28,7 @@ from agentic_ray.domains.inspection.world import InspectionWorld, entity_fields,
 from agentic_ray.domains.knowledge import Knowledge
 from agentic_ray.domains.protocol import DomainSchema, RuleFn, Task
 from agentic_ray.domains.quantile_map import QuantileMap
-from agentic_ray.keys import CONTEXT_DETECTION_CALLS, CONTEXT_RANKING_CALLS
+from agentic_ray.keys import CONTEXT_DETECTION_CALLS, CONTEXT_RANKING_CALLS, CONTEXT_RECORD_CALLS
 from agentic_ray.skills.contracts import DomainContracts, domain_file, load_contracts
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -55,7 +55,11 @@ class InspectionDomain:
     schema: DomainSchema = SCHEMA
     data_dir = DATA
     options_model = InspectionOptions
-    reward_context_keys: tuple[str, ...] = (CONTEXT_DETECTION_CALLS, CONTEXT_RANKING_CALLS)
+    reward_context_keys: tuple[str, ...] = (
+        CONTEXT_DETECTION_CALLS,
+        CONTEXT_RANKING_CALLS,
+        CONTEXT_RECORD_CALLS,
+    )
 
     @property
     def contracts_path(self) -> Path:
@@ -121,10 +125,11 @@ class InspectionDomain:
         return InspectionExpert()
 
     def reward_context(self, world: Any) -> dict[str, Any]:
-        """Each detection and ranking call's outcome beside the truth (ground truth: reward layers only)."""
+        """Each detection, ranking and record call's outcome beside the truth (ground truth: reward layers only)."""
         return {
             CONTEXT_DETECTION_CALLS: [dict(c) for c in world.detection_calls],
             CONTEXT_RANKING_CALLS: [dict(c) for c in world.ranking_calls],
+            CONTEXT_RECORD_CALLS: [dict(c) for c in world.record_calls],
         }
 
     def context(self, world: Any) -> dict[str, Any]:

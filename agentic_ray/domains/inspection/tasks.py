@@ -231,6 +231,7 @@ def generate_task(family: str, seed: int, garble_rate: float = 0.0) -> tuple[Ins
         tool_health=make_tool_health(r),
         ocr_garble_rate=float(garble_rate),
         seed=int(rng.integers(2**31)),
+        judged={k: dict(judged[k]) for k in (MUST, MUST_NOT) if k in judged},
     )
     mentioned = {g.args["part_id"] for g in goals if "part_id" in g.args} if family in MENTIONED else set()
     relevant = sorted(

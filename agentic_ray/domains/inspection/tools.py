@@ -29,8 +29,9 @@ from agentic_ray.domains.inspection.font import checksum_ok
 from agentic_ray.domains.inspection.images import DEFECT_CLASSES, IMAGE_SIZE, to_uint8
 from agentic_ray.domains.inspection.ocr import garble, read_serial
 from agentic_ray.domains.inspection.schema import THUMBNAIL
+from agentic_ray.domains.inspection.tasks import MUST, MUST_NOT
 from agentic_ray.domains.inspection.world import InspectionWorld, Part
-from agentic_ray.rewards.call_outcomes import DetectionOutcome, RankingOutcome
+from agentic_ray.rewards.call_outcomes import DetectionOutcome, RankingOutcome, RecordOutcome
 from agentic_ray.skills.backends import ToolError
 
 CRACK = DEFECT_CLASSES.index("crack")
@@ -181,6 +182,7 @@ def rank_topk(world: Any, params: dict[str, Any]) -> dict[str, Any]:
             key="ranking",
             ranked=[pid for pid, _ in order[:k]],
             relevance={pid: float(_part(w, pid).spec.severity) for pid in ids},
+            line_relevance={p.id: float(p.spec.severity) for p in w.parts},
         ).to_context()
     )
     return {
@@ -203,6 +205,17 @@ def db_update(world: Any, params: dict[str, Any]) -> dict[str, Any]:
     if missing:
         raise ToolError("PRECONDITION_FAILED", f"neither inspected nor read: {', '.join(missing)}")
     n = w.db.record_findings(ids, params["finding"], w.tick)
+    if w.judged.get(MUST):
+        w.record_calls.append(
+            RecordOutcome(
+                skill="db_update",
+                args=dict(params),
+                key="findings",
+                findings=w.db.findings(),
+                must=dict(w.judged[MUST]),
+                must_not=dict(w.judged.get(MUST_NOT, {})),
+            ).to_context()
+        )
     return {"recorded": n, "parts": [{"id": pid, "finding": params["finding"]} for pid in ids]}
 
 

@@ -75,6 +75,9 @@ class InspectionWorld:
         seed: seeds the garbling draws.
         detection_calls: reward-context log of detection outcomes (``DetectionOutcome.to_context()`` dicts).
         ranking_calls: the same for ranking outcomes.
+        record_calls: the same for the outcomes of calls that record findings (``RecordOutcome.to_context()``).
+        judged: the task's judged findings, ``{"must": {part: finding}, "must_not": {part: finding}}`` (ground
+            truth for the record outcomes; empty for a task not judged on the findings table).
         ocr_calls: OCR calls so far (the garbling draw's counter).
         tick: background-change ticks.
         db: the inspection database (a SQLite file of this world).
@@ -88,6 +91,8 @@ class InspectionWorld:
     seed: int = 0
     detection_calls: list[dict[str, Any]] = field(default_factory=list)
     ranking_calls: list[dict[str, Any]] = field(default_factory=list)
+    record_calls: list[dict[str, Any]] = field(default_factory=list)
+    judged: dict[str, dict[str, str]] = field(default_factory=dict)
     ocr_calls: int = 0
     tick: int = 0
     db: InspectionDB = field(default_factory=InspectionDB)
@@ -140,6 +145,8 @@ class InspectionWorld:
             "seed": self.seed,
             "detection_calls": [dict(c) for c in self.detection_calls],
             "ranking_calls": [dict(c) for c in self.ranking_calls],
+            "record_calls": [dict(c) for c in self.record_calls],
+            "judged": {k: dict(v) for k, v in self.judged.items()},
             "ocr_calls": self.ocr_calls,
             "tick": self.tick,
             "db": self.db.dump(),
@@ -156,6 +163,8 @@ class InspectionWorld:
             seed=int(d.get("seed", 0)),
             detection_calls=[dict(c) for c in d.get("detection_calls", [])],
             ranking_calls=[dict(c) for c in d.get("ranking_calls", [])],
+            record_calls=[dict(c) for c in d.get("record_calls", [])],
+            judged={str(k): {str(a): str(b) for a, b in v.items()} for k, v in d.get("judged", {}).items()},
             ocr_calls=int(d.get("ocr_calls", 0)),
             tick=int(d.get("tick", 0)),
             db=InspectionDB(d.get("db")),

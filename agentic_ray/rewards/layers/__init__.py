@@ -15,6 +15,7 @@ from agentic_ray.rewards.layers.long_term_value_layer import LongTermValueLayer
 from agentic_ray.rewards.layers.memory_layer import MemoryLayer
 from agentic_ray.rewards.layers.plan_validity_layer import PlanValidityLayer
 from agentic_ray.rewards.layers.ranking_ndcg_layer import RankingNDCGLayer
+from agentic_ray.rewards.layers.record_credit_layer import RecordCreditLayer
 from agentic_ray.rewards.layers.risk_layer import RiskLayer
 from agentic_ray.rewards.layers.task_outcome_layer import TaskOutcomeLayer
 from agentic_ray.rewards.layers.user_experience_layer import UserExperienceLayer
@@ -32,6 +33,7 @@ LAYER_CLASSES: dict[str, type[RewardLayer]] = {
         LocalisationIoULayer,
         DetectionF1Layer,
         RankingNDCGLayer,
+        RecordCreditLayer,
         DetectionQualityLayer,
         MemoryLayer,
         TaskOutcomeLayer,
@@ -64,6 +66,7 @@ __all__ = [
     "MemoryLayer",
     "PlanValidityLayer",
     "RankingNDCGLayer",
+    "RecordCreditLayer",
     "RewardLayer",
     "RiskLayer",
     "Stream",

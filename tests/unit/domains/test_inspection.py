@@ -28,7 +28,13 @@ from agentic_ray.graph_spec import NUMERIC_TARGET_BOUND
 from agentic_ray.keys import CONTEXT_DETECTION_CALLS, CONTEXT_RANKING_CALLS, EPISODE_RECORD
 from agentic_ray.rewards.episode_record import EpisodeRecord
 from agentic_ray.rewards.layer_group_scorer import LayerGroupScorer, make_layers
-from agentic_ray.rewards.layers import CostClass, DetectionF1Layer, LocalisationIoULayer, RankingNDCGLayer
+from agentic_ray.rewards.layers import (
+    CostClass,
+    DetectionF1Layer,
+    LocalisationIoULayer,
+    RankingNDCGLayer,
+    RecordCreditLayer,
+)
 from agentic_ray.rewards.reward_client_state import RewardClientState, group_of_layer
 from agentic_ray.rewards.reward_pool_config import LayerConfig, RewardPoolConfig
 from agentic_ray.rewards.score_messages import ScoreRequest
@@ -367,6 +373,12 @@ def test_reward_context_feeds_the_dense_layers_on_the_right_steps() -> None:
     assert set(np.flatnonzero(f1)) <= set(detect_steps) and f1[detect_steps].min() >= 0
     assert set(np.flatnonzero(iou)) <= set(detect_steps) and iou.max() > 0
     assert np.flatnonzero(nd).tolist() == [rank_step] and 0 < nd[rank_step] <= 1
+    # The expert ranks the whole line and records exactly the top k: both options pay it in full.
+    line_nd = RankingNDCGLayer(over="line").score(rec)
+    assert line_nd[rank_step] == pytest.approx(nd[rank_step])
+    record_step = next(t for t, s in enumerate(rec.steps) if s.skill == "db_update")
+    credit = RecordCreditLayer().score(rec)
+    assert np.flatnonzero(credit).tolist() == [record_step] and credit[record_step] == pytest.approx(1.0)
 
 
 def test_the_quality_scorer_runs_in_the_reward_pools_cpu_group() -> None:

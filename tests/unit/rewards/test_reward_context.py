@@ -13,8 +13,15 @@ from agentic_ray.rewards.layers import LAYER_CLASSES
 from agentic_ray.settings import ExperimentSettings
 
 CUSTOMER_LAYERS = {"user_experience", "long_term_value"}
-CALL_OUTCOME_LAYERS = {"detection_f1", "detection_quality", "localisation_iou", "ranking_ndcg"}
-"""Layers over what a domain's detection or ranking tools returned (the inspection domain's); off by default."""
+CALL_OUTCOME_LAYERS = {
+    "detection_f1",
+    "detection_quality",
+    "localisation_iou",
+    "ranking_ndcg",
+    "record_credit",
+}
+"""Layers over what a domain's detection, ranking or record tools returned (the inspection domain's); off by
+default."""
 OFF_BY_DEFAULT = CALL_OUTCOME_LAYERS | {"memory"}
 """The layers off unless a config enables them (``memory``: the L4 layer over an episode's memory facts)."""
 
