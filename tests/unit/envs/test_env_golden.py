@@ -65,9 +65,9 @@ GOLDEN: dict[str, str] = {
     "ecommerce_memory-expert": "7278a71e99ad 347dfa15f6c4 bcbffa15c63f 1be6662f1162",
     "ecommerce_memory-random": "cca31aa4b421 ddb46525c5f2 ed4e40f20a1a 87c811d12298",
     "ecommerce_memory-random-faults": "532320fec320 b1835d38dd90 a8e5ffbe35e2 de0f161490d8",
-    "inspection-expert": "0adf9a1ccdcd f6633fca7855 fa015933792e c0d63e8a239d",
-    "inspection-random": "11317093b76b f1a6e86c3288 1224f94a58e7 5f71fc7d91ed",
-    "inspection-random-faults": "1676dda65ef1 450e596e456f f9598bd5be70 1acdb563291f",
+    "inspection-expert": "0adf9a1ccdcd f6633fca7855 fa015933792e a60ac5143a69",
+    "inspection-random": "11317093b76b f1a6e86c3288 1224f94a58e7 672906ed1814",
+    "inspection-random-faults": "1676dda65ef1 450e596e456f f9598bd5be70 eadd60b08a6a",
 }
 """Per case: the first 12 hex digits of each part's running SHA-256, in :data:`PARTS` order, recorded from main:
 at 8540503, then at fdc80e9 (its memory refactor changed help-desk-memory's "masks" part, which also covers the
