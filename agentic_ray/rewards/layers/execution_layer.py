@@ -25,10 +25,18 @@ goals): per call, the families with the most goals, which the policy completes l
 completed; camera_fault 2 goals, 100%), earned the most, so across tasks the layered return did not correlate with
 completion (r = 0.02), though within each family it did (0.63 to 0.99); with this and the detection layers'
 ``baseline: default``, r = 0.79.
+
+``repeat_value`` (off by default, ``None``): what a successful call earns when it is the same call (skill and
+arguments) as an earlier step of the episode and satisfied no goal, in place of what it would have earned. Why it
+exists (issue 30, ``benchmarks/inspection_rl_diagnosis.py``): 91% of the inspection imitation start's greedy
+failures are one identical wrong ``db_update`` or ``rank_topk`` repeated until the step budget runs out, and such a
+repeat earns what the first wrong call did (``redundant_value``, 0), so no layer says which step of a failed
+episode was the wasted one; with a negative value each repeat is charged where it happens.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Literal
 
@@ -66,6 +74,8 @@ class ExecutionLayer(RewardLayer):
         ongoing_value: the completion term of an episode that ended neither way (truncated).
         progress: ``"call"`` or ``"share"``: what a goal-advancing successful call earns (see the module
             docstring).
+        repeat_value: value of a successful call identical to an earlier one that satisfied no goal; ``None``
+            leaves it at what the call earns otherwise (see the module docstring).
     """
 
     name = "execution"
@@ -85,6 +95,7 @@ class ExecutionLayer(RewardLayer):
         ongoing_value: float = 0.0,
         redundant_value: float = 0.0,
         progress: Literal["call", "share"] = "call",
+        repeat_value: float | None = None,
     ) -> None:
         if progress not in ("call", "share"):
             raise ValueError(f"execution: progress must be 'call' or 'share', got {progress!r}")
@@ -96,6 +107,7 @@ class ExecutionLayer(RewardLayer):
         self.ongoing_value = float(ongoing_value)
         self.redundant_value = float(redundant_value)
         self.progress = progress
+        self.repeat_value = None if repeat_value is None else float(repeat_value)
 
     def step_value(self, result_code: str, ok: bool, masked: bool, redundant: bool = False) -> float:
         """Value of one executed step."""
@@ -124,5 +136,12 @@ class ExecutionLayer(RewardLayer):
                     out[t] = self.code_values["OK"] * share if share > 0 else self.redundant_value
         if out.size == 0:
             raise ValueError(f"episode {record.episode_id} has no steps")
+        if self.repeat_value is not None:
+            seen: set[tuple[str, str]] = set()
+            for t, s in enumerate(record.steps):
+                call = (s.skill, json.dumps(s.args, sort_keys=True, default=str))
+                if call in seen and s.ok and not s.masked and not s.goals_satisfied:
+                    out[t] = self.repeat_value
+                seen.add(call)
         out[-1] += self.completion_value(record)
         return out

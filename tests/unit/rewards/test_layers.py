@@ -95,6 +95,33 @@ def test_execution_progress_share_pays_the_share_of_the_goals_not_the_calls():
         ExecutionLayer(progress="goal")  # type: ignore[arg-type]
 
 
+def test_execution_repeat_value_charges_each_repeat_of_a_call_that_advanced_nothing():
+    """A wrong record call repeated to the step budget (issue 30's greedy loop): the first earns what it would have,
+    each identical repeat earns ``repeat_value``; a repeat that satisfied a goal, a different argument, a failed
+    or masked repeat are scored as before. Off by default."""
+    wrong = dict(skill="db_update", args={"parts": [2, 1], "finding": "crack"})
+    rec = record(
+        [
+            step(**wrong),
+            step(**wrong),
+            step(skill="db_update", args={"finding": "crack", "parts": [1, 2]}),  # other arguments (order)
+            step(**wrong),
+            step("CONFLICT", **wrong),
+            step(masked=True, **wrong),
+            step(goals_satisfied=["a"], **wrong),
+        ],
+        goals=["a"],
+        completed=True,
+    )
+    np.testing.assert_allclose(ExecutionLayer().score(rec), [1, 1, 1, 1, -3, -3, 1 + 1])
+    np.testing.assert_allclose(
+        ExecutionLayer(progress="share", repeat_value=-1).score(rec), [0, -1, 0, -1, -3, -3, 1 + 1]
+    )
+    # arguments compare by value, not by key order
+    same = record([step(args={"a": 1, "b": 2}), step(args={"b": 2, "a": 1})], goals=["a"], completed=False)
+    np.testing.assert_allclose(ExecutionLayer(repeat_value=-0.5).score(same), [1, -0.5])
+
+
 def test_efficiency_formula_optimal_plan_scores_one():
     assert efficiency(4, 4) == 1.0
     assert efficiency(5, 4) == pytest.approx(0.75)
