@@ -181,11 +181,17 @@ class RewardPoolConfig(BaseModel):
             raise ValueError(f"unknown reward layers {sorted(unknown)}; known: {sorted(LAYER_CLASSES)}")
         if not any(LAYER_CLASSES[n].stream is Stream.REWARD for n in self.enabled_layers()):
             raise ValueError("at least one reward-stream layer must be enabled")
-        w = self.weight("execution") if "execution" in self.enabled_layers() else 0.0
+        on = "execution" in self.enabled_layers()
+        w = self.weight("execution") if on else 0.0
         if w < MIN_EXECUTION_WEIGHT:
+            what = (
+                f"execution layer weight {w} is below {MIN_EXECUTION_WEIGHT}"
+                if on
+                else "the execution layer is off"
+            )
             msg = (
-                f"execution layer weight {w} is below {MIN_EXECUTION_WEIGHT}: seed 000 saw tool stability collapse "
-                "below 0.4 on the execution layer"
+                f"{what}: seed 000 saw tool stability collapse below {MIN_EXECUTION_WEIGHT} on the execution layer "
+                "(a sparse-reward baseline turns it off on purpose)"
             )
             warnings.warn(msg, UserWarning, stacklevel=2)
             logger.warning(msg)

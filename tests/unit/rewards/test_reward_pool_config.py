@@ -33,6 +33,11 @@ def test_low_execution_weight_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         RewardPoolConfig(layers={"execution": LayerConfig(weight=0.5)})
+    # without the layer the warning says it is off, not that its weight is 0
+    with pytest.warns(UserWarning, match="the execution layer is off: seed 000"):
+        RewardPoolConfig(layers={"task_outcome": LayerConfig()})
+    with pytest.warns(UserWarning, match="the execution layer is off"):
+        RewardPoolConfig(layers={"execution": LayerConfig(enabled=False), "task_outcome": LayerConfig()})
 
 
 def test_invalid_settings_are_errors():
