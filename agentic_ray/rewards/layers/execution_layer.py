@@ -31,7 +31,10 @@ arguments) as an earlier step of the episode and satisfied no goal, in place of 
 exists (issue 30, ``benchmarks/inspection_rl_diagnosis.py``): 91% of the inspection imitation start's greedy
 failures are one identical wrong ``db_update`` or ``rank_topk`` repeated until the step budget runs out, and such a
 repeat earns what the first wrong call did (``redundant_value``, 0), so no layer says which step of a failed
-episode was the wasted one; with a negative value each repeat is charged where it happens.
+episode was the wasted one; with a negative value each repeat is charged where it happens. Measured (the sixth
+campaign of ``benchmarks/inspection_compare.py``, ``repeat_value: -1`` on the layered arm): seeds 0-2 reached
+completion 0.6 in 1,409 episodes against 2,032 without it, but on six seeds the layered arm was no faster than the
+sparse reward (ratio 1.07 [0.627, 1.793]), so it stays off by default.
 """
 
 from __future__ import annotations
