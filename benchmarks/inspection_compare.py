@@ -87,7 +87,8 @@ earns -1 in L1 instead of 0; the sparse arm's three kept runs reused, then seeds
 0-2: layered 0.40 -> 0.73, 3 of 3 reached 0.6 at mean 1,409 episodes [846, 1,757] (seeds 1,625 / 846 / 1,757),
 ratio 1.755 [1.476, 2.747], a lower bound. It did not hold on three more seeds: layered 2,092 / 658 / censored at
 2,968 (seed 5 ended at 0.45), sparse 753 / 858 / 1,611; on all six, layered 1,658 [1,065, 2,272] (5 of 6 reached),
-sparse 1,774 [1,158, 2,355] (5 of 6), ratio 1.07 [0.627, 1.793], final completion 0.68 against 0.64. Seeds 3 and 4
+sparse 1,774 [1,158, 2,355] (5 of 6), ratio 1.07 [0.627, 1.793] (in env steps 1.164 [0.74, 1.772]), final
+completion 0.68 against 0.64. Seeds 3 and 4
 start at 0.5 (imitation completes 10 of 20 curve tasks), two tasks from the target, and their first crossings are
 single evaluations (sparse seed 3 read 0.6 at 753 episodes, then 0.45-0.55 for the next 14 evaluations): across
 seeds the spread (658 to censored in one arm) is larger than any difference between the arms.
@@ -101,8 +102,10 @@ completed no curve task in any seed through 24,700 env steps (2,645-2,802 episod
 dense reward matters: the sparse reward never fired. The benchmark's episode count cannot express it as a ratio
 (0.61 [0.482, 0.726], "lower"): the layered policy's episodes were about 2 steps long, the sparse policy's about 9,
 so the sparse arm's censoring point (its budget in episodes) lies below the layered arm's crossing. In env steps the
-layered arm reached the target at least 3.1x sooner than the sparse one (24,694 against a mean of 7,875; 2.7x in its
-slowest seed), a lower bound.
+layered arm reached the target at least 3.1x sooner than the sparse one: the comparison line prints
+``"env_steps_ratio": 3.136, "env_steps_ratio_ci": [2.671, 3.436], "bound": "lower"`` (24,694 env steps against a
+mean of 7,875). These six runs were made before the RL clock was fixed for a run without imitation: their
+``env_steps_per_s`` (0.33) was rewritten as env steps over wall time.
 
 **Why the 2x is not shown, after seven campaigns.** (1) From an imitation start the sparse reward is not sparse: the
 start completes 35-50% of tasks, so about half of the sampled episodes carry the end-of-task signal (seed 000
@@ -119,10 +122,12 @@ benchmark's policy rows); the imitation policy's evaluation is the curve's start
 ``episodes_to_target`` is the number of training episodes sampled when the curve's ``--target-metric``
 (``completion``, the default, or ``f1``) first reaches ``--target``; a run that never reaches it within the budget
 (``--iterations`` RL iterations of 256 env steps) is *censored*: it counts at the episodes of its last evaluation, a
-lower bound. Per arm: the mean over seeds with its 95% bootstrap interval over seeds, ``reached`` (runs that
+lower bound. ``env_steps_to_target`` counts env steps the same way: where the arms' episodes differ in length (from
+scratch, one arm's were ~2 steps and the other's ~9) only it compares the sample cost; seed 000 counts episodes.
+Per arm: the mean over seeds with its 95% bootstrap interval over seeds, ``reached`` (runs that
 reached the target, of ``runs``), the start and final completion and F1 (the curve's first and last evaluations,
 means with intervals), and ``per_seed``. Per comparison, one more line: the ratio of the two arms' means of
-``episodes_to_target`` (``sparse / layered``, ``flat / gated``: above 1, the first arm converged faster) with a
+``episodes_to_target`` (and ``env_steps_ratio``, of ``env_steps_to_target``) (``sparse / layered``, ``flat / gated``: above 1, the first arm converged faster) with a
 paired bootstrap interval over seeds (:func:`~agentic_ray.eval.bootstrap.ratio_of_sums_ci`); where an arm has
 censored runs the ratio is a bound (``bound``: ``lower`` when only the second arm has, ``upper`` when only the
 first). The target is applied to the recorded curves, so another ``--target`` reuses the runs of ``--runs``.
@@ -276,11 +281,13 @@ def train_run(run: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def to_target(r: dict[str, Any], metric: str, target: float) -> tuple[int, bool]:
-    """``(episodes_to_target, reached)`` of one run: the training episodes at the first evaluation whose ``metric``
-    reaches ``target``, or, censored, the episodes of its last evaluation (the budget) and False."""
-    hit = first_reaching(r["curve"], target, at=CURVE.index("episodes"), value=CURVE.index(metric))
-    return (r["curve"][-1][1], False) if hit is None else (int(hit), True)
+def to_target(r: dict[str, Any], metric: str, target: float, unit: str = "episodes") -> tuple[int, bool]:
+    """``(episodes_to_target, reached)`` of one run: the training episodes (``unit="env_steps"``: env steps) at the
+    first evaluation whose ``metric`` reaches ``target``, or, censored, those of its last evaluation (the budget)
+    and False."""
+    at = CURVE.index(unit)
+    hit = first_reaching(r["curve"], target, at=at, value=CURVE.index(metric))
+    return (r["curve"][-1][at], False) if hit is None else (int(hit), True)
 
 
 def _mean_ci(values: list[float | None]) -> tuple[float | None, list[float] | None]:
@@ -309,6 +316,8 @@ def arm_line(
         "reached": sum(ok for _, ok in hits),
     }
     line["episodes_to_target"], line["episodes_to_target_ci"] = _mean_ci([e for e, _ in hits])
+    steps = [to_target(r, a.target_metric, a.target, unit="env_steps")[0] for r in rows]
+    line["env_steps_to_target"], line["env_steps_to_target_ci"] = _mean_ci(steps)
     line["budget_episodes"] = round(statistics.fmean(r["episodes"] for r in rows))
     for k in ("completion", "f1"):
         i = CURVE.index(k)
@@ -321,8 +330,14 @@ def arm_line(
         "modality_fusion": rows[0]["modality_fusion"],
         "reward_layers": rows[0]["reward_layers"],
         "per_seed": [
-            {"seed": r["seed"], "episodes_to_target": e, "reached": ok, "curve": r["curve"]}
-            for r, (e, ok) in zip(rows, hits, strict=True)
+            {
+                "seed": r["seed"],
+                "episodes_to_target": e,
+                "env_steps_to_target": n,
+                "reached": ok,
+                "curve": r["curve"],
+            }
+            for r, (e, ok), n in zip(rows, hits, steps, strict=True)
         ],
     }
     return line
@@ -332,11 +347,17 @@ def ratio_line(compare: str, ref: dict[str, Any], other: dict[str, Any]) -> dict
     """The ratio of ``other``'s mean episodes to target over ``ref``'s, with a paired interval over seeds."""
     from agentic_ray.eval.bootstrap import ratio_of_sums_ci
 
-    e_ref = [p["episodes_to_target"] for p in ref["per_seed"]]
-    e_other = [p["episodes_to_target"] for p in other["per_seed"]]
+    def ratio_ci(unit: str) -> tuple[float | None, list[float] | None]:
+        ref_n = [p[unit] for p in ref["per_seed"]]
+        other_n = [p[unit] for p in other["per_seed"]]
+        if sum(ref_n) == 0:
+            return None, None
+        ci = ratio_of_sums_ci(other_n, ref_n)
+        return round(sum(other_n) / sum(ref_n), 3), None if ci is None else [round(x, 3) for x in ci]
+
     censored = {x["arm"]: x["runs"] - x["reached"] for x in (ref, other)}
-    ratio = None if sum(e_ref) == 0 else round(sum(e_other) / sum(e_ref), 3)
-    ci = ratio_of_sums_ci(e_other, e_ref) if sum(e_ref) > 0 else None
+    ratio, ci = ratio_ci("episodes_to_target")
+    steps_ratio, steps_ci = ratio_ci("env_steps_to_target")
     bound = {(False, False): None, (False, True): "lower", (True, False): "upper"}.get(
         (censored[ref["arm"]] > 0, censored[other["arm"]] > 0), "none (both censored)"
     )
@@ -345,7 +366,9 @@ def ratio_line(compare: str, ref: dict[str, Any], other: dict[str, Any]) -> dict
         "compare": compare,
         "ratio": f"{other['arm']}/{ref['arm']}",
         "episodes_to_target_ratio": ratio,
-        "ratio_ci": None if ci is None else [round(x, 3) for x in ci],
+        "ratio_ci": ci,
+        "env_steps_ratio": steps_ratio,
+        "env_steps_ratio_ci": steps_ci,
         "bound": bound,
         "censored": censored,
         "seed_000": SEED_000[compare],

@@ -120,3 +120,19 @@ def test_arm_lines_count_reached_runs_and_the_ratio_is_a_bound_under_censoring()
     assert r["episodes_to_target_ratio"] == 2.0 and r["bound"] == "lower"
     assert r["censored"] == {"layered": 0, "sparse": 1}
     assert ratio_line("reward", slow, fast)["bound"] == "upper"
+
+
+def test_env_steps_to_target_counts_steps_where_the_arms_episodes_differ_in_length() -> None:
+    """From scratch (the seventh campaign) one arm's episodes were ~2 steps and the other's ~9: in episodes the arm
+    that never reached the target is censored below the other's crossing, in env steps it is not."""
+    a = _flags("--target", "0.2")
+    short = [_run(s, [0.0, 0.0, 0.2, 0.2], episodes_per_eval=500) for s in (0, 1)]  # 1,000 env steps per eval
+    long_ = [_run(s, [0.0, 0.0, 0.0, 0.0], episodes_per_eval=110) for s in (0, 1)]
+    fast = arm_line("reward", "layered", "config", short, a)
+    slow = arm_line("reward", "sparse", "sparse", long_, a)
+    assert to_target(short[0], "completion", 0.2, unit="env_steps") == (2000, True)
+    assert (fast["env_steps_to_target"], slow["env_steps_to_target"]) == (2000, 3000)
+    assert [p["env_steps_to_target"] for p in fast["per_seed"]] == [2000, 2000]
+    r = ratio_line("reward", fast, slow)
+    assert r["episodes_to_target_ratio"] == pytest.approx(0.33, abs=0.01)  # 330 / 1,000 episodes
+    assert r["env_steps_ratio"] == 1.5 and r["env_steps_ratio_ci"] == [1.5, 1.5] and r["bound"] == "lower"
