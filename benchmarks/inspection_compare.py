@@ -35,19 +35,20 @@ episodes, near seed 000's sparse figure of 2,800), took 7-15 minutes per run wit
 fourth campaign: at that budget RL moved greedy completion by about one task of the curve's 20 and every run was
 censored, while from ~1,500 episodes on it rose in both arms (below).
 
-**Not shown by the seven campaigns run so far** (``benchmarks/results/inspection-compare-*.json``, 3 seeds, 6 in the sixth):
-issue 30's 2x. In the first three every run but one sparse seed per early campaign was censored, so their ratios
-were not measurements of convergence. The first two (40 iterations at ``--set algo.lr=0.001``, since at the config's
-1e-4 the RL stage left greedy completion where imitation had put it): in the first (2026-12-05) it went layered 0.38
--> 0.43, sparse 0.38 -> 0.42, flat 0.35 -> 0.35 (ratios 0.81 and 0.99); in the second (2026-12-06, after the
-numeric-target encoding fix and the task context) layered 0.40 -> 0.37, sparse 0.40 -> 0.42, flat 0.35 -> 0.35
-(ratios 0.999 and 0.961). The third (2026-12-06, ``reward`` only, 32 iterations at ``--set algo.lr=0.0003``, after
-the layered reward was made to pay for progress: its return's correlation with completion 0.02 -> 0.79 on 200
+**Not shown by the seven campaigns run so far** (``benchmarks/results/inspection-compare-*.json``, 3 seeds, 6 in the
+sixth): issue 30's 2x. In the first three every run but one sparse seed per early campaign was censored, so their
+ratios were not measurements of convergence. The first two (40 iterations at ``--set algo.lr=0.001``, since at the
+config's 1e-4 the RL stage left greedy completion where imitation had put it): in the first (2026-12-05) it went
+layered 0.38 -> 0.43, sparse 0.38 -> 0.42, flat 0.35 -> 0.35 (ratios 0.81 and 0.99); in the second (2026-12-06,
+after the numeric-target encoding fix and the task context) layered 0.40 -> 0.37, sparse 0.40 -> 0.42, flat 0.35 ->
+0.35 (ratios 0.999 and 0.961). The third (2026-12-06, ``reward`` only, 32 iterations at ``--set algo.lr=0.0003``,
+after the layered reward was made to pay for progress: its return's correlation with completion 0.02 -> 0.79 on 200
 sampled episodes of the imitation start) went layered 0.40 -> 0.38, sparse 0.40 -> 0.45, ratio 1.023. The fourth
 (2026-12-06, the third's setting at 96 iterations) is the first in which the RL stage raised completion: greedy
-completion stayed at 0.3-0.55 for the first ~1,500 episodes of every run, then rose in 5 of 6: layered 0.40 -> 0.65 (3 of 3 reached 0.6,
-mean 2,032 episodes [1,586, 2,397]), sparse 0.40 -> 0.58 (2 of 3; mean 2,473 with one censored at 2,593), ratio
-1.217 [0.97, 1.635], a lower bound: the layered rewards converged about as fast as the sparse one, not 2x faster.
+completion stayed at 0.3-0.55 for the first ~1,500 episodes of every run, then rose in 5 of 6: layered 0.40 -> 0.65
+(3 of 3 reached 0.6, mean 2,032 episodes [1,586, 2,397]), sparse 0.40 -> 0.58 (2 of 3; mean 2,473 with one censored
+at 2,593), ratio 1.217 [0.97, 1.635], a lower bound: the layered rewards converged about as fast as the sparse one,
+not 2x faster.
 
 **Why RL is slow here, and why the layered reward helps it little** (``benchmarks/inspection_rl_diagnosis.py``, 10
 validation tasks per family, a layered run of this setting at 32 iterations, seed 0). The imitation start fails at a
@@ -83,19 +84,19 @@ an episode earns its last ranking's NDCG, and a subset ranking loses about 0.05 
 **Sixth campaign, a charge for the loop** (2026-12-06, the fourth's setting, only the layered arm changed: ``--set
 rewards.layers.execution.params.repeat_value=-1``, each successful repeat of an identical call that satisfied no goal
 earns -1 in L1 instead of 0; the sparse arm's three kept runs reused, then seeds 3-5 run for both arms; runs in
-``benchmarks/results/inspection_compare_runs_reward96_repeat.jsonl``; 368-446 s per run, load1 0.2-3.9). On seeds
+``benchmarks/results/inspection_compare_runs_reward96_repeat.jsonl``; 368-455 s per run, load1 0.2-3.9). On seeds
 0-2: layered 0.40 -> 0.73, 3 of 3 reached 0.6 at mean 1,409 episodes [846, 1,757] (seeds 1,625 / 846 / 1,757),
 ratio 1.755 [1.476, 2.747], a lower bound. It did not hold on three more seeds: layered 2,092 / 658 / censored at
 2,968 (seed 5 ended at 0.45), sparse 753 / 858 / 1,611; on all six, layered 1,658 [1,065, 2,272] (5 of 6 reached),
 sparse 1,774 [1,158, 2,355] (5 of 6), ratio 1.07 [0.627, 1.793] (in env steps 1.164 [0.74, 1.772]), final
-completion 0.68 against 0.64. Seeds 3 and 4
-start at 0.5 (imitation completes 10 of 20 curve tasks), two tasks from the target, and their first crossings are
-single evaluations (sparse seed 3 read 0.6 at 753 episodes, then 0.45-0.55 for the next 14 evaluations): across
-seeds the spread (658 to censored in one arm) is larger than any difference between the arms.
+completion 0.68 against 0.64. Seeds 3 and 4 start at 0.5 (imitation completes 10 of 20 curve tasks), two tasks from
+the target, and their first crossings are single evaluations (sparse seed 3 read 0.6 at 753 episodes, then
+0.45-0.55 for the next 14 evaluations): across seeds the spread (658 to censored in one arm) is larger than any
+difference between the arms.
 
 **Seventh campaign, from scratch** (2026-12-06, the fourth's setting with ``--set 'stages.run=[rl]'``: no imitation,
 both arms from the untrained policy; ``--target 0.2``, chosen before the runs since neither arm was expected near 0.6;
-runs in ``benchmarks/results/inspection_compare_runs_scratch96.jsonl``, 351-476 s per run, not recorded as the
+runs in ``benchmarks/results/inspection_compare_runs_scratch96.jsonl``, 348-476 s per run, not recorded as the
 comparison's record). The layered arm reached completion 0.2 in 3 of 3 seeds, at 4,111 / 3,860 / 5,492 episodes
 (7,186 / 7,197 / 9,242 env steps), and stayed at 0.2 (4 of 20 curve tasks) to the end of the budget; the sparse arm
 completed no curve task in any seed through 24,700 env steps (2,645-2,802 episodes). This is the regime in which a
@@ -108,13 +109,13 @@ mean of 7,875). These six runs were made before the RL clock was fixed for a run
 ``env_steps_per_s`` (0.33) was rewritten as env steps over wall time.
 
 **Why the 2x is not shown, after seven campaigns.** (1) From an imitation start the sparse reward is not sparse: the
-start completes 35-50% of tasks, so about half of the sampled episodes carry the end-of-task signal (seed 000
-does not say what its runs started from; from scratch, the seventh campaign, the sparse reward never fired and the
-layered one found completion, which is where it helps). (2) What RL has to learn
-is the deciding record or rank call (above), and every dense term tried tells that call little more than the
-outcome does: partial credit for the record, NDCG over the line, a charge for repeating it (campaigns five and
-six). (3) ``episodes_to_target`` at 20 curve tasks is the first of 24 noisy evaluations to cross 0.6, and its spread
-across seeds is as wide as the 2x the issue asks to resolve.
+start completes 35-50% of tasks, so about half of the sampled episodes carry the end-of-task signal (seed 000 does
+not say what its runs started from; from scratch, the seventh campaign, the sparse reward never fired and the
+layered one found completion, which is where it helps). (2) What RL has to learn is the deciding record or rank call
+(above), and every dense term tried tells that call little more than the outcome does: partial credit for the
+record, NDCG over the line, a charge for repeating it (campaigns five and six). (3) ``episodes_to_target`` at 20
+curve tasks is the first of 24 noisy evaluations to cross 0.6, and its spread across seeds is as wide as the 2x the
+issue asks to resolve.
 
 **Measure.** Every ``--eval-every`` RL iterations the pipeline evaluates the policy greedily on
 ``--curve-tasks-per-family`` validation tasks of each of the 5 families, faults off (``eval.fault_share=0``, as the
@@ -123,14 +124,15 @@ benchmark's policy rows); the imitation policy's evaluation is the curve's start
 (``completion``, the default, or ``f1``) first reaches ``--target``; a run that never reaches it within the budget
 (``--iterations`` RL iterations of 256 env steps) is *censored*: it counts at the episodes of its last evaluation, a
 lower bound. ``env_steps_to_target`` counts env steps the same way: where the arms' episodes differ in length (from
-scratch, one arm's were ~2 steps and the other's ~9) only it compares the sample cost; seed 000 counts episodes.
-Per arm: the mean over seeds with its 95% bootstrap interval over seeds, ``reached`` (runs that
-reached the target, of ``runs``), the start and final completion and F1 (the curve's first and last evaluations,
-means with intervals), and ``per_seed``. Per comparison, one more line: the ratio of the two arms' means of
-``episodes_to_target`` (and ``env_steps_ratio``, of ``env_steps_to_target``) (``sparse / layered``, ``flat / gated``: above 1, the first arm converged faster) with a
-paired bootstrap interval over seeds (:func:`~agentic_ray.eval.bootstrap.ratio_of_sums_ci`); where an arm has
-censored runs the ratio is a bound (``bound``: ``lower`` when only the second arm has, ``upper`` when only the
-first). The target is applied to the recorded curves, so another ``--target`` reuses the runs of ``--runs``.
+scratch, one arm's were ~2 steps and the other's ~9) only it compares the sample cost; seed 000 counts episodes. Per
+arm: the mean over seeds with its 95% bootstrap interval over seeds, ``reached`` (runs that reached the target, of
+``runs``), the start and final completion and F1 (the curve's first and last evaluations, means with intervals), and
+``per_seed``. Per comparison, one more line: the ratio of the two arms' means of ``episodes_to_target``
+(``env_steps_ratio``: of ``env_steps_to_target``; ``sparse / layered``, ``flat / gated``: above 1, the first arm
+converged faster) with a paired bootstrap interval over seeds
+(:func:`~agentic_ray.eval.bootstrap.ratio_of_sums_ci`); where an arm has censored runs the ratio is a bound
+(``bound``: ``lower`` when only the second arm has, ``upper`` when only the first). The target is applied to the
+recorded curves, so another ``--target`` reuses the runs of ``--runs``.
 
 Runs are kept in ``--runs`` (JSON lines, one per (run, seed)) and reused while their fully resolved settings are
 the same (any changed setting or code default reruns them); each runs in its own subprocess with a private Ray.
@@ -233,7 +235,8 @@ def train_run(run: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
     run_dir = Path(tempfile.mkdtemp(prefix="insp_cmp_", dir="/tmp"))
     curve: list[list[Any]] = []
     pipe: Pipeline | None = None
-    rl_start = [time.perf_counter()]  # when the imitation policy's evaluation ended (from scratch: the start)
+    t0 = time.perf_counter()
+    rl_start = [t0]  # when imitation's evaluation ended: RL's clock starts there (from scratch: t0)
 
     def on_evaluation(row: dict[str, Any], res: Any) -> None:
         assert pipe is not None
@@ -251,7 +254,6 @@ def train_run(run: str, seed: int, a: argparse.Namespace) -> dict[str, Any]:
             rl_start[0] = time.perf_counter()
         print(f"# {run} seed {seed}: {dict(zip(CURVE, point, strict=True))}", file=sys.stderr, flush=True)
 
-    t0 = rl_start[0]
     try:
         ray.init(_temp_dir=ray_dir, **PRIVATE_RAY)
         pipe = Pipeline(
@@ -344,7 +346,8 @@ def arm_line(
 
 
 def ratio_line(compare: str, ref: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
-    """The ratio of ``other``'s mean episodes to target over ``ref``'s, with a paired interval over seeds."""
+    """The ratio of ``other``'s mean episodes to target over ``ref``'s, and of its mean env steps to target, each
+    with a paired interval over seeds."""
     from agentic_ray.eval.bootstrap import ratio_of_sums_ci
 
     def ratio_ci(unit: str) -> tuple[float | None, list[float] | None]:

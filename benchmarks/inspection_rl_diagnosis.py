@@ -44,7 +44,7 @@ def failure_shape(record: Any) -> str | None:
     if not record.steps:
         return "truncated:none"
     last = record.steps[-1].skill
-    tail = [(s.skill, json.dumps(s.args, sort_keys=True, default=str)) for s in record.steps[-LOOP_CALLS:]]
+    tail = [s.call_key() for s in record.steps[-LOOP_CALLS:]]
     if len(tail) == LOOP_CALLS and len(set(tail)) == 1:
         return f"loop:{last}"
     return f"{'failed' if record.failed else 'truncated'}:{last}"

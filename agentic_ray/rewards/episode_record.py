@@ -6,6 +6,7 @@ pure functions of it and return one value per env step (episode-level layers put
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,6 +33,11 @@ class StepRecord:
     )
     caller_error: str | None = None  # the root cause of a caller error injected into this call (issue 13)
     root_cause: str | None = None  # the env's rule-based root cause of this step (None: it succeeded)
+
+    def call_key(self) -> tuple[str, str]:
+        """The call as ``(skill, arguments)`` with the arguments compared by value (key order does not matter): two
+        steps with equal keys made the same call."""
+        return self.skill, json.dumps(self.args, sort_keys=True, default=str)
 
 
 @dataclass

@@ -39,7 +39,6 @@ sparse reward (ratio 1.07 [0.627, 1.793]), so it stays off by default.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Literal
 
@@ -142,7 +141,7 @@ class ExecutionLayer(RewardLayer):
         if self.repeat_value is not None:
             seen: set[tuple[str, str]] = set()
             for t, s in enumerate(record.steps):
-                call = (s.skill, json.dumps(s.args, sort_keys=True, default=str))
+                call = s.call_key()
                 if call in seen and s.ok and not s.masked and not s.goals_satisfied:
                     out[t] = self.repeat_value
                 seen.add(call)
