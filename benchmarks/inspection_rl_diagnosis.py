@@ -1,21 +1,22 @@
 """Why RL barely moves greedy completion on inspection (issue 30); one JSON line per policy and mode.
 
-Each policy plays the fixed validation tasks (``--tasks-per-family`` of every family, faults off) twice: greedy
-(the mode of every head, as the pipeline's evaluations and ``benchmarks/inspection.py --compare``'s curve act)
-and sampled (the stochastic policy RL trains and is rewarded as). Per policy and mode: completion overall and per
-family, mean steps, and how the failed episodes ended (:func:`failure_shape`): ``loop`` when the episode's last
-:data:`LOOP_CALLS` calls were one identical call (the greedy policy repeating a wrong ``db_update`` or
-``rank_topk`` until the step budget ran out), ``failed`` for an explicit failure (e.g. a scratch recorded as a
-crack), ``truncated`` otherwise; each keyed by the skill of the last call.
+Each policy plays the fixed validation tasks (``--tasks-per-family`` of every family, faults off) in each of
+``--modes``: greedy (the mode of every head, as the pipeline's evaluations and ``benchmarks/inspection.py
+--compare``'s curve act) and sampled (the stochastic policy RL trains and is rewarded as). Per policy and mode:
+completion overall and per family, mean steps, how the failed episodes ended (:func:`failure_shape`): ``loop``
+when the episode's last :data:`LOOP_CALLS` calls were one identical call (the greedy policy repeating a wrong
+``db_update`` or ``rank_topk`` until the step budget ran out), ``failed`` for an explicit failure (e.g. a scratch
+recorded as a crack), ``truncated`` otherwise, each keyed by the skill of the last call; and the mean ``detect``
+threshold per family.
 
-Policies: ``il``, the imitation start of ``--compare`` (``--demos`` demonstrations, seed ``--seed``), and with
-``--run-dir RUN`` instead the run's ``il`` and last checkpoints (``latest`` where the run has one) (a run of ``agentic-ray train`` or of the pipeline
-on ``--compare``'s settings), so one run's RL stage can be read as greedy and as sampled completion. Also the
-observation-only rule policy at detect's defaults (``rule``, greedy only), which reads what the tools revealed:
-what the information in the observation allows.
+Policies: ``il``, the imitation start of ``--compare`` (``--demos`` demonstrations, seed ``--seed``), or with
+``--run-dir RUN`` the run's checkpoints named by ``--stages`` (default: ``il`` and the last, ``latest`` where the
+run has one; a run of ``agentic-ray train`` or of the pipeline on ``--compare``'s settings), so one run's stages
+can be read side by side, greedy and sampled. Also the observation-only rule policy at detect's defaults
+(``rule``, greedy only), which reads what the tools revealed: what the information in the observation allows.
 
     python benchmarks/inspection_rl_diagnosis.py [--tasks-per-family 10] [--demos 40] [--seed 0]
-    python benchmarks/inspection_rl_diagnosis.py --run-dir RUN
+    python benchmarks/inspection_rl_diagnosis.py --run-dir RUN [--stages il rl reflection] [--modes greedy]
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ def failure_shape(record: Any) -> str | None:
 
 
 def summarize(records: Sequence[Any]) -> dict[str, Any]:
-    """Completion overall and per family, mean steps, and the failed episodes' :func:`failure_shape` counts."""
+    """Completion overall and per family, mean steps, the failed episodes' :func:`failure_shape` counts, and the
+    mean ``detect`` threshold per family (:func:`inspection.detect_thresholds`)."""
+    from inspection import detect_thresholds
+
     families = sorted({r.task_family for r in records})
     shapes = Counter(s for s in map(failure_shape, records) if s is not None)
     return {
@@ -66,6 +70,7 @@ def summarize(records: Sequence[Any]) -> dict[str, Any]:
         "loop_share_of_failures": round(
             sum(v for k, v in shapes.items() if k.startswith("loop:")) / max(1, sum(shapes.values())), 3
         ),
+        "detect_threshold": detect_thresholds(list(records)),
     }
 
 
@@ -104,6 +109,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--demos", type=int, default=40, help="demonstrations of the imitation start")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--run-dir", default=None, help="a run whose il and last checkpoints to read instead")
+    p.add_argument(
+        "--stages",
+        nargs="+",
+        default=None,
+        help="with --run-dir: the stage checkpoints to read (e.g. il rl reflection; default: il and the last)",
+    )
+    p.add_argument("--modes", nargs="+", choices=("greedy", "sampled"), default=("greedy", "sampled"))
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(a.seed)
@@ -119,13 +131,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             json.loads((Path(a.run_dir) / "settings.json").read_text())["env"]
         )
         last = "latest" if (Path(a.run_dir) / "checkpoints" / "latest").exists() else None
-        modules = {st or "last": load_policy_module(pick_checkpoint(a.run_dir, st)) for st in ("il", last)}
+        stages = a.stages or ("il", last)
+        modules = {st or "last": load_policy_module(pick_checkpoint(a.run_dir, st)) for st in stages}
     venv = validation_env_config(env_cfg, 0.0)
     tasks = validation_tasks(venv, a.tasks_per_family)
     head = {"benchmark": "inspection_rl_diagnosis", "tasks_per_family": a.tasks_per_family}
     head |= {"run_dir": a.run_dir} if a.run_dir else {"demos": a.demos, "seed": a.seed}
     for name, module in modules.items():
-        for mode in ("greedy", "sampled"):
+        for mode in a.modes:
             recs = play(module, venv, tasks, deterministic=mode == "greedy")
             line = head | {"policy": name, "mode": mode} | summarize(recs)
             print(json.dumps(line), flush=True)

@@ -13,7 +13,9 @@ def _record_call(part: str) -> object:
 
 
 def test_a_repeated_identical_call_is_a_loop_and_a_varied_one_is_not() -> None:
-    detect = step(skill="detect", args={"part_id": "P1"}, goals_satisfied=["detect.0"])
+    detect = step(
+        skill="detect", args={"part_id": "P1", "confidence_threshold": 0.3}, goals_satisfied=["detect.0"]
+    )
     same = [detect] + [_record_call("P2")] * LOOP_CALLS
     varied = [detect] + [_record_call(p) for p in ("P2", "P3", "P2")]
     loop = record(same, completed=False, truncated=True, task_family="disputed_batch")
@@ -29,3 +31,4 @@ def test_a_repeated_identical_call_is_a_loop_and_a_varied_one_is_not() -> None:
     assert out["family_completion"] == {"disputed_batch": 0.0, "mixed_batch": 0.5}
     assert out["failures"] == {"loop:db_update": 1, "truncated:db_update": 1, "failed:db_update": 1}
     assert out["loop_share_of_failures"] == round(1 / 3, 3)
+    assert out["detect_threshold"] == {"disputed_batch": 0.3, "mixed_batch": 0.3}
