@@ -50,8 +50,9 @@ def train(
 ) -> None:
     """Train: imitation → RL → reflection, with gates, per-stage checkpoints and evaluation.
 
-    Exits 0 when the run finished, 3 when it stopped at a failed gate, 4 when auto-pause paused it
-    (see agentic_ray/cli/exit_codes.py), so `ray job submit` reports those jobs as FAILED; 2 on a usage error.
+    Exits 0 when the run finished, 3 when it stopped at a failed gate, 4 when auto-pause paused it, 5 when a
+    stage's policy was worse than the one it received and the earlier checkpoint went forward (see
+    agentic_ray/cli/exit_codes.py), so `ray job submit` reports those jobs as FAILED; 2 on a usage error.
     """
     from agentic_ray.cli.preflight import PreflightError, check_env, load_resume
     from agentic_ray.eval.report import REPORT_FILE
