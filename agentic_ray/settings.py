@@ -189,6 +189,15 @@ class ReflectionSettings(_Strict):
         "evaluation, mean of the seeds) where RL had it, 0.66, against 0.74 at 0.002: the stage then changed no "
         "metric, so the config does not set it.",
     )
+    freeze_encoder: bool = Field(
+        default=False,
+        description="Train only the heads in the correction imitation; the state encoder stays as RL left it. "
+        "Measured on configs/inspection.yaml (seeds 0-2, reflection re-run from each RL checkpoint, 100 validation "
+        "tasks): with the encoder trained, greedy completion fell from RL's 0.79 / 0.69 / 0.81 to 0.61 / 0.67 / "
+        "0.70; heads only 0.74 / 0.72 / 0.82. A KL anchor to the stage's starting policy instead (weights 1 and 5) "
+        "did worse (0.57 / 0.66 and 0.56 / 0.65 on seeds 0-1). Off by default: the e-commerce quickstart's "
+        "reflection figures were measured with the encoder trained.",
+    )
     fix_memory: str | None = Field(
         default="refine/memory",
         description="Error -> fix pairs that `agentic-ray refine` stored (a memory store folder, relative to the "

@@ -216,5 +216,6 @@ def imitate_corrections(
         lr=il.lr if rf.correction_lr is None else rf.correction_lr,
         seed=settings.seed,
         on_epoch=on_epoch,
+        freeze_encoder=rf.freeze_encoder,
     )
     return {**stats, "correction_kinds": dict(Counter(d.kind for d in corrections))}

@@ -28,3 +28,37 @@ def test_correction_imitation_lr(
     )
     imitation.imitate_corrections(None, s, [])
     assert seen["lr"] == expected
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_correction_imitation_trains_only_the_heads_with_freeze_encoder(freeze: bool) -> None:
+    """``stages.reflection.freeze_encoder``: the correction imitation (real demonstrations, a real module) leaves
+    the state encoder's weights as they were and trains the heads; without it the encoder moves too."""
+    import torch
+
+    from agentic_ray.algorithms.build import module_spec
+    from agentic_ray.envs.agent_task_env import AgentTaskEnv
+    from agentic_ray.stages.demos import collect_demos
+
+    s = ExperimentSettings.model_validate(
+        {
+            "model": {"hidden_dim": 16, "num_layers": 1},
+            "stages": {
+                "il": {"minibatch_size": 32},
+                "reflection": {"correction_demos": 2, "correction_epochs": 1, "freeze_encoder": freeze},
+            },
+        }
+    )
+    torch.manual_seed(0)
+    env = AgentTaskEnv(s.env)
+    module = module_spec(s, env).build()
+    env.close()
+    encoder = {k: v.clone() for k, v in module.model.encoder.state_dict().items()}
+    heads = {k: v.clone() for k, v in module.state_dict().items() if "encoder" not in k}
+    demos = collect_demos(s.env, 4, 0.0, seed=0)
+    imitation.imitate_corrections(module, s, demos)
+    encoder_moved = any(not torch.equal(v, module.model.encoder.state_dict()[k]) for k, v in encoder.items())
+    heads_moved = any(not torch.equal(v, module.state_dict()[k]) for k, v in heads.items())
+    assert heads_moved
+    assert encoder_moved is not freeze
+    assert all(p.requires_grad for p in module.model.encoder.parameters())  # unfrozen again afterwards
