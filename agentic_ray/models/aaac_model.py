@@ -387,6 +387,14 @@ class AAACModel(nn.Module):
         return self.NON_INFERENCE_ATTRIBUTES
 
     # -- encoders ---------------------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """Copies and pickles leave out the cached inference path (``InferencePolicy.for_model`` builds the copy's
+        own on its first fast forward): its per-thread work tables neither copy nor pickle, and AAAC's anchor
+        snapshot deep-copies the learner's module after the pipeline's greedy evaluations acted with it."""
+        state = super().__getstate__()
+        state.pop("_inference_policy", None)
+        return state
+
     def encode(
         self,
         obs: dict[str, torch.Tensor],

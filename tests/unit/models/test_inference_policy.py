@@ -179,6 +179,28 @@ def test_models_it_does_not_cover_fall_back_to_the_training_path() -> None:
     torch.testing.assert_close(got, want, atol=0, rtol=0)
 
 
+def test_a_model_that_acted_through_the_inference_path_still_copies_and_pickles() -> None:
+    """The cached inference path (per-thread work tables) is left out of copies and pickles: AAAC's anchor snapshot
+    deep-copies the learner's module, which the pipeline's greedy evaluations act with (measured: ``cannot pickle
+    '_thread._local' object`` at the RL stage's start after an evaluation without traces). The copy acts like the
+    original and builds its own path."""
+    import copy
+    import pickle
+
+    env = AgentTaskEnv({"domain": "ecommerce"})
+    env.action_space.seed(0)
+    model = _model(env)
+    obs = _observations(env)
+    with torch.inference_mode():
+        want = InferencePolicy.for_model(model)(obs).packed.clone()
+    for twin in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert getattr(twin, "_inference_policy", None) is None
+        with torch.inference_mode():
+            got = InferencePolicy.for_model(twin)(obs).packed
+        torch.testing.assert_close(got, want, atol=0, rtol=0)
+        assert twin._inference_policy[2] is not model._inference_policy[2]
+
+
 def test_work_tables_are_per_thread_and_results_outlive_them() -> None:
     """The encoder's work tables are kept per thread and batch size (Serve runs forwards in a thread pool): forwards
     in three threads at once give what one thread gives; a returned result is not overwritten by later forwards; a
