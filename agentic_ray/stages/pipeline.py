@@ -26,7 +26,10 @@ stage's). When it is worse beyond the noise (:mod:`agentic_ray.stages.stage_guar
 at ``stages.regression_alpha``), the stage's policy is saved as ``checkpoints/<stage>_rejected``, the baseline's
 checkpoint is restored and goes forward as ``checkpoints/<stage>``, the gate ``<stage>_completion`` records the
 test, and the run ends with status ``regressed`` (exit 5) once its stages are done. The first stage has no
-baseline (nothing was evaluated before it) and is kept.
+baseline (nothing was evaluated before it) and is kept. With ``stages.guard_tasks_per_family`` set, the test is paired
+over a greedy evaluation of that many tasks per family at each stage's end (logged as ``guard_completion``), not the
+stage's last evaluation: a few evaluation tasks cannot see a drop (configs/inspection.yaml's 10 did not see its
+reflection stage take completion from 0.79 to 0.61 on 100).
 """
 
 from __future__ import annotations
@@ -559,14 +562,14 @@ class Pipeline:
         """No stage ships a worse policy (see the module docstring): compare the stage's last validation with its
         baseline's; restore the baseline's checkpoint when the stage is worse beyond the noise, else make the
         stage the next baseline. Its checkpoint (``checkpoints/<stage>``) is saved by the caller right after."""
-        from agentic_ray.stages.stage_guard import compare_completion, completion_by_task
+        from agentic_ray.stages.stage_guard import compare_completion
 
         if not self.s.stages.keep_better:
             return
         if self.last_eval is None:  # resumed after the stage's last evaluation: judge a fresh one
             self.evaluate(stage, self.state.iteration, {"keep_better_check_after_resume": True})
         assert self.last_eval is not None
-        now = completion_by_task(self.last_eval.records)
+        now = self._guard_completion(stage)
         base = self.state.baseline
         if base:
             cmp = compare_completion(
@@ -603,6 +606,25 @@ class Pipeline:
             "completed": [[f, t, c] for (f, t), c in sorted(now.items())],
             "row": {k: v for k, v in self.last.items() if k != "time"},
         }
+
+    def _guard_completion(self, stage: str) -> dict[tuple[str, int], bool]:
+        """Completion per validation task of the stage's policy, for :meth:`_keep_better`: the stage's last
+        evaluation's, or with ``stages.guard_tasks_per_family`` set (and other than ``eval.tasks_per_family``) a
+        greedy evaluation on that many tasks per family, logged as ``guard_completion`` over ``guard_tasks``."""
+        from agentic_ray.stages.stage_guard import completion_by_task
+
+        n = self.s.stages.guard_tasks_per_family
+        assert self.last_eval is not None
+        if n is None or n == self.s.eval.tasks_per_family:
+            return completion_by_task(self.last_eval.records)
+        policy = ModulePolicy(current_module(self.algo), deterministic=True)
+        episodes = len(validation_tasks(self.eval_env, n))
+        with self.progress.task(f"{stage} guard evaluation", episodes, "episodes") as bar:
+            res = evaluate_policy(policy, self.eval_env, n, on_episode=bar.advance)
+        now = completion_by_task(res.records)
+        row = {"guard_completion": res.metrics.completion, "guard_tasks": len(now)}
+        self._log({"stage": stage, "iteration": self.state.iteration, **row})
+        return now
 
     def _expert_baseline(self) -> None:
         """The scripted expert on the run's validation tasks, once per run (``expert.json``): the level the

@@ -3,13 +3,16 @@
 Imitation trains a policy that completes most validation tasks; the RL stage then runs with a learning rate of 0.5
 (its config degrades the policy: one iteration of updates that large wrecks it). The real rule
 (:mod:`agentic_ray.stages.stage_guard`, called by the pipeline) rejects the RL policy, the imitation checkpoint goes
-forward as ``checkpoints/rl``, and the report, the state and the exit code say so. The same run with the default
-learning rate keeps its RL policy, and beats the domain's random masked policy (issue 26: a short training run on
+forward as ``checkpoints/rl``, and the report, the state and the exit code say so. That run evaluates 2 tasks per
+family during training and judges the stage on ``stages.guard_tasks_per_family`` (8): the test is paired over the
+guard's tasks, each logged. The same run with the default learning rate (judged on its last evaluation) keeps its
+RL policy, and beats the domain's random masked policy (issue 26: a short training run on
 the plug-in domain beats random). Measured: about 20 s per run on 2 shared CPUs (Ray already up).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ import pytest
 import torch
 
 from agentic_ray.cli.exit_codes import EXIT_OK, EXIT_REGRESSED, exit_code_for, status_line
-from agentic_ray.eval.evaluator import RandomPolicy, evaluate_policy, validation_env_config
+from agentic_ray.eval.evaluator import RandomPolicy, evaluate_policy, validation_env_config, validation_tasks
 from agentic_ray.eval.policy_loading import load_policy_module, pick_checkpoint
 from agentic_ray.settings import ExperimentSettings
 from agentic_ray.stages.pipeline import PipelineState, run_pipeline
@@ -31,7 +34,10 @@ against 0.025 on 40 validation tasks; the untrained module of these settings com
 not train fails)."""
 
 
-def _settings(lr: float) -> ExperimentSettings:
+GUARD_TASKS = 8
+
+
+def _settings(lr: float, eval_tasks: int = 8, guard_tasks: int | None = None) -> ExperimentSettings:
     return ExperimentSettings.model_validate(
         {
             "name": "keep-better",
@@ -50,9 +56,10 @@ def _settings(lr: float) -> ExperimentSettings:
                 "run": ["il", "rl"],
                 "il": {"demos": 100, "epochs": 6, "minibatch_size": 64, "max_repeats": 0, "gate_tcsr": 0.0},
                 "rl": {"iterations": 1, "gate_dvr": 0.0},
+                "guard_tasks_per_family": guard_tasks,
             },
             "eval": {
-                "tasks_per_family": 8,
+                "tasks_per_family": eval_tasks,
                 "traces_per_eval": 0,
                 "failed_traces_per_eval": 0,
                 "cu_ablation": False,
@@ -73,10 +80,16 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def test_a_regressing_stage_is_rejected_and_the_earlier_checkpoint_goes_forward(
     ray_session, tmp_path
 ) -> None:
-    out = run_pipeline(_settings(lr=0.5), run_dir=tmp_path / "worse", progress=lambda _m: None)
+    worse = _settings(lr=0.5, eval_tasks=2, guard_tasks=GUARD_TASKS)
+    out = run_pipeline(worse, run_dir=tmp_path / "worse", progress=lambda _m: None)
     run = Path(out["run_dir"])
     gate = out["gates"]["rl_completion"]
     assert out["status"] == "regressed" and gate["baseline"] == "il" and gate["passed"] is False, gate
+    guard_n = len(validation_tasks(validation_env_config(worse.env, worse.eval.fault_share), GUARD_TASKS))
+    assert gate["n"] == guard_n  # paired over the guard's tasks, not the 2 per family of the evaluations
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    guards = [(r["stage"], r["guard_tasks"]) for r in rows if "guard_completion" in r]
+    assert guards == [("il", guard_n), ("rl", guard_n)]
     assert gate["after"] < gate["before"] and gate["p_value"] < gate["alpha"] == 0.05
     assert gate["only_before"] > gate["only_after"]
     state = PipelineState.load(run)
@@ -85,7 +98,7 @@ def test_a_regressing_stage_is_rejected_and_the_earlier_checkpoint_goes_forward(
     il, rl, rejected = (_weights(run / "checkpoints" / n) for n in ("il", "rl", "rl_rejected"))
     assert _same(rl, il) and not _same(rejected, il)
     assert pick_checkpoint(run) == run / "checkpoints" / "rl"
-    assert out["final"]["completion"] == pytest.approx(gate["before"])  # the run reports the kept policy
+    assert out["final"]["stage"] == "il"  # the run reports the kept policy's evaluation
     assert exit_code_for(out["status"]) == EXIT_REGRESSED
     assert "rl_completion" in status_line(out["status"], out["gates"])
     report = (run / "report.html").read_text()
