@@ -108,7 +108,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--tasks-per-family", type=int, default=10)
     p.add_argument("--demos", type=int, default=40, help="demonstrations of the imitation start")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--run-dir", default=None, help="a run whose il and last checkpoints to read instead")
+    p.add_argument(
+        "--run-dir", default=None, help="a run whose stage checkpoints to read instead (see --stages)"
+    )
     p.add_argument(
         "--stages",
         nargs="+",
